@@ -1,0 +1,38 @@
+# The two commands of the README's quickstart. Both set everything up from scratch.
+#   make demo   - the main job: the refund agent judged by an embedded collector
+#   make test   - semconv freshness, lint, strict types and the whole test suite,
+#                 end-to-end tests against real Jaeger and the OpenTelemetry Collector included
+.PHONY: demo test bootstrap backends lint typecheck semconv semconv-check pytest bench
+
+VENV := .venv
+PY := $(VENV)/bin/python
+
+bootstrap:
+	@bash scripts/bootstrap.sh
+
+backends:
+	@bash scripts/build-backends.sh
+
+demo: bootstrap
+	$(VENV)/bin/tracejudge demo
+
+semconv: bootstrap
+	$(PY) semconv/generate.py
+
+semconv-check: bootstrap
+	$(PY) semconv/generate.py --check
+
+lint: bootstrap
+	$(VENV)/bin/ruff check src tests semconv bench examples
+	$(VENV)/bin/ruff format --check src tests semconv bench examples
+
+typecheck: bootstrap
+	$(VENV)/bin/mypy src tests
+
+pytest: bootstrap backends
+	$(PY) -m pytest
+
+test: semconv-check lint typecheck pytest
+
+bench: bootstrap
+	$(PY) bench/run.py

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Build the real trace backends that tracejudge's end-to-end tests run against,
+# from the Go module proxy at pinned versions, into a cache OUTSIDE the repo.
+#
+#   scripts/build-backends.sh [all|jaeger|otelcol]...    (default: all)
+#
+# - Jaeger v2 (`jaeger`, the OTel-collector-based v2 line; in-memory storage,
+#   OTLP receiver, query API). Jaeger v2 releases are tagged v2.X.Y, but the Go
+#   module keeps the v1 path, so release v2.13.0 is module version v1.76.0.
+#   Its go.mod has a replace directive, so `go install mod@version` refuses it;
+#   we `go mod download` the module and `go build ./cmd/jaeger` inside a copy of
+#   it, i.e. with upstream's own go.mod/go.sum. The UI is the placeholder page
+#   (no npm build); the HTTP query APIs work.
+# - OpenTelemetry Collector, assembled by the OpenTelemetry Collector Builder
+#   (ocb) from collector/otelcol/builder-config.yaml.
+#
+# Grafana Tempo is NOT built here: it is AGPL-3.0 licensed, which this project
+# does not take in; the compose file collector/compose/docker-compose.tempo.yaml
+# runs Tempo's published image instead.
+#
+# Binaries land in ${TRACEJUDGE_CACHE_DIR:-$HOME/.cache/tracejudge}/bin with the
+# version in the file name; GOPATH/GOMODCACHE/GOCACHE live under the same cache
+# dir so a fresh machine works. When the binaries are there the script does no
+# Go work at all and only prints their paths.
+#
+# stdout: one `name=/abs/path` line per requested backend (for tooling, e.g.
+#         tests/e2e/backends.py). Everything else goes to stderr.
+# Cold build on a 2-core machine: see the timings printed at the end of a build.
+set -euo pipefail
+
+# ---- pinned versions (keep in sync with collector/otelcol/builder-config.yaml
+#      and the image tags in collector/compose/) ---------------------------------
+JAEGER_VERSION="v2.13.0"           # Jaeger release (binary / image tag 2.13.0)
+JAEGER_MODULE_VERSION="v1.76.0"    # Go module tag of that same release
+OTELCOL_VERSION="v0.161.0"         # collector core/contrib + builder release
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE_DIR="${TRACEJUDGE_CACHE_DIR:-$HOME/.cache/tracejudge}"
+BIN_DIR="$CACHE_DIR/bin"
+JAEGER_BIN="$BIN_DIR/jaeger-$JAEGER_VERSION"
+OTELCOL_BIN="$BIN_DIR/otelcol-tracejudge-$OTELCOL_VERSION"
+OCB_BIN="$BIN_DIR/ocb-$OTELCOL_VERSION"
+MANIFEST="$REPO_ROOT/collector/otelcol/builder-config.yaml"
+
+log() { printf 'build-backends: %s\n' "$*" >&2; }
+die() { printf 'build-backends: ERROR: %s\n' "$*" >&2; exit 1; }
+
+want_jaeger=0
+want_otelcol=0
+if [ "$#" -eq 0 ]; then set -- all; fi
+for arg in "$@"; do
+  case "$arg" in
+    all) want_jaeger=1; want_otelcol=1 ;;
+    jaeger) want_jaeger=1 ;;
+    otelcol) want_otelcol=1 ;;
+    -h|--help) sed -n '2,30p' "${BASH_SOURCE[0]}" >&2; exit 0 ;;
+    *) die "unknown argument '$arg' (expected: all, jaeger, otelcol)" ;;
+  esac
+done
+
+# The manifest's hash is part of the collector's "is it built" check, so editing
+# the component list rebuilds it (the version alone would not notice).
+otelcol_stamp() {
+  local sum
+  sum="$(sha256sum "$MANIFEST" | cut -c1-16)"
+  printf '%s\n' "$OTELCOL_BIN.$sum.ok"
+}
+
+have_jaeger() { [ -x "$JAEGER_BIN" ]; }
+have_otelcol() { [ -x "$OTELCOL_BIN" ] && [ -f "$(otelcol_stamp)" ]; }
+
+print_paths() {
+  if [ "$want_jaeger" = 1 ]; then printf 'jaeger=%s\n' "$JAEGER_BIN"; fi
+  if [ "$want_otelcol" = 1 ]; then printf 'otelcol=%s\n' "$OTELCOL_BIN"; fi
+}
+
+needs_build() {
+  { [ "$want_jaeger" = 1 ] && ! have_jaeger; } || { [ "$want_otelcol" = 1 ] && ! have_otelcol; }
+}
+
+# ---- fast path: nothing to do ---------------------------------------------------
+if ! needs_build; then
+  print_paths
+  exit 0
+fi
+
+# ---- slow path: build -------------------------------------------------------------
+command -v go >/dev/null 2>&1 || die "the 'go' command is not on PATH; install Go >= 1.26 to build the e2e backends"
+[ -f "$MANIFEST" ] || die "builder manifest not found: $MANIFEST"
+
+mkdir -p "$BIN_DIR"
+export GOPATH="$CACHE_DIR/go"
+export GOMODCACHE="$CACHE_DIR/go/pkg/mod"
+export GOCACHE="$CACHE_DIR/go-build"
+export GOTOOLCHAIN=local          # never download another Go toolchain
+export GOFLAGS="-buildvcs=false"  # sources come from module zips, not git
+export CGO_ENABLED=0
+export GOPROXY="${GOPROXY:-https://proxy.golang.org,direct}"
+log "go: $(go version) ; cache: $CACHE_DIR"
+
+# Serialise concurrent callers (e.g. parallel test workers); re-check afterwards.
+exec 9>"$CACHE_DIR/build.lock"
+if ! flock -n 9; then
+  log "another build is running; waiting for $CACHE_DIR/build.lock"
+  flock 9
+fi
+
+WORK_DIR="$(mktemp -d "${TMPDIR:-/tmp}/tracejudge-backends.XXXXXX")"
+cleanup() { chmod -R u+w "$WORK_DIR" 2>/dev/null || true; rm -rf "$WORK_DIR"; }
+trap cleanup EXIT
+
+TIMINGS=()
+
+build_jaeger() {
+  local start src dir
+  start=$SECONDS
+  log "jaeger $JAEGER_VERSION: downloading module github.com/jaegertracing/jaeger@$JAEGER_MODULE_VERSION"
+  dir="$(go mod download -json "github.com/jaegertracing/jaeger@$JAEGER_MODULE_VERSION" \
+    | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')" \
+    || die "jaeger: go mod download failed"
+  [ -n "$dir" ] && [ -d "$dir" ] || die "jaeger: module directory not found after download"
+  src="$WORK_DIR/jaeger"
+  cp -R "$dir" "$src"
+  chmod -R u+w "$src"
+  log "jaeger $JAEGER_VERSION: go build ./cmd/jaeger (takes several minutes cold)"
+  (
+    cd "$src"
+    go build -trimpath \
+      -ldflags "-s -w -X github.com/jaegertracing/jaeger/internal/version.latestVersion=$JAEGER_VERSION -X github.com/jaegertracing/jaeger/internal/version.commitSHA=module-$JAEGER_MODULE_VERSION" \
+      -o "$JAEGER_BIN.tmp" ./cmd/jaeger
+  ) || die "jaeger: go build failed (see output above)"
+  mv -f "$JAEGER_BIN.tmp" "$JAEGER_BIN"
+  TIMINGS+=("jaeger $JAEGER_VERSION: $((SECONDS - start))s")
+  log "jaeger $JAEGER_VERSION: built $JAEGER_BIN in $((SECONDS - start))s"
+}
+
+build_otelcol() {
+  local start out stamp
+  start=$SECONDS
+  if [ ! -x "$OCB_BIN" ]; then
+    log "ocb $OTELCOL_VERSION: go install go.opentelemetry.io/collector/cmd/builder@$OTELCOL_VERSION"
+    GOBIN="$WORK_DIR/gobin" go install "go.opentelemetry.io/collector/cmd/builder@$OTELCOL_VERSION" \
+      || die "ocb: go install failed"
+    mv -f "$WORK_DIR/gobin/builder" "$OCB_BIN"
+  fi
+  out="$WORK_DIR/otelcol"
+  log "otelcol $OTELCOL_VERSION: ocb --config $MANIFEST (takes several minutes cold)"
+  # The manifest's dist.output_path is overridden so nothing is written in the repo.
+  "$OCB_BIN" --config "$MANIFEST" --output-path "$out" >&2 \
+    || die "otelcol: the collector builder failed (see output above)"
+  [ -x "$out/otelcol-tracejudge" ] || die "otelcol: builder finished but $out/otelcol-tracejudge is missing"
+  mv -f "$out/otelcol-tracejudge" "$OTELCOL_BIN"
+  rm -f "$OTELCOL_BIN".*.ok
+  stamp="$(otelcol_stamp)"
+  : >"$stamp"
+  TIMINGS+=("otelcol $OTELCOL_VERSION: $((SECONDS - start))s")
+  log "otelcol $OTELCOL_VERSION: built $OTELCOL_BIN in $((SECONDS - start))s"
+}
+
+if [ "$want_jaeger" = 1 ] && ! have_jaeger; then build_jaeger; fi
+if [ "$want_otelcol" = 1 ] && ! have_otelcol; then build_otelcol; fi
+
+if [ "${#TIMINGS[@]}" -gt 0 ]; then
+  for t in "${TIMINGS[@]}"; do log "build time: $t"; done
+fi
+print_paths

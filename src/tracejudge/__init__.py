@@ -1,0 +1,10 @@
+"""tracejudge: judge what AI agents did, not what they said.
+
+The public API is what ``__all__`` lists; everything else is internal.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

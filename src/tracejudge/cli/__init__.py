@@ -1,0 +1,16 @@
+"""The ``tracejudge`` command line. Each subcommand lives in its own module."""
+
+from __future__ import annotations
+
+import click
+
+from tracejudge import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="tracejudge")
+def main() -> None:
+    """Judge what AI agents did, not what they said."""
+
+
+# Subcommands register themselves below, one line each (keep sorted).

@@ -1,0 +1,1 @@
+"""The judging engine: rules over runs, producing verdicts."""

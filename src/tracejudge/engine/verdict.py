@@ -1,0 +1,116 @@
+"""Verdicts: what the engine concludes about one run, and how it is written out.
+
+The JSON shape of ``Verdict.to_dict`` is a public contract (``tracejudge eval --format
+json``, the collector's JSON-lines stream): keep the names stable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+Layer: TypeAlias = Literal["outcome", "trajectory", "policy", "budget"]
+LAYERS: tuple[Layer, ...] = ("outcome", "trajectory", "policy", "budget")
+LayerResult: TypeAlias = Literal["pass", "warn", "fail", "not_applicable"]
+Overall: TypeAlias = Literal["pass", "warn", "fail", "error"]
+Severity: TypeAlias = Literal["fail", "warn"]
+"""``fail``: a hard gate failed. ``warn``: a soft check failed or evidence was insufficient."""
+RuleResult: TypeAlias = Literal["pass", "fail", "warn", "not_applicable", "insufficient_evidence"]
+
+EXPLANATION_MAX_BYTES = 512
+"""Tempo truncates long attributes; explanations are cut to this many UTF-8 bytes."""
+
+
+def clip_explanation(text: str, limit: int = EXPLANATION_MAX_BYTES) -> str:
+    """Cut ``text`` to at most ``limit`` UTF-8 bytes without splitting a character."""
+    raw = text.encode("utf-8")
+    if len(raw) <= limit:
+        return text
+    cut = raw[: limit - 3].decode("utf-8", errors="ignore")
+    return cut + "..."
+
+
+@dataclass(slots=True, frozen=True)
+class Finding:
+    """One thing wrong with a run, with the spans that prove it."""
+
+    code: str
+    severity: Severity
+    layer: Layer
+    rule_id: str
+    span_ids: tuple[str, ...]
+    explanation: str
+    step_index: int | None = None
+    """Index in ``Run.steps`` of the step where the failure happened (orders causality)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public JSON form."""
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "layer": self.layer,
+            "rule": self.rule_id,
+            "span_ids": list(self.span_ids),
+            "explanation": clip_explanation(self.explanation),
+        }
+
+
+@dataclass(slots=True, frozen=True)
+class RuleOutcome:
+    """The result of one rule on one run; becomes one ``gen_ai.evaluation.result`` event."""
+
+    rule_id: str
+    layer: Layer
+    result: RuleResult
+    span_id: str
+    score: float | None = None
+    explanation: str = ""
+
+
+@dataclass(slots=True)
+class Verdict:
+    """The judgement of one run."""
+
+    trace_id: str
+    root_span_id: str
+    verdict: Overall
+    layers: dict[str, LayerResult]
+    agent: str | None = None
+    case_id: str | None = None
+    variant: str | None = None
+    run_id: str | None = None
+    experiment_id: str | None = None
+    primary: Finding | None = None
+    findings: list[Finding] = field(default_factory=list)
+    outcomes: list[RuleOutcome] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+    rules_version: str = ""
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public JSON form (one line per run in ``--format json``)."""
+        primary = None
+        if self.primary is not None:
+            primary = {
+                "code": self.primary.code,
+                "span_id": self.primary.span_ids[0] if self.primary.span_ids else None,
+                "explanation": clip_explanation(self.primary.explanation),
+            }
+        out: dict[str, Any] = {
+            "trace_id": self.trace_id,
+            "root_span_id": self.root_span_id,
+            "agent": self.agent,
+            "case_id": self.case_id,
+            "variant": self.variant,
+            "run_id": self.run_id,
+            "experiment_id": self.experiment_id,
+            "verdict": self.verdict,
+            "layers": dict(self.layers),
+            "primary": primary,
+            "findings": [f.to_dict() for f in self.findings],
+            "metrics": dict(self.metrics),
+            "rules_version": self.rules_version,
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        return out
