@@ -274,6 +274,9 @@ TRACEJUDGE_LATE: Final = "tracejudge.late"
 TRACEJUDGE_JUDGED_SPAN_ID: Final = "tracejudge.judged.span_id"
 """On a passthrough verdict span, the span id of the run root it judges. [tracejudge; string]"""
 
+TRACEJUDGE_COLLECTOR_SPAN_STATE: Final = "tracejudge.collector.span.state"
+"""State of spans counted by the tracejudge.collector.spans metric. [tracejudge; enum]"""
+
 # --- enum values -----------------------------------------------------------
 
 
@@ -543,6 +546,21 @@ class TracejudgeLayerBudgetValues:
     """A hard gate of the layer failed."""
     NOT_APPLICABLE: Final = "not_applicable"
     """No rule of the layer applied to this run."""
+
+
+class TracejudgeCollectorSpanStateValues:
+    """Values of tracejudge.collector.span.state."""
+
+    RECEIVED: Final = "received"
+    """Accepted by a receiver."""
+    FORWARDED: Final = "forwarded"
+    """Delivered to a forward target."""
+    REJECTED: Final = "rejected"
+    """Refused at the receiver (invalid ids, throttling)."""
+    LATE: Final = "late"
+    """Arrived after its trace was judged."""
+    DROPPED: Final = "dropped"
+    """Given up after a permanent forward error or at shutdown without a disk queue."""
 
 
 # --- events ----------------------------------------------------------------
