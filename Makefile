@@ -2,7 +2,7 @@
 #   make demo   - the main job: the refund agent judged by an embedded collector
 #   make test   - semconv freshness, lint, strict types and the whole test suite,
 #                 end-to-end tests against real Jaeger and the OpenTelemetry Collector included
-.PHONY: demo test bootstrap backends lint typecheck semconv semconv-check pytest bench
+.PHONY: demo test bootstrap backends lint typecheck semconv semconv-check pytest bench bench-instrumentation
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -34,5 +34,8 @@ pytest: bootstrap backends
 
 test: semconv-check lint typecheck pytest
 
-bench: bootstrap
-	$(PY) bench/run.py
+bench-instrumentation:
+	@bash bench/setup-peers.sh
+	.venv-bench/bin/python bench/bench_instrumentation.py
+
+bench: bench-instrumentation
