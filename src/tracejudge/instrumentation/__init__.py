@@ -1,0 +1,58 @@
+"""Instrumentation: ``instrument()``, the patcher seam, ``@tool`` and ``agent()``.
+
+Patcher authors use the seams re-exported here: ``Patcher`` (the Protocol),
+``MethodPatches`` (exact, idempotent method replacement), ``Runtime`` (tracer, metrics,
+content policy, ``guard``), ``ModelCallTelemetry`` (one model call's span and metrics),
+the message-part helpers, ``should_skip_model_span`` (no duplicate spans) and
+``PendingToolCall`` (requested tool calls, for the tool-call-id join).
+"""
+
+from __future__ import annotations
+
+from tracejudge.instrumentation._content import CaptureMode, ContentStats, Redactor
+from tracejudge.instrumentation._context import PendingToolCall, should_skip_model_span
+from tracejudge.instrumentation._genai import (
+    ModelCallTelemetry,
+    error_type_of,
+    message,
+    set_error,
+    text_part,
+    tool_call_part,
+    tool_call_response_part,
+)
+from tracejudge.instrumentation._patcher import (
+    MethodPatches,
+    Patcher,
+    register_patcher,
+    sdk_importable,
+    unregister_patcher,
+    wrapped_by_other_instrumentor,
+)
+from tracejudge.instrumentation._runtime import Runtime, get_runtime
+from tracejudge.instrumentation._setup import active_patchers, instrument, uninstrument
+
+__all__ = [
+    "CaptureMode",
+    "ContentStats",
+    "MethodPatches",
+    "ModelCallTelemetry",
+    "Patcher",
+    "PendingToolCall",
+    "Redactor",
+    "Runtime",
+    "active_patchers",
+    "error_type_of",
+    "get_runtime",
+    "instrument",
+    "message",
+    "register_patcher",
+    "sdk_importable",
+    "set_error",
+    "should_skip_model_span",
+    "text_part",
+    "tool_call_part",
+    "tool_call_response_part",
+    "uninstrument",
+    "unregister_patcher",
+    "wrapped_by_other_instrumentor",
+]

@@ -1,0 +1,297 @@
+"""One model call's telemetry, independent of the SDK: ``ModelCallTelemetry``.
+
+Why: patchers should only translate SDK objects; everything the conventions say about
+the span (name, kind, status, ``error.type``), the content attributes (capture mode,
+redaction, caps, the ``tool_call`` parts the judge depends on), the metrics and the
+tool-call ledger lives here once. A patcher creates one object per call, feeds it the
+request, the response (or stream accumulation) and ends it exactly once.
+
+Content policy (a decision the conventions leave to us): in ``NO_CONTENT`` mode the
+output messages are still recorded but reduced to their ``tool_call`` parts (id, name,
+arguments; redacted and capped), because which tools the model asked for, with which
+arguments, is what trajectory rules and the tool-call-id join need; text content is
+recorded only in the SPAN_* modes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from tracejudge import semconv
+from tracejudge.instrumentation._content import ContentStats
+from tracejudge.instrumentation._context import PendingToolCall, record_requested_tool_calls
+from tracejudge.instrumentation._runtime import Runtime
+
+_METRIC_KEYS: Final = (
+    semconv.GEN_AI_OPERATION_NAME,
+    semconv.GEN_AI_PROVIDER_NAME,
+    semconv.GEN_AI_REQUEST_MODEL,
+    semconv.SERVER_ADDRESS,
+    semconv.SERVER_PORT,
+)
+_STATUS_DESCRIPTION_MAX: Final = 512
+
+
+def error_type_of(exc: BaseException) -> str:
+    """``error.type`` for an exception: the HTTP status code when the error carries one
+    (low-cardinality, what the conventions suggest for API errors), else the fully
+    qualified exception class name."""
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        return str(status)
+    cls = type(exc)
+    module = cls.__module__
+    return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+
+
+def set_error(span: Span, exc: BaseException) -> str:
+    """Mark ``span`` failed per core "Recording Errors"; returns the ``error.type``."""
+    etype = error_type_of(exc)
+    span.set_attribute(semconv.ERROR_TYPE, etype)
+    span.record_exception(exc)
+    description = str(exc)[:_STATUS_DESCRIPTION_MAX] or type(exc).__name__
+    span.set_status(Status(StatusCode.ERROR, description))
+    return etype
+
+
+def text_part(content: str) -> dict[str, Any]:
+    """A ``text`` message part."""
+    return {"type": "text", "content": content}
+
+
+def tool_call_part(call_id: str | None, name: str, arguments: Any) -> dict[str, Any]:
+    """A ``tool_call`` part (arguments preferably parsed JSON)."""
+    part: dict[str, Any] = {"type": "tool_call", "name": name}
+    if call_id is not None:
+        part["id"] = call_id
+    if arguments is not None:
+        part["arguments"] = arguments
+    return part
+
+
+def tool_call_response_part(call_id: str | None, response: Any) -> dict[str, Any]:
+    """A ``tool_call_response`` part."""
+    part: dict[str, Any] = {"type": "tool_call_response", "response": response}
+    if call_id is not None:
+        part["id"] = call_id
+    return part
+
+
+def message(
+    role: str, parts: list[dict[str, Any]], finish_reason: str | None = None
+) -> dict[str, Any]:
+    """A ``ChatMessage``/``OutputMessage`` dict."""
+    msg: dict[str, Any] = {"role": role, "parts": parts}
+    if finish_reason is not None:
+        msg["finish_reason"] = finish_reason
+    return msg
+
+
+class ModelCallTelemetry:
+    """Span + metrics for one model call (chat, embeddings, responses...).
+
+    Lifecycle: ``__init__`` starts the CLIENT span (sampling-relevant attributes set at
+    creation); ``activate()``/``deactivate()`` make it current while the SDK runs; the
+    patcher calls ``set_*`` with what it learned; ``end()`` or ``fail(exc)`` finishes it.
+    Ending is idempotent, so stream finalisers may race (exhaustion, close, GC).
+    """
+
+    __slots__ = (
+        "_ended",
+        "_token",
+        "input_tokens",
+        "metric_attributes",
+        "output_tokens",
+        "runtime",
+        "span",
+        "start",
+        "stats",
+    )
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        operation: str,
+        provider: str,
+        request_model: str | None,
+        attributes: dict[str, AttributeValue],
+        server_address: str | None = None,
+        server_port: int | None = None,
+    ) -> None:
+        self.runtime = runtime
+        attributes[semconv.GEN_AI_OPERATION_NAME] = operation
+        attributes[semconv.GEN_AI_PROVIDER_NAME] = provider
+        metric: dict[str, AttributeValue] = {
+            semconv.GEN_AI_OPERATION_NAME: operation,
+            semconv.GEN_AI_PROVIDER_NAME: provider,
+        }
+        if request_model:
+            attributes[semconv.GEN_AI_REQUEST_MODEL] = request_model
+            metric[semconv.GEN_AI_REQUEST_MODEL] = request_model
+        if server_address:
+            attributes[semconv.SERVER_ADDRESS] = server_address
+            metric[semconv.SERVER_ADDRESS] = server_address
+            if server_port is not None:
+                attributes[semconv.SERVER_PORT] = server_port
+                metric[semconv.SERVER_PORT] = server_port
+        self.metric_attributes = metric
+        name = f"{operation} {request_model}" if request_model else operation
+        self.span = runtime.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+        self.start = time.perf_counter()
+        self.stats = ContentStats()
+        self.input_tokens: int | None = None
+        self.output_tokens: int | None = None
+        self._token: object | None = None
+        self._ended = False
+
+    # --- context -----------------------------------------------------------------
+
+    def activate(self) -> None:
+        """Make the span current (children such as HTTP spans nest under it)."""
+        self._token = otel_context.attach(trace.set_span_in_context(self.span))
+
+    def deactivate(self) -> None:
+        """Undo ``activate()``; call in the same thread/task, before returning."""
+        token = self._token
+        if token is not None:
+            self._token = None
+            otel_context.detach(token)  # type: ignore[arg-type]
+
+    # --- response ----------------------------------------------------------------
+
+    def set_response(
+        self,
+        *,
+        response_id: str | None = None,
+        response_model: str | None = None,
+        finish_reasons: Sequence[str] | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        extra: Mapping[str, AttributeValue] | None = None,
+    ) -> None:
+        """Record the response attributes the conventions recommend."""
+        attrs: dict[str, AttributeValue] = dict(extra) if extra else {}
+        if response_id:
+            attrs[semconv.GEN_AI_RESPONSE_ID] = response_id
+        if response_model:
+            attrs[semconv.GEN_AI_RESPONSE_MODEL] = response_model
+            self.metric_attributes[semconv.GEN_AI_RESPONSE_MODEL] = response_model
+        if finish_reasons:
+            attrs[semconv.GEN_AI_RESPONSE_FINISH_REASONS] = tuple(finish_reasons)
+        if input_tokens is not None:
+            attrs[semconv.GEN_AI_USAGE_INPUT_TOKENS] = input_tokens
+            self.input_tokens = input_tokens
+        if output_tokens is not None:
+            attrs[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] = output_tokens
+            self.output_tokens = output_tokens
+        if attrs:
+            self.span.set_attributes(attrs)
+
+    def set_input(
+        self,
+        messages: list[dict[str, Any]] | None,
+        system_instructions: list[dict[str, Any]] | None = None,
+        tool_definitions: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Record input content per the capture mode (nothing in NO_CONTENT)."""
+        mode = self.runtime.capture
+        if not (mode.on_span or mode.on_event):
+            return
+        attrs: dict[str, AttributeValue] = {}
+        enc = self.runtime.encode_content
+        if messages:
+            attrs[semconv.GEN_AI_INPUT_MESSAGES] = enc(messages, self.stats)
+        if system_instructions:
+            attrs[semconv.GEN_AI_SYSTEM_INSTRUCTIONS] = enc(system_instructions, self.stats)
+        if tool_definitions:
+            attrs[semconv.GEN_AI_TOOL_DEFINITIONS] = enc(tool_definitions, self.stats)
+        self._emit_content(attrs)
+
+    def set_output(
+        self,
+        messages: list[dict[str, Any]],
+        tool_calls: Sequence[PendingToolCall] = (),
+        *,
+        record_tool_calls: bool = True,
+    ) -> None:
+        """Record the output messages (see the module's content policy) and hand the
+        requested tool calls to the ledger so ``@tool`` spans can pick up their ids."""
+        if record_tool_calls:
+            record_requested_tool_calls(tool_calls)
+        mode = self.runtime.capture
+        if mode.on_span or mode.on_event:
+            attrs: dict[str, AttributeValue] = {
+                semconv.GEN_AI_OUTPUT_MESSAGES: self.runtime.encode_content(messages, self.stats)
+            }
+            self._emit_content(attrs)
+            return
+        if not tool_calls:
+            return
+        reduced = [
+            {"role": m.get("role", "assistant"), "parts": tc_parts}
+            for m in messages
+            if (tc_parts := [p for p in m.get("parts", ()) if p.get("type") == "tool_call"])
+        ]
+        if reduced:
+            self.span.set_attribute(
+                semconv.GEN_AI_OUTPUT_MESSAGES, self.runtime.encode_content(reduced, self.stats)
+            )
+
+    def _emit_content(self, attrs: dict[str, AttributeValue]) -> None:
+        if not attrs:
+            return
+        mode = self.runtime.capture
+        if mode.on_span:
+            self.span.set_attributes(attrs)
+        if mode.on_event:
+            self.span.add_event(semconv.EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS, attrs)
+
+    # --- end ---------------------------------------------------------------------
+
+    @property
+    def ended(self) -> bool:
+        """Whether ``end``/``fail`` already ran."""
+        return self._ended
+
+    def end(self) -> None:
+        """Finish successfully: content stats, metrics, span end. Idempotent."""
+        if self._ended:
+            return
+        self._ended = True
+        self.runtime.stamp_content_stats(self.span, self.stats)
+        self.runtime.record_metrics(
+            time.perf_counter() - self.start,
+            self.metric_attributes,
+            self.input_tokens,
+            self.output_tokens,
+        )
+        self.span.end()
+
+    def fail(self, exc: BaseException) -> None:
+        """Finish with status ERROR and ``error.type``. Idempotent."""
+        if self._ended:
+            return
+        etype = set_error(self.span, exc)
+        self.metric_attributes[semconv.ERROR_TYPE] = etype
+        self.end()
+
+    def abandon(self, error_type: str = "_OTHER", description: str = "") -> None:
+        """Finish a call whose result was dropped unfinished (e.g. a stream closed early).
+
+        The span keeps what was accumulated; status stays unset unless ``description``
+        is given: closing a stream early is the caller's choice, not a failure.
+        """
+        if self._ended:
+            return
+        if description:
+            self.span.set_attribute(semconv.ERROR_TYPE, error_type)
+            self.span.set_status(Status(StatusCode.ERROR, description))
+            self.metric_attributes[semconv.ERROR_TYPE] = error_type
+        self.end()

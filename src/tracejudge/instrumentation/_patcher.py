@@ -1,0 +1,170 @@
+"""The patcher seam: one ``Patcher`` per client SDK, and the registry ``instrument()`` walks.
+
+Why a Protocol and a registry of import paths: SDKs are optional and change their
+internals between releases. ``instrument()`` must patch whatever is installed, skip what
+is missing or has moved with ONE warning naming it, and keep the rest working. Patcher
+modules are imported lazily by dotted path so importing tracejudge never imports an SDK,
+and a new provider plugs in with ``register_patcher()`` without touching the pipeline.
+
+Helpers here (``patch_method``/``restore``) keep the original functions so unpatching is
+exact, and mark our wrappers so a second ``instrument()`` never wraps twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from tracejudge.instrumentation._runtime import Runtime
+
+logger = logging.getLogger("tracejudge.instrumentation")
+
+WRAPPED_MARK = "__tracejudge_wrapped__"
+"""Attribute set on every wrapper we install (value: the original function)."""
+
+
+@runtime_checkable
+class Patcher(Protocol):
+    """Instrumentation of one client SDK.
+
+    - ``name``: short, user-facing (``"openai"``); used in warnings.
+    - ``available()``: True when the SDK is importable; must be cheap and must not
+      import the SDK's heavy modules if it can avoid it.
+    - ``patch(runtime)``: install wrappers that emit spans/metrics through ``runtime``.
+      Raise ``AttributeError``/``ImportError``/``TypeError`` if the SDK's methods moved;
+      ``instrument()`` then calls ``unpatch()`` and skips this patcher with one warning.
+    - ``unpatch()``: restore every original; must be safe to call after a partial patch
+      and when nothing was patched.
+    """
+
+    name: str
+
+    def available(self) -> bool: ...
+
+    def patch(self, runtime: Runtime) -> None: ...
+
+    def unpatch(self) -> None: ...
+
+
+def sdk_importable(module: str) -> bool:
+    """True when ``module`` can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@dataclass(slots=True)
+class MethodPatches:
+    """Bookkeeping of the methods one patcher replaced, so ``restore()`` is exact."""
+
+    originals: list[tuple[type[Any], str, Any]] = field(default_factory=list)
+
+    def patch_method(self, owner: type[Any], attr: str, make_wrapper: Callable[[Any], Any]) -> bool:
+        """Replace ``owner.attr`` with ``make_wrapper(original)``.
+
+        Raises ``AttributeError`` when the method is missing (the SDK moved it). Returns
+        False, doing nothing, when it is already wrapped by us (idempotence).
+        """
+        original = owner.__dict__.get(attr)
+        if original is None:
+            original = getattr(owner, attr)  # raises AttributeError if it moved
+        if getattr(original, WRAPPED_MARK, None) is not None:
+            return False
+        wrapper = make_wrapper(original)
+        setattr(wrapper, WRAPPED_MARK, original)
+        self.originals.append((owner, attr, owner.__dict__.get(attr)))
+        setattr(owner, attr, wrapper)
+        return True
+
+    def restore(self) -> None:
+        """Put every original back (in reverse order); forget them."""
+        while self.originals:
+            owner, attr, original = self.originals.pop()
+            if original is None:
+                with contextlib.suppress(AttributeError):
+                    delattr(owner, attr)
+            else:
+                setattr(owner, attr, original)
+
+
+def wrapped_by_other_instrumentor(func: Any) -> str | None:
+    """Name the foreign GenAI instrumentor that already wraps ``func``, if any.
+
+    The cheap check, done once at patch time: wrapt-based instrumentors
+    (opentelemetry-instrumentation-openai-v2, OpenLLMetry, OpenInference) leave a
+    ``wrapt.FunctionWrapper`` (or ``BoundFunctionWrapper``) whose ``__wrapped__`` is the
+    SDK function; ``functools.wraps`` wrappers also expose ``__wrapped__``. Any wrapper
+    that is not ours means another instrumentation sits on the method.
+    """
+    if getattr(func, WRAPPED_MARK, None) is not None:
+        return None
+    if getattr(func, "__wrapped__", None) is None:
+        return None
+    module = type(func).__module__ or ""
+    if module.startswith("wrapt"):
+        wrapper = getattr(func, "_self_wrapper", None)
+        origin = getattr(wrapper, "__module__", None) or module
+        return str(origin)
+    return str(getattr(func, "__module__", None) or "unknown wrapper")
+
+
+# --- registry -------------------------------------------------------------------
+
+PatcherFactory = Callable[[], Patcher]
+
+_BUILTIN: list[tuple[str, str, str]] = [
+    ("openai", "tracejudge.instrumentation.openai", "OpenAIPatcher"),
+    ("anthropic", "tracejudge.instrumentation.anthropic", "AnthropicPatcher"),
+]
+_extra: list[tuple[str, PatcherFactory]] = []
+
+
+def register_patcher(name: str, factory: PatcherFactory) -> None:
+    """Add a patcher (by factory) that ``instrument()`` will apply after the built-ins."""
+    _extra[:] = [(n, f) for n, f in _extra if n != name]
+    _extra.append((name, factory))
+
+
+def unregister_patcher(name: str) -> None:
+    """Remove a patcher added with ``register_patcher`` (tests, plugins)."""
+    _extra[:] = [(n, f) for n, f in _extra if n != name]
+
+
+def iter_patcher_factories() -> list[tuple[str, PatcherFactory]]:
+    """Built-in patchers (imported lazily by dotted path) then registered ones."""
+    out: list[tuple[str, PatcherFactory]] = []
+    for name, module, cls in _BUILTIN:
+        out.append((name, _lazy_factory(module, cls)))
+    out.extend(_extra)
+    return out
+
+
+def _lazy_factory(module: str, cls: str) -> PatcherFactory:
+    def factory() -> Patcher:
+        mod = importlib.import_module(module)
+        patcher: Patcher = getattr(mod, cls)()
+        return patcher
+
+    return factory
+
+
+_warned: set[str] = set()
+
+
+def warn_once(name: str, message: str) -> None:
+    """Log ``message`` as a warning once per patcher name per process."""
+    if name in _warned:
+        return
+    _warned.add(name)
+    logger.warning("tracejudge: %s", message)
+
+
+def reset_warnings() -> None:
+    """Forget which warnings were given (tests)."""
+    _warned.clear()

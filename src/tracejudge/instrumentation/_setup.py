@@ -1,0 +1,180 @@
+"""``instrument()`` / ``uninstrument()``: provider set-up and applying every patcher.
+
+Why it is careful about providers: libraries that take over the global TracerProvider
+leak or lose spans (a known complaint against several GenAI instrumentations). So:
+an explicit ``tracer_provider=`` wins; otherwise an application-configured global
+provider is used as is; only when the application has none do we build an SDK provider
+with an OTLP exporter configured from the standard ``OTEL_*`` variables, and we never
+replace a provider afterwards.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterable
+
+from opentelemetry import trace
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.trace import TracerProvider
+
+from tracejudge.instrumentation._content import DEFAULT_MAX_ATTRIBUTE_BYTES, CaptureMode
+from tracejudge.instrumentation._patcher import (
+    Patcher,
+    iter_patcher_factories,
+    warn_once,
+)
+from tracejudge.instrumentation._runtime import Runtime, set_runtime
+
+logger = logging.getLogger("tracejudge.instrumentation")
+
+_lock = threading.RLock()
+_active: list[Patcher] = []
+_configured_provider: TracerProvider | None = None
+
+
+def instrument(
+    *,
+    tracer_provider: TracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
+    capture_content: str | bool | CaptureMode | None = None,
+    redact_patterns: Iterable[str] = (),
+    max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
+    raise_internal_errors: bool = False,
+) -> None:
+    """Patch every supported client SDK that is installed; safe to call again.
+
+    - ``tracer_provider`` / ``meter_provider``: where spans and metrics go (default: the
+      global providers; a TracerProvider exporting over OTLP is set up from ``OTEL_*``
+      variables only when the application configured none).
+    - ``capture_content``: message-content mode (``NO_CONTENT``, ``SPAN_ONLY``,
+      ``EVENT_ONLY``, ``SPAN_AND_EVENT``, or a bool); default from
+      ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``. Tool arguments/results and
+      the agent's final answer are always captured (redacted, capped).
+    - ``redact_patterns``: extra regular expressions whose matches are redacted.
+    - ``max_attribute_bytes``: cap of one content attribute (UTF-8 bytes).
+    - ``raise_internal_errors``: re-raise tracejudge's own errors (tests only).
+
+    A second call re-applies the new settings: patchers are removed and applied again.
+    Bad arguments raise ``ValueError``/``TypeError`` before anything is patched.
+    """
+    with _lock:
+        provider = tracer_provider or _application_or_default_provider()
+        runtime = Runtime(
+            tracer_provider=provider,
+            meter_provider=meter_provider,
+            capture_content=capture_content,
+            redact_patterns=redact_patterns,
+            max_attribute_bytes=max_attribute_bytes,
+            raise_internal_errors=raise_internal_errors,
+        )
+        _unpatch_all()
+        set_runtime(runtime)
+        for name, factory in iter_patcher_factories():
+            _apply(name, factory, runtime)
+
+
+def _apply(name: str, factory: object, runtime: Runtime) -> None:
+    try:
+        patcher = factory()  # type: ignore[operator]
+    except Exception as exc:  # a broken patcher must not stop the others
+        warn_once(name, f"{name} instrumentation unavailable ({exc!r}); skipping it")
+        return
+    try:
+        if not patcher.available():
+            warn_once(name, f"{name} SDK not installed; {name} calls will not be traced")
+            return
+        patcher.patch(runtime)
+    except Exception as exc:  # SDK internals moved: skip, keep the rest
+        try:
+            patcher.unpatch()
+        except Exception:
+            logger.debug("tracejudge: unpatch after failed patch raised", exc_info=True)
+        warn_once(
+            name,
+            f"{name} SDK is installed but could not be patched ({exc!r}); "
+            f"{name} calls will not be traced",
+        )
+        return
+    _active.append(patcher)
+
+
+def uninstrument() -> None:
+    """Restore every patched SDK method; spans already emitted are unaffected.
+
+    The tracer provider tracejudge may have configured stays in place (replacing a
+    global provider is not possible in OpenTelemetry) but is flushed.
+    """
+    with _lock:
+        _unpatch_all()
+        set_runtime(None)
+        provider = _configured_provider
+        flush = getattr(provider, "force_flush", None)
+        if callable(flush):
+            try:
+                flush()
+            except Exception:
+                logger.debug("tracejudge: flush on uninstrument failed", exc_info=True)
+
+
+def active_patchers() -> tuple[str, ...]:
+    """Names of the patchers currently applied (diagnostics, tests)."""
+    with _lock:
+        return tuple(p.name for p in _active)
+
+
+def _unpatch_all() -> None:
+    while _active:
+        patcher = _active.pop()
+        try:
+            patcher.unpatch()
+        except Exception:
+            logger.warning("tracejudge: could not unpatch %s", patcher.name, exc_info=True)
+
+
+def _application_or_default_provider() -> TracerProvider:
+    """The global provider if the application set one, else one we configure from env."""
+    global _configured_provider
+    current = trace.get_tracer_provider()
+    if not isinstance(current, trace.ProxyTracerProvider):
+        return current
+    if _configured_provider is not None:
+        return _configured_provider
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return current
+    if os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() == "none":
+        return current
+    provider = _build_otlp_provider()
+    trace.set_tracer_provider(provider)
+    _configured_provider = trace.get_tracer_provider()
+    return _configured_provider
+
+
+def _build_otlp_provider() -> TracerProvider:
+    """SDK provider + batch OTLP exporter; protocol from ``OTEL_EXPORTER_OTLP_*PROTOCOL``."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+    protocol = (
+        os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
+    ).strip()
+    exporter: SpanExporter
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+            OTLPSpanExporter as GrpcExporter,
+        )
+
+        exporter = GrpcExporter()
+    else:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter as HttpExporter,
+        )
+
+        exporter = HttpExporter()
+    provider = SdkTracerProvider(resource=Resource.create())
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    return provider
