@@ -1,14 +1,45 @@
-"""Run model: decoded spans and the runs built from them."""
+"""Run model: decoded spans and the runs built from them.
 
+Public entry points (everything else in this package is internal):
+
+- decoders to ``SpanRecord``: ``spans_from_proto_request`` / ``spans_from_resource_spans`` /
+  ``span_from_proto`` (OTLP protobuf messages or bytes), ``spans_from_json`` (OTLP/JSON,
+  parsed or text), ``spans_from_sdk`` (OTel SDK ``ReadableSpan``);
+- ``json_to_proto``: OTLP/JSON -> ``ExportTraceServiceRequest`` (the collector buffers and
+  forwards protobuf);
+- ``load_spans`` / ``load_traces``: trace files (.json, .jsonl, .pb, gzipped);
+- ``group_by_trace``;
+- ``OtlpDecodeError``: the one error every decoder raises for malformed input.
+"""
+
+from tracejudge.model.decode_json import json_to_proto, spans_from_json
+from tracejudge.model.decode_proto import (
+    span_from_proto,
+    spans_from_proto_request,
+    spans_from_resource_spans,
+)
+from tracejudge.model.decode_sdk import spans_from_sdk
+from tracejudge.model.errors import OtlpDecodeError
+from tracejudge.model.files import group_by_trace, load_spans, load_traces
 from tracejudge.model.run import ModelCall, RequestedToolCall, Run, Step, ToolCall
 from tracejudge.model.spans import EventRecord, SpanRecord
 
 __all__ = [
     "EventRecord",
     "ModelCall",
+    "OtlpDecodeError",
     "RequestedToolCall",
     "Run",
     "SpanRecord",
     "Step",
     "ToolCall",
+    "group_by_trace",
+    "json_to_proto",
+    "load_spans",
+    "load_traces",
+    "span_from_proto",
+    "spans_from_json",
+    "spans_from_proto_request",
+    "spans_from_resource_spans",
+    "spans_from_sdk",
 ]

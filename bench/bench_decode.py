@@ -1,0 +1,125 @@
+"""Micro-benchmark of the OTLP decoders, in spans per second on one core.
+
+Why: the collector decodes every span it judges, and OTLP/JSON arrives at line rate, so
+the direct-walk decoders must stay far ahead of ``google.protobuf.json_format.Parse``.
+The payload is made by the real OTel SDK and the real OTLP encoder: agent-shaped traces
+(invoke_agent -> chat / execute_tool spans with GenAI attributes and one event each).
+
+Run: ``.venv/bin/python bench/bench_decode.py [--spans N] [--repeat R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tracejudge import semconv as sc
+from tracejudge.model.decode_json import json_to_proto, spans_from_json
+from tracejudge.model.decode_proto import spans_from_proto_request
+
+
+def make_spans(n: int) -> list[ReadableSpan]:
+    """About ``n`` agent-shaped spans (1 agent span + alternating chat/tool spans per trace)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({sc.SERVICE_NAME: "bench"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("bench")
+    made = 0
+    while made < n:
+        with tracer.start_as_current_span("invoke_agent refunds") as agent:
+            agent.set_attribute(sc.GEN_AI_OPERATION_NAME, "invoke_agent")
+            agent.set_attribute(sc.GEN_AI_AGENT_NAME, "refunds")
+            agent.set_attribute(sc.TRACEJUDGE_CASE_ID, "case-1")
+            made += 1
+            for i in range(9):
+                if i % 2 == 0:
+                    with tracer.start_as_current_span("chat gpt-4o") as span:
+                        span.set_attribute(sc.GEN_AI_OPERATION_NAME, "chat")
+                        span.set_attribute(sc.GEN_AI_PROVIDER_NAME, "openai")
+                        span.set_attribute(sc.GEN_AI_REQUEST_MODEL, "gpt-4o")
+                        span.set_attribute(sc.GEN_AI_USAGE_INPUT_TOKENS, 812)
+                        span.set_attribute(sc.GEN_AI_USAGE_OUTPUT_TOKENS, 57)
+                        span.set_attribute(sc.GEN_AI_RESPONSE_FINISH_REASONS, ["tool_call"])
+                        span.set_attribute(sc.GEN_AI_REQUEST_TEMPERATURE, 0.2)
+                        span.set_attribute(
+                            sc.GEN_AI_OUTPUT_MESSAGES,
+                            '[{"role":"assistant","parts":[{"type":"text","content":"ok"}]}]',
+                        )
+                        span.add_event("gen_ai.content.note", {"n": i})
+                else:
+                    with tracer.start_as_current_span("execute_tool refund") as span:
+                        span.set_attribute(sc.GEN_AI_OPERATION_NAME, "execute_tool")
+                        span.set_attribute(sc.GEN_AI_TOOL_NAME, "refund")
+                        span.set_attribute(sc.GEN_AI_TOOL_CALL_ID, f"call_{i}")
+                        span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, '{"order":"A1"}')
+                        span.set_attribute(sc.TRACEJUDGE_TOOL_EFFECT, "write")
+                made += 1
+    provider.shutdown()
+    return list(exporter.get_finished_spans())
+
+
+def to_otlp_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
+    """Proto -> OTLP/JSON: the proto3 mapping with integer enums and hex ids."""
+    doc = json_format.MessageToDict(request, use_integers_for_enums=True)
+    for rs in doc.get("resourceSpans", []):
+        for ss in rs.get("scopeSpans", []):
+            for span in ss.get("spans", []):
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return doc
+
+
+def rate(label: str, n: int, fn: Callable[[], object], repeat: int) -> float:
+    """Best-of-``repeat`` spans/s for ``fn`` decoding ``n`` spans."""
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    per_s = n / best
+    print(f"{label:<42} {per_s:>12,.0f} spans/s")
+    return per_s
+
+
+def main() -> None:
+    """Build the payload once, then time each decoder on it."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spans", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    request = encode_spans(make_spans(args.spans))
+    n = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+    blob = request.SerializeToString()
+    doc = to_otlp_json(request)
+    text = json.dumps(doc)
+    pb_json = json_format.MessageToJson(request)  # what json_format.Parse understands
+    print(f"{n} spans, {len(blob):,} bytes protobuf, {len(text):,} bytes OTLP/JSON")
+    rate("protobuf bytes -> SpanRecord", n, lambda: spans_from_proto_request(blob), args.repeat)
+    rate("OTLP/JSON (parsed) -> SpanRecord", n, lambda: spans_from_json(doc), args.repeat)
+    rate(
+        "OTLP/JSON text -> SpanRecord (incl. loads)", n, lambda: spans_from_json(text), args.repeat
+    )
+    rate("OTLP/JSON (parsed) -> protobuf", n, lambda: json_to_proto(doc), args.repeat)
+    rate(
+        "json_format.Parse (text -> protobuf)",
+        n,
+        lambda: json_format.Parse(pb_json, ExportTraceServiceRequest()),
+        args.repeat,
+    )
+
+
+if __name__ == "__main__":
+    main()

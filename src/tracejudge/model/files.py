@@ -1,0 +1,120 @@
+"""Load trace files for the offline tools: OTLP/JSON, OTLP protobuf, JSON lines, gzipped.
+
+``tracejudge eval`` reads whatever people have lying around: an OTLP/JSON export, the
+OpenTelemetry Collector file exporter's output (one request per line, often named
+``.json``), a binary ``.pb`` dump, any of them gzipped. Gzip is detected by its magic bytes
+(so a ``.json`` that is really gzipped still loads); JSON vs protobuf by the extension,
+falling back to sniffing the first byte when the extension says nothing.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from tracejudge.model.decode_json import spans_from_json
+from tracejudge.model.decode_proto import spans_from_proto_request
+from tracejudge.model.errors import OtlpDecodeError
+from tracejudge.model.spans import SpanRecord
+
+__all__ = ["group_by_trace", "load_spans", "load_traces"]
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_PROTO_SUFFIXES = {".pb", ".binpb", ".protobuf", ".otlp"}
+_JSON_SUFFIXES = {".json", ".jsonl", ".ndjson"}
+
+
+def group_by_trace(spans: Iterable[SpanRecord]) -> dict[str, list[SpanRecord]]:
+    """Group spans by trace id, keeping first-seen trace order and span order within a trace."""
+    out: dict[str, list[SpanRecord]] = {}
+    for span in spans:
+        bucket = out.get(span.trace_id)
+        if bucket is None:
+            out[span.trace_id] = [span]
+        else:
+            bucket.append(span)
+    return out
+
+
+def _format_of(path: Path, data: bytes) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes.pop()
+    last = suffixes[-1] if suffixes else ""
+    if last in _PROTO_SUFFIXES:
+        return "proto"
+    if last in _JSON_SUFFIXES:
+        return "json"
+    # No telling extension: OTLP/JSON starts with '{' (after whitespace); protobuf with a
+    # field tag (0x0a for resource_spans).
+    head = data.lstrip()[:1]
+    return "json" if head in (b"{", b"[") else "proto"
+
+
+def _decode_json_text(text: str) -> list[SpanRecord]:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as whole_error:
+        # Not one document: JSON lines (one request per line), as the Collector writes.
+        lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+        if len(lines) < 2:
+            raise OtlpDecodeError("", f"invalid JSON: {whole_error}") from None
+        out: list[SpanRecord] = []
+        for number, line in lines:
+            try:
+                out.extend(spans_from_json(json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise OtlpDecodeError(f"line {number}", f"invalid JSON: {exc}") from None
+            except OtlpDecodeError as exc:
+                path = f"line {number}: {exc.path}" if exc.path else f"line {number}"
+                raise OtlpDecodeError(path, exc.reason) from None
+        return out
+    if isinstance(doc, list):  # a JSON array of requests
+        out = []
+        for i, item in enumerate(doc):
+            try:
+                out.extend(spans_from_json(item))
+            except OtlpDecodeError as exc:
+                raise OtlpDecodeError(f"[{i}].{exc.path}".rstrip("."), exc.reason) from None
+        return out
+    return spans_from_json(doc)
+
+
+def load_spans(path: str | Path) -> list[SpanRecord]:
+    """Read every span in one trace file. Raises ``OtlpDecodeError`` (path prefixed with
+    the file name) for a malformed file and ``OSError`` for an unreadable one."""
+    file = Path(path)
+    data = file.read_bytes()
+    try:
+        if data[:2] == _GZIP_MAGIC:
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise OtlpDecodeError("", f"corrupt gzip data: {exc}") from None
+        if _format_of(file, data) == "proto":
+            return spans_from_proto_request(data)
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise OtlpDecodeError("", f"not UTF-8 JSON: {exc}") from None
+        return _decode_json_text(text)
+    except OtlpDecodeError as exc:
+        where = f"{file}: {exc.path}" if exc.path else str(file)
+        raise OtlpDecodeError(where, exc.reason) from None
+
+
+def load_traces(paths: str | Path | Sequence[str | Path]) -> dict[str, list[SpanRecord]]:
+    """Read one or more trace files and group their spans by trace id.
+
+    A trace split across files (or across lines of one file) is merged; the run builder
+    drops duplicate span ids with a note.
+    """
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    spans: list[SpanRecord] = []
+    for path in paths:
+        spans.extend(load_spans(path))
+    return group_by_trace(spans)

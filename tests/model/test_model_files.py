@@ -1,0 +1,82 @@
+"""Trace files: every shape people export traces in loads to the same spans."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from model_helpers import recorder, to_otlp_json
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tracejudge.model import OtlpDecodeError, load_spans, load_traces, spans_from_proto_request
+
+
+def _two_traces() -> tuple[ExportTraceServiceRequest, ExportTraceServiceRequest]:
+    with recorder() as rec:
+        with rec.tracer.start_as_current_span("a"), rec.tracer.start_as_current_span("a.child"):
+            pass
+        first = rec.request()
+        rec.exporter.clear()
+        with rec.tracer.start_as_current_span("b"):
+            pass
+        second = rec.request()
+    return first, second
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "gz"),
+    [
+        ("t.json", "json", False),
+        ("t.json.gz", "json", True),
+        ("t.pb", "proto", False),
+        ("t.pb.gz", "proto", True),
+        ("gzipped-but-named.json", "json", True),
+        ("no-extension", "proto", False),
+        ("no-extension-json", "json", False),
+    ],
+)
+def test_single_request_files(tmp_path: Path, name: str, kind: str, gz: bool) -> None:
+    """JSON and protobuf, plain or gzipped (detected by magic bytes, not only by name)."""
+    first, _ = _two_traces()
+    data = json.dumps(to_otlp_json(first)).encode() if kind == "json" else first.SerializeToString()
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if gz else data)
+    assert load_spans(path) == spans_from_proto_request(first)
+
+
+def test_json_lines_group_by_trace(tmp_path: Path) -> None:
+    """The Collector file exporter writes one request per line (often named .json);
+    spans come back grouped by trace id in first-seen order."""
+    first, second = _two_traces()
+    lines = [json.dumps(to_otlp_json(r)) for r in (first, second)]
+    path = tmp_path / "export.json"
+    path.write_text("\n".join(lines) + "\n\n")
+    traces = load_traces(path)
+    expected_first = spans_from_proto_request(first)
+    expected_second = spans_from_proto_request(second)
+    assert list(traces) == [expected_first[0].trace_id, expected_second[0].trace_id]
+    assert traces[expected_first[0].trace_id] == expected_first
+    assert len(traces[expected_second[0].trace_id]) == 1
+
+
+def test_bad_files_name_the_file_and_line(tmp_path: Path) -> None:
+    """A broken line, corrupt gzip or bad protobuf raises OtlpDecodeError naming where."""
+    first, _ = _two_traces()
+    good = json.dumps(to_otlp_json(first))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(good + "\n" + '{"resourceSpans": [{"scopeSpans": [{"spans": [{}]}]}]}\n')
+    with pytest.raises(OtlpDecodeError) as info:
+        load_spans(bad)
+    assert str(info.value) == (
+        f"{bad}: line 2: resourceSpans[0].scopeSpans[0].spans[0].traceId: missing"
+    )
+    corrupt = tmp_path / "c.json.gz"
+    corrupt.write_bytes(b"\x1f\x8b" + b"not gzip at all")
+    with pytest.raises(OtlpDecodeError, match="corrupt gzip"):
+        load_spans(corrupt)
+    junk = tmp_path / "j.pb"
+    junk.write_bytes(b"\x0a\xff\xff\xff\xff")
+    with pytest.raises(OtlpDecodeError, match="invalid protobuf"):
+        load_spans(junk)
