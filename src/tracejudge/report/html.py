@@ -294,7 +294,13 @@ def _timeline_row(row: TimelineRow) -> str:
         f'<div class="head">{_badge(r.verdict)} <b>{_e(case_of(r))}</b> '
         f"&middot; {_e(variant_of(r))} &middot; {_e(r.agent or '-')} &middot; "
         f'<code class="muted">{_e(r.trace_id)}</code> '
-        f'<span class="muted">{row.duration / 1e6:.1f} ms</span></div>'
+        f'<span class="muted">{row.duration / 1e6:.1f} ms</span>'
+        + (
+            f"<br><code>{_e(r.primary.code)}</code>: {_e(r.primary.explanation)}"
+            if r.primary is not None
+            else (f"<br>{_e(r.error)}" if r.error else "")
+        )
+        + "</div>"
     )
     height = 2 * LANE_HEIGHT + 30
     svg = [
