@@ -14,3 +14,6 @@ def main() -> None:
 
 
 # Subcommands register themselves below, one line each (keep sorted).
+from tracejudge.cli.serve import serve  # noqa: E402
+
+main.add_command(serve)

@@ -1,0 +1,67 @@
+"""``tracejudge serve``: run the judging OTLP collector.
+
+Flags override the YAML config file; every value is checked before anything starts, so a
+typo fails at launch with the key's name rather than later with a lost trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tracejudge.collector.collector import Collector
+from tracejudge.collector.config import ConfigError, build_config, load_config_file
+
+
+@click.command("serve")
+@click.option("--config", "config_file", type=click.Path(path_type=Path), help="YAML config file.")
+@click.option("--rules", type=click.Path(path_type=Path), help="Rules file to judge runs with.")
+@click.option(
+    "--forward",
+    multiple=True,
+    help="Backend: http://host:port (OTLP/HTTP) or grpc://host:port (OTLP/gRPC). Repeatable.",
+)
+@click.option("--host", help="Listen address (default 127.0.0.1; 0.0.0.0 to expose).")
+@click.option("--grpc-port", type=int, help="OTLP/gRPC port (default 4317; 0 = any free).")
+@click.option("--http-port", type=int, help="OTLP/HTTP port (default 4318; 0 = any free).")
+@click.option("--health-port", type=int, help="Separate port for /healthz and /metrics.")
+@click.option("--decision-wait-after-root", help="Quiet time after the root span (default 2s).")
+@click.option("--decision-wait", help="Longest wait after a trace's first span (default 30s).")
+@click.option("--drop-content/--keep-content", default=None, help="Strip content after judging.")
+@click.option(
+    "--passthrough/--no-passthrough", default=None, help="Forward at once + verdict span."
+)
+@click.option("--verdicts-jsonl", help="Write verdicts as JSON lines to PATH, or - for stdout.")
+@click.option("--webhook", help="POST each verdict as JSON to this URL.")
+@click.option("--queue-dir", type=click.Path(path_type=Path), help="Disk queue (SQLite WAL).")
+@click.option("--max-traces", type=int, help="Most traces buffered at once.")
+@click.option("--max-buffered-bytes", help="Most span bytes buffered (e.g. 512MiB).")
+@click.option("--max-spans-per-trace", type=int, help="Judge a trace early at this many spans.")
+@click.option("--max-request-bytes", help="Largest request after decompression (e.g. 16MiB).")
+@click.option("--max-queue-bytes", help="Forward queue size per backend before back-pressure.")
+@click.option("--shutdown-timeout", help="How long SIGTERM may spend flushing (default 10s).")
+@click.option("--metrics-otlp-endpoint", help="Export collector metrics over OTLP/HTTP here.")
+@click.option("-v", "--verbose", is_flag=True, help="Log at INFO level.")
+def serve(config_file: Path | None, verbose: bool, **flags: Any) -> None:
+    """Receive OTLP, judge each finished agent run, stamp verdicts, forward to backends."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        file_values = load_config_file(config_file) if config_file else {}
+        flags["forward"] = list(flags["forward"]) or None
+        config = build_config(file_values, flags)
+        if config.rules is None:
+            raise ConfigError("rules: a rules file is required (--rules or rules: in --config)")
+        collector = Collector(config)
+    except (ConfigError, ValueError, OSError) as exc:
+        raise click.UsageError(str(exc)) from exc
+    try:
+        asyncio.run(collector.serve_forever())
+    except OSError as exc:
+        raise click.ClickException(f"cannot start: {exc}") from exc

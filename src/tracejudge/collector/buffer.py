@@ -1,0 +1,137 @@
+"""Trace assembly: serialized fragments per trace, and when each trace is finished.
+
+Agent runs last from seconds to minutes, so a single fixed wait either cuts long runs or
+holds short ones too long. A trace is finished when its root span has arrived and
+``wait_after_root`` passed with no new span, or at the latest ``wait`` after its first span.
+Deadlines live in a heap with lazy invalidation, so a timer tick costs O(due traces), not
+O(buffered traces). The buffer never evicts: when it is full the receivers push back.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from tracejudge.collector.otlp import TraceFragment
+from tracejudge.collector.stamp import Decision
+
+
+@dataclass(slots=True)
+class PendingTrace:
+    """One trace being assembled. ``fragments`` are serialized ``ResourceSpans``."""
+
+    trace_id: bytes
+    first: float
+    last: float
+    deadline: float
+    fragments: list[bytes] = field(default_factory=list)
+    spans: int = 0
+    nbytes: int = 0
+    root: bool = False
+    truncated: bool = False
+    """True when the span limit forced an early decision (later spans count as late)."""
+
+
+class TraceBuffer:
+    """Pending traces keyed by binary trace id, with decision deadlines."""
+
+    def __init__(
+        self,
+        *,
+        wait_after_root: float,
+        wait: float,
+        max_traces: int,
+        max_bytes: int,
+        max_spans_per_trace: int,
+    ) -> None:
+        self.wait_after_root = wait_after_root
+        self.wait = wait
+        self.max_traces = max_traces
+        self.max_bytes = max_bytes
+        self.max_spans_per_trace = max_spans_per_trace
+        self.traces: dict[bytes, PendingTrace] = {}
+        self.nbytes = 0
+        self.spans = 0
+        self._heap: list[tuple[float, int, bytes]] = []
+        self._seq = itertools.count()
+
+    def full(self) -> bool:
+        """True when no new data should be accepted (the receivers answer "retry later")."""
+        return len(self.traces) >= self.max_traces or self.nbytes >= self.max_bytes
+
+    def add(self, frag: TraceFragment, now: float) -> None:
+        """Buffer one fragment and move its trace's deadline."""
+        t = self.traces.get(frag.trace_id)
+        if t is None:
+            t = PendingTrace(frag.trace_id, now, now, math.inf)
+            self.traces[frag.trace_id] = t
+        t.fragments.append(frag.data)
+        t.spans += frag.spans
+        t.nbytes += len(frag.data)
+        t.last = now
+        t.root = t.root or frag.has_root
+        self.nbytes += len(frag.data)
+        self.spans += frag.spans
+        deadline = t.first + self.wait
+        if t.root:
+            deadline = min(deadline, now + self.wait_after_root)
+        if t.spans >= self.max_spans_per_trace:
+            t.truncated = True
+            deadline = now
+        if deadline != t.deadline:
+            t.deadline = deadline
+            heapq.heappush(self._heap, (deadline, next(self._seq), frag.trace_id))
+
+    def _remove(self, t: PendingTrace) -> None:
+        del self.traces[t.trace_id]
+        self.nbytes -= t.nbytes
+        self.spans -= t.spans
+
+    def due(self, now: float, limit: int | None = None) -> list[PendingTrace]:
+        """Remove and return the traces whose deadline has passed (oldest first)."""
+        out: list[PendingTrace] = []
+        heap = self._heap
+        while heap and heap[0][0] <= now and (limit is None or len(out) < limit):
+            deadline, _, tid = heapq.heappop(heap)
+            t = self.traces.get(tid)
+            if t is not None and t.deadline == deadline:
+                self._remove(t)
+                out.append(t)
+        return out
+
+    def drain(self) -> list[PendingTrace]:
+        """Remove and return every pending trace (shutdown: decide everything now)."""
+        out = list(self.traces.values())
+        self.traces.clear()
+        self._heap.clear()
+        self.nbytes = 0
+        self.spans = 0
+        return out
+
+
+class DecisionCache:
+    """LRU of recent decisions, so late spans get the verdict their trace already got."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[bytes, Decision] = OrderedDict()
+
+    def get(self, trace_id: bytes) -> Decision | None:
+        """The cached decision (refreshing its recency), or None."""
+        d = self._items.get(trace_id)
+        if d is not None:
+            self._items.move_to_end(trace_id)
+        return d
+
+    def put(self, trace_id: bytes, decision: Decision) -> None:
+        """Remember a decision, forgetting the least recently used beyond ``size``."""
+        self._items[trace_id] = decision
+        self._items.move_to_end(trace_id)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)

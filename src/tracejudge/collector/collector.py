@@ -1,0 +1,221 @@
+"""The ``Collector``: wires receivers, pipeline, forwarders and sinks on one event loop.
+
+Used by ``tracejudge serve`` and in-process by the demo and tests (ports 0 pick free ones;
+the bound ports are readable after ``start``). ``stop`` is the graceful path SIGTERM takes:
+stop accepting, decide every pending trace now, flush the queues within the shutdown
+timeout, and leave what could not be sent in the disk queue (if configured).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from typing import Any
+
+from aiohttp import web
+
+from tracejudge.collector.config import CollectorConfig
+from tracejudge.collector.forward import Item, TargetQueue, make_target
+from tracejudge.collector.judge import Judge, load_judge
+from tracejudge.collector.pipeline import Pipeline
+from tracejudge.collector.receivers import (
+    health_routes,
+    receiver_app,
+    start_grpc,
+    start_http,
+)
+from tracejudge.collector.sinks import JsonlSink, VerdictSink, WebhookSink
+from tracejudge.collector.stats import Stats, otlp_metric_reader
+from tracejudge.collector.store import DiskStore
+
+log = logging.getLogger("tracejudge.collector")
+
+
+class Collector:
+    """One judging OTLP collector. ``await start()``, then ``await stop()``."""
+
+    def __init__(self, config: CollectorConfig, judge: Judge | None = None) -> None:
+        if judge is None:
+            if config.rules is None:
+                raise ValueError("Collector needs a rules file (config.rules) or a judge")
+            judge = load_judge(config.rules)
+        self.config = config
+        self.judge = judge
+        readers = []
+        if config.metrics_otlp_endpoint:
+            readers.append(
+                otlp_metric_reader(config.metrics_otlp_endpoint, config.metrics_interval)
+            )
+        self.stats = Stats(readers)
+        self.store: DiskStore | None = None
+        self.pipeline: Pipeline | None = None
+        self.grpc_port = 0
+        self.http_port = 0
+        self.health_port: int | None = None
+        self._grpc: Any = None
+        self._runners: list[web.AppRunner] = []
+        self._timer: asyncio.Task[None] | None = None
+        self._stopped = asyncio.Event()
+        self._stopping = False
+
+    def snapshot(self) -> dict[str, Any]:
+        """Counts for ``/metrics`` (and ``/healthz``)."""
+        p = self.pipeline
+        targets = {}
+        if p is not None:
+            targets = {
+                q.target.url: {
+                    "queued_spans": q.spans,
+                    "queued_bytes": q.nbytes,
+                    "failures": q.failures,
+                    "last_error": q.last_error,
+                }
+                for q in p.queues
+            }
+        return self.stats.snapshot(
+            status="stopping" if self._stopping else "ok",
+            buffered_traces=len(p.buffer.traces) if p else 0,
+            buffered_spans=p.buffer.spans if p else 0,
+            buffered_bytes=p.buffer.nbytes if p else 0,
+            decided_cache=len(p.decided) if p else 0,
+            targets=targets,
+        )
+
+    async def start(self) -> None:
+        """Open the disk queue (replaying it), start forwarders, receivers and the timer."""
+        cfg = self.config
+        if cfg.queue_dir is not None:
+            self.store = DiskStore(cfg.queue_dir)
+        queues = [
+            TargetQueue(
+                make_target(url, cfg.forward_timeout),
+                stats=self.stats,
+                store=self.store,
+                max_batch_bytes=cfg.max_batch_bytes,
+                retry_initial=cfg.retry_initial,
+                retry_max=cfg.retry_max,
+            )
+            for url in cfg.forward
+        ]
+        sinks: list[VerdictSink] = []
+        if cfg.verdicts_jsonl:
+            sinks.append(JsonlSink(cfg.verdicts_jsonl))
+        if cfg.webhook:
+            sinks.append(WebhookSink(cfg.webhook, self.stats))
+        self.pipeline = Pipeline(cfg, self.judge, queues, sinks, self.stats, self.store)
+        self.pipeline.rules_version = str(
+            getattr(getattr(self.judge, "ruleset", None), "version", "")
+        )
+        self.stats.queue_depth = self.pipeline.queue_depth
+        if self.store is not None:
+            self._replay(self.store, queues)
+        for q in queues:
+            q.start()
+        self._grpc, self.grpc_port = await start_grpc(
+            self.pipeline, cfg.host, cfg.grpc_port, cfg.max_request_bytes
+        )
+        runner, self.http_port = await start_http(
+            receiver_app(self.pipeline, cfg.max_request_bytes, self.snapshot),
+            cfg.host,
+            cfg.http_port,
+        )
+        self._runners.append(runner)
+        if cfg.health_port is not None:
+            app = web.Application()
+            health_routes(app, self.snapshot)
+            runner, self.health_port = await start_http(app, cfg.host, cfg.health_port)
+            self._runners.append(runner)
+        self._timer = asyncio.get_running_loop().create_task(self._tick_loop())
+        log.info(
+            "tracejudge serve: OTLP/gRPC %s:%d, OTLP/HTTP %s:%d, forwarding to %s",
+            cfg.host,
+            self.grpc_port,
+            cfg.host,
+            self.http_port,
+            ", ".join(cfg.forward),
+        )
+
+    def _replay(self, store: DiskStore, queues: list[TargetQueue]) -> None:
+        assert self.pipeline is not None
+        by_url = {q.target.url: q for q in queues}
+        outbox = store.load_outbox()
+        orphans = []
+        for row_id, target, payload, spans, traces in outbox:
+            q = by_url.get(target)
+            if q is None:
+                orphans.append(row_id)
+                continue
+            q.put(Item(payload, spans, traces, None, row_id))
+        if orphans:
+            log.warning(
+                "disk queue: %d payloads for targets no longer configured are kept on disk",
+                len(orphans),
+            )
+        inbox = store.load_inbox()
+        self.pipeline.replay_inbox(inbox)
+        if outbox or inbox:
+            log.info("disk queue: replayed %d payloads and %d fragments", len(outbox), len(inbox))
+
+    async def _tick_loop(self) -> None:
+        assert self.pipeline is not None
+        while True:
+            await asyncio.sleep(self.config.tick)
+            try:
+                await self.pipeline.tick()
+            except Exception:
+                log.exception("decision tick failed")
+
+    async def stop(self, timeout: float | None = None) -> None:
+        """Graceful shutdown: refuse new data, decide everything, flush, persist the rest."""
+        if self._stopping:
+            await self._stopped.wait()
+            return
+        self._stopping = True
+        budget = self.config.shutdown_timeout if timeout is None else timeout
+        loop = asyncio.get_running_loop()
+        end = loop.time() + budget
+        if self._grpc is not None:
+            await self._grpc.stop(grace=min(1.0, budget))
+        for runner in self._runners[:1]:
+            await runner.cleanup()
+        if self._timer is not None:
+            self._timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._timer
+        p = self.pipeline
+        if p is not None:
+            await p.decide_all()
+            results = await asyncio.gather(
+                *(q.flush(max(0.1, end - loop.time())) for q in p.queues)
+            )
+            left = sum(q.spans for q in p.queues)
+            if not all(results):
+                if self.store is not None:
+                    log.warning(
+                        "shutdown: %d spans kept in the disk queue for the next start", left
+                    )
+                else:
+                    log.error("shutdown: %d spans could not be delivered and are lost", left)
+                    self.stats.count("dropped", left)
+            for sink in p.sinks:
+                await sink.close()
+        for runner in self._runners[1:]:
+            await runner.cleanup()
+        if self.store is not None:
+            self.store.close()
+        self.stats.shutdown()
+        self._stopped.set()
+
+    async def serve_forever(self) -> None:
+        """Start, run until SIGTERM/SIGINT, then stop gracefully."""
+        await self.start()
+        loop = asyncio.get_running_loop()
+        stop_requested = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop_requested.set)
+        await stop_requested.wait()
+        log.info("tracejudge serve: shutting down")
+        await self.stop()

@@ -1,0 +1,227 @@
+"""Collector settings: one dataclass, loaded from YAML and overridden by flags.
+
+Bad configuration must stop the collector at start with a message naming the key, not
+surface hours later as a dropped trace, so every value is parsed and range-checked here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown or out of range."""
+
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?\s*$")
+_SIZE = re.compile(r"^\s*([0-9]+)\s*(B|KiB|MiB|GiB|KB|MB|GB)?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {
+    "b": 1,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "kb": 1000,
+    "mb": 1000**2,
+    "gb": 1000**3,
+}
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(key: str, value: Any) -> float:
+    """Seconds from ``2s``, ``200ms``, ``1m`` or a bare number of seconds."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: expected a duration like '2s' or '200ms', got {value!r}")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        m = _DURATION.match(str(value))
+        if not m:
+            raise ConfigError(f"{key}: expected a duration like '2s' or '200ms', got {value!r}")
+        seconds = float(m.group(1)) * _DURATION_UNITS[m.group(2) or "s"]
+    if seconds < 0:
+        raise ConfigError(f"{key}: must not be negative, got {value!r}")
+    return seconds
+
+
+def parse_size(key: str, value: Any) -> int:
+    """Bytes from ``16MiB``, ``512KB`` or a bare integer."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: expected a size like '16MiB', got {value!r}")
+    if isinstance(value, int):
+        size = value
+    else:
+        m = _SIZE.match(str(value))
+        if not m:
+            raise ConfigError(f"{key}: expected a size like '16MiB', got {value!r}")
+        size = int(m.group(1)) * _SIZE_UNITS[(m.group(2) or "b").lower()]
+    if size <= 0:
+        raise ConfigError(f"{key}: must be positive, got {value!r}")
+    return size
+
+
+def check_forward_url(url: str) -> str:
+    """Accept ``http(s)://host:port[/path]`` (OTLP/HTTP) or ``grpc://host:port`` (OTLP/gRPC)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https", "grpc") or not parts.hostname:
+        raise ConfigError(
+            f"forward: {url!r} is not http://host:port (OTLP/HTTP) or grpc://host:port (OTLP/gRPC)"
+        )
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError(f"forward: {url!r} has a bad port") from exc
+    if parts.scheme == "grpc" and port is None:
+        raise ConfigError(f"forward: {url!r} needs a port")
+    return url
+
+
+@dataclass(slots=True)
+class CollectorConfig:
+    """Everything ``tracejudge serve`` can be told. Durations are seconds, sizes bytes."""
+
+    rules: Path | None = None
+    """Rules file; required unless a judge object is handed to ``Collector`` directly."""
+    forward: list[str] = field(default_factory=list)
+    host: str = "127.0.0.1"
+    """Listen address. Loopback by default: spans carry prompts, so exposing them is opt-in."""
+    grpc_port: int = 4317
+    http_port: int = 4318
+    health_port: int | None = None
+    decision_wait_after_root: float = 2.0
+    decision_wait: float = 30.0
+    tick: float = 0.05
+    """How often the decision timer runs; latency beyond the waits is at most one tick."""
+    drop_content: bool = False
+    passthrough: bool = False
+    verdicts_jsonl: str | None = None
+    webhook: str | None = None
+    queue_dir: Path | None = None
+    max_traces: int = 100_000
+    max_buffered_bytes: int = 512 * 1024**2
+    max_spans_per_trace: int = 20_000
+    max_request_bytes: int = 16 * 1024**2
+    max_queue_bytes: int = 256 * 1024**2
+    max_batch_bytes: int = 4 * 1024**2
+    decided_cache_size: int = 100_000
+    forward_timeout: float = 10.0
+    retry_initial: float = 0.2
+    retry_max: float = 10.0
+    retry_after_hint: float = 1.0
+    """Retry-After sent to clients when the collector throttles them."""
+    shutdown_timeout: float = 10.0
+    metrics_otlp_endpoint: str | None = None
+    metrics_interval: float = 10.0
+
+    def validate(self) -> CollectorConfig:
+        """Check cross-field rules; returns self so calls chain."""
+        if not self.forward:
+            raise ConfigError("forward: at least one forward URL is required")
+        self.forward = [check_forward_url(u) for u in self.forward]
+        if len(set(self.forward)) != len(self.forward):
+            raise ConfigError("forward: the same URL is listed twice")
+        for name in ("grpc_port", "http_port", "health_port"):
+            port = getattr(self, name)
+            if port is not None and not (0 <= port <= 65535):
+                raise ConfigError(f"{name}: {port} is not a port number")
+        if self.decision_wait <= 0 or self.decision_wait_after_root <= 0:
+            raise ConfigError("decision_wait and decision_wait_after_root must be positive")
+        if self.decision_wait_after_root > self.decision_wait:
+            raise ConfigError("decision_wait_after_root must not exceed decision_wait")
+        if not (0 < self.tick <= 1.0):
+            raise ConfigError("tick: must be in (0, 1s]")
+        if self.rules is not None and not Path(self.rules).is_file():
+            raise ConfigError(f"rules: {self.rules} is not a file")
+        for name in ("max_traces", "max_spans_per_trace", "decided_cache_size"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name}: must be positive")
+        if self.webhook is not None and urlsplit(self.webhook).scheme not in ("http", "https"):
+            raise ConfigError(f"webhook: {self.webhook!r} is not an http(s) URL")
+        return self
+
+
+_DURATIONS = {
+    "decision_wait_after_root",
+    "decision_wait",
+    "tick",
+    "forward_timeout",
+    "retry_initial",
+    "retry_max",
+    "retry_after_hint",
+    "shutdown_timeout",
+    "metrics_interval",
+}
+_SIZES = {"max_buffered_bytes", "max_request_bytes", "max_queue_bytes", "max_batch_bytes"}
+_INTS = {"grpc_port", "http_port", "health_port", "max_traces", "max_spans_per_trace"}
+_INTS |= {"decided_cache_size"}
+_BOOLS = {"drop_content", "passthrough"}
+_STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint"}
+_PATHS = {"rules", "queue_dir"}
+
+
+def _coerce(key: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if key in _DURATIONS:
+        return parse_duration(key, value)
+    if key in _SIZES:
+        return parse_size(key, value)
+    if key in _INTS:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+        return value
+    if key in _BOOLS:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value
+    if key in _STRS:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        return value
+    if key in _PATHS:
+        if not isinstance(value, str | Path):
+            raise ConfigError(f"{key}: expected a path, got {value!r}")
+        return Path(value)
+    if key == "forward":
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(u, str) for u in items):
+            raise ConfigError(f"forward: expected a URL or a list of URLs, got {value!r}")
+        return list(items)
+    raise ConfigError(f"unknown key {key!r}")
+
+
+def build_config(file_values: dict[str, Any], overrides: dict[str, Any]) -> CollectorConfig:
+    """Merge a config file's mapping with flag overrides (``None`` = not given) and validate.
+
+    Keys may use ``-`` or ``_``. Unknown keys fail, so a typo never silently keeps a default.
+    """
+    known = {f.name for f in dataclasses.fields(CollectorConfig)}
+    merged: dict[str, Any] = {}
+    for source in (file_values, overrides):
+        for raw_key, value in source.items():
+            key = raw_key.replace("-", "_")
+            if key not in known:
+                raise ConfigError(f"unknown key {raw_key!r} (known: {', '.join(sorted(known))})")
+            if value is None or (key == "forward" and value in ((), [])):
+                continue
+            merged[key] = _coerce(key, value)
+    return CollectorConfig(**merged).validate()
+
+
+def load_config_file(path: Path) -> dict[str, Any]:
+    """Read a YAML config file into a mapping; a non-mapping or bad YAML is a ConfigError."""
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"config {path}: {exc}") from exc
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise ConfigError(f"config {path}: expected a mapping at the top level")
+    return doc

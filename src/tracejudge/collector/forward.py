@@ -1,0 +1,300 @@
+"""Forwarding stamped traces to backends: targets, retries, and a bounded queue per target.
+
+Each target has its own queue and worker, so one slow or dead backend never holds up the
+others. Payloads are framed ``ResourceSpans`` bytes; a batch is their concatenation, which
+is itself a valid ``ExportTraceServiceRequest``, so nothing is re-encoded here. Retries
+follow the OTLP rules: only throttling and transient errors are retried, with exponential
+backoff, jitter and the server's Retry-After / RetryInfo; permanent errors are counted and
+dropped (retrying a 400 forever would wedge the queue).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import urlsplit
+
+import aiohttp
+import grpc
+import grpc.aio
+
+from tracejudge.collector.otlp import retry_delay_from_status
+from tracejudge.collector.stats import Stats
+from tracejudge.collector.store import DiskStore
+
+log = logging.getLogger("tracejudge.collector")
+
+_EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+_RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
+_RETRYABLE_GRPC = frozenset(
+    {
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.ABORTED,
+        grpc.StatusCode.OUT_OF_RANGE,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DATA_LOSS,
+    }
+)
+
+
+class RetryableError(Exception):
+    """The send failed but may succeed later; ``delay`` is the server's hint, if any."""
+
+    def __init__(self, reason: str, delay: float | None = None) -> None:
+        super().__init__(reason)
+        self.delay = delay
+
+
+class PermanentError(Exception):
+    """The target refused the data for good (e.g. 400); retrying cannot help."""
+
+
+class ForwardTarget(Protocol):
+    """A backend that accepts an OTLP ``ExportTraceServiceRequest`` as bytes."""
+
+    url: str
+
+    async def send(self, payload: bytes) -> None:
+        """Deliver ``payload``; raise ``RetryableError`` or ``PermanentError`` on failure."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+class HttpTarget:
+    """OTLP/HTTP protobuf: ``POST {url}/v1/traces`` (the path is added when the URL has none)."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self.url = url
+        parts = urlsplit(url)
+        self._endpoint = url if parts.path not in ("", "/") else url.rstrip("/") + "/v1/traces"
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def send(self, payload: bytes) -> None:
+        """POST the payload; map the answer onto retryable / permanent per the OTLP spec."""
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        headers = {"Content-Type": "application/x-protobuf"}
+        try:
+            async with self._session.post(self._endpoint, data=payload, headers=headers) as resp:
+                body = await resp.read()
+                if 200 <= resp.status < 300:
+                    return
+                if resp.status in _RETRYABLE_HTTP:
+                    raise RetryableError(
+                        f"HTTP {resp.status}", _retry_after(resp.headers.get("Retry-After"))
+                    )
+                raise PermanentError(f"HTTP {resp.status}: {body[:200]!r}")
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise RetryableError(f"{type(exc).__name__}: {exc}") from exc
+
+    async def close(self) -> None:
+        """Close the HTTP session."""
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # an HTTP date: fall back to our own backoff
+
+
+class GrpcTarget:
+    """OTLP/gRPC via a raw unary call, so the payload bytes are sent as they are."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self.url = url
+        parts = urlsplit(url)
+        self._address = f"{parts.hostname}:{parts.port}"
+        self._timeout = timeout
+        self._channel: grpc.aio.Channel | None = None
+        self._call: Callable[..., object] | None = None
+
+    async def send(self, payload: bytes) -> None:
+        """Call Export; UNAVAILABLE etc. are retryable, RESOURCE_EXHAUSTED only with RetryInfo."""
+        if self._channel is None:
+            self._channel = grpc.aio.insecure_channel(self._address)
+            self._call = self._channel.unary_unary(_EXPORT_METHOD, None, None)
+        assert self._call is not None
+        try:
+            await self._call(payload, timeout=self._timeout)  # type: ignore[misc]
+        except grpc.aio.AioRpcError as exc:
+            delay = None
+            for md in exc.trailing_metadata() or ():
+                key, value = md[0], md[1]  # type: ignore[index]
+                if key == "grpc-status-details-bin" and isinstance(value, bytes):
+                    delay = retry_delay_from_status(value)
+            code = exc.code()
+            if code in _RETRYABLE_GRPC or (
+                code == grpc.StatusCode.RESOURCE_EXHAUSTED and delay is not None
+            ):
+                raise RetryableError(f"gRPC {code.name}: {exc.details()}", delay) from exc
+            raise PermanentError(f"gRPC {code.name}: {exc.details()}") from exc
+
+    async def close(self) -> None:
+        """Close the channel."""
+        if self._channel is not None:
+            await self._channel.close(None)
+            self._channel = None
+
+
+def make_target(url: str, timeout: float) -> ForwardTarget:
+    """The target for a configured forward URL."""
+    if urlsplit(url).scheme == "grpc":
+        return GrpcTarget(url, timeout)
+    return HttpTarget(url, timeout)
+
+
+@dataclass(slots=True)
+class Item:
+    """One payload waiting to be forwarded."""
+
+    payload: bytes
+    spans: int
+    traces: int
+    ready_at: float | None
+    """Loop time the trace was finished (for decision latency); None for pass-through data."""
+    row_id: int | None = None
+
+
+class TargetQueue:
+    """A bounded queue and its worker for one target."""
+
+    def __init__(
+        self,
+        target: ForwardTarget,
+        *,
+        stats: Stats,
+        store: DiskStore | None,
+        max_batch_bytes: int,
+        retry_initial: float,
+        retry_max: float,
+    ) -> None:
+        self.target = target
+        self.stats = stats
+        self.store = store
+        self.max_batch_bytes = max_batch_bytes
+        self.retry_initial = retry_initial
+        self.retry_max = retry_max
+        self.items: deque[Item] = deque()
+        self.nbytes = 0
+        self.spans = 0
+        self.failures = 0
+        self.last_error: str | None = None
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    def put(self, item: Item) -> None:
+        """Enqueue without blocking (admission control happens at the receivers)."""
+        self.items.append(item)
+        self.nbytes += len(item.payload)
+        self.spans += item.spans
+        self._wake.set()
+
+    def start(self) -> None:
+        """Start the worker task."""
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def _take_batch(self) -> list[Item]:
+        batch: list[Item] = []
+        size = 0
+        for item in self.items:
+            if batch and size + len(item.payload) > self.max_batch_bytes:
+                break
+            batch.append(item)
+            size += len(item.payload)
+        return batch
+
+    def _done(self, batch: list[Item], state: str) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for _ in batch:
+            item = self.items.popleft()
+            self.nbytes -= len(item.payload)
+            self.spans -= item.spans
+            if item.ready_at is not None and state == "forwarded":
+                self.stats.latency(max(0.0, now - item.ready_at))
+        self.stats.count(state, sum(i.spans for i in batch))
+        if self.store is not None:
+            ids = [i.row_id for i in batch if i.row_id is not None]
+            if ids:
+                self.store.delete_outbox(ids)
+
+    async def _run(self) -> None:
+        attempt = 0
+        while True:
+            if not self.items:
+                if self._closing:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            batch = self._take_batch()
+            payload = b"".join(i.payload for i in batch)
+            try:
+                await self.target.send(payload)
+            except RetryableError as exc:
+                attempt += 1
+                self.failures += 1
+                self.last_error = str(exc)
+                backoff = min(self.retry_max, self.retry_initial * 2 ** min(attempt - 1, 16))
+                delay = exc.delay if exc.delay is not None else backoff * random.uniform(0.5, 1.0)
+                log.warning(
+                    "forward to %s failed (%s); retry %d in %.2fs",
+                    self.target.url,
+                    exc,
+                    attempt,
+                    delay,
+                )
+                await asyncio.sleep(min(delay, self.retry_max))
+                continue
+            except PermanentError as exc:
+                self.last_error = str(exc)
+                log.error(
+                    "forward to %s refused %d spans permanently: %s",
+                    self.target.url,
+                    sum(i.spans for i in batch),
+                    exc,
+                )
+                self._done(batch, "dropped")
+                attempt = 0
+                continue
+            except Exception as exc:  # a bug in a target must not kill the worker
+                log.exception("forward to %s crashed; retrying", self.target.url)
+                self.last_error = repr(exc)
+                await asyncio.sleep(self.retry_initial)
+                continue
+            attempt = 0
+            self.last_error = None
+            self._done(batch, "forwarded")
+
+    async def flush(self, timeout: float) -> bool:
+        """Stop after the queue drains or ``timeout`` passes; True when it drained."""
+        self._closing = True
+        self._wake.set()
+        if self._task is None:
+            return not self.items
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), timeout)
+        except asyncio.TimeoutError:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.target.close()
+        return not self.items

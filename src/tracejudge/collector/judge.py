@@ -1,0 +1,30 @@
+"""The judge seam: anything that turns a trace's spans into verdicts.
+
+The collector depends on this Protocol, not on the engine, so tests and embedders can
+plug in their own; ``load_judge`` builds the real engine from a rules file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from tracejudge.engine.verdict import Verdict
+from tracejudge.model.spans import SpanRecord
+
+
+class Judge(Protocol):
+    """Judges the spans of one finished trace; one verdict per agent run found."""
+
+    def judge_spans(self, spans: Sequence[SpanRecord]) -> list[Verdict]:
+        """Verdicts for the runs in ``spans`` (may be empty when the trace holds no run)."""
+        ...
+
+
+def load_judge(rules: Path) -> Judge:
+    """The real engine for a rules file; a bad file raises (fail fast at start)."""
+    from tracejudge.engine import Engine, load_rules  # type: ignore[attr-defined,unused-ignore]
+
+    engine: Judge = Engine(load_rules(rules))
+    return engine

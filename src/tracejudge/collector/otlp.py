@@ -1,0 +1,174 @@
+"""OTLP wire helpers: split requests by trace, frame fragments, decode, status bodies.
+
+The collector buffers each trace as serialized ``ResourceSpans`` fragments, not Python
+objects: a fragment costs about its wire size, and an unchanged fragment can be forwarded
+without re-serializing. ``ExportTraceServiceRequest`` has one repeated field, so a request is
+just fragments framed as field 1; concatenating framed fragments from many traces gives one
+valid request for a batched forward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from google.protobuf.message import DecodeError
+from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+
+from tracejudge.model.decode_proto import spans_from_resource_spans
+from tracejudge.model.spans import SpanRecord
+
+_ZERO_TRACE = bytes(16)
+_ZERO_SPAN = bytes(8)
+
+
+@dataclass(slots=True)
+class TraceFragment:
+    """The spans of one trace from one ``ResourceSpans`` of one request."""
+
+    trace_id: bytes
+    data: bytes
+    spans: int
+    has_root: bool
+
+
+@dataclass(slots=True)
+class SplitResult:
+    """A request split per trace, with the spans refused and why."""
+
+    fragments: list[TraceFragment] = field(default_factory=list)
+    accepted: int = 0
+    rejected: int = 0
+    error_message: str = ""
+
+
+def parse_request(data: bytes) -> ExportTraceServiceRequest:
+    """Parse protobuf bytes; raises ``ValueError`` with a readable reason when undecodable."""
+    try:
+        return ExportTraceServiceRequest.FromString(data)
+    except DecodeError as exc:
+        raise ValueError(f"undecodable ExportTraceServiceRequest: {exc}") from exc
+
+
+def split_by_trace(request: ExportTraceServiceRequest) -> SplitResult:
+    """Group valid spans by trace id; spans with invalid ids are rejected (partial success)."""
+    out = SplitResult()
+    reasons: list[str] = []
+    for rs in request.resource_spans:
+        groups: dict[bytes, list[tuple[ScopeSpans, list[Span]]]] = {}
+        for ss in rs.scope_spans:
+            per_trace: dict[bytes, list[Span]] = {}
+            for span in ss.spans:
+                tid = span.trace_id
+                sid = span.span_id
+                pid = span.parent_span_id
+                if len(tid) != 16 or tid == _ZERO_TRACE:
+                    out.rejected += 1
+                    if len(reasons) < 3:
+                        reasons.append(f"span {sid.hex()!r}: invalid trace_id {tid.hex()!r}")
+                    continue
+                if len(sid) != 8 or sid == _ZERO_SPAN or len(pid) not in (0, 8):
+                    out.rejected += 1
+                    if len(reasons) < 3:
+                        reasons.append(f"trace {tid.hex()}: invalid span_id or parent_span_id")
+                    continue
+                bucket = per_trace.get(tid)
+                if bucket is None:
+                    per_trace[tid] = [span]
+                else:
+                    bucket.append(span)
+            for tid, spans in per_trace.items():
+                groups.setdefault(tid, []).append((ss, spans))
+        for tid, parts in groups.items():
+            frag = ResourceSpans(resource=rs.resource, schema_url=rs.schema_url)
+            count = 0
+            root = False
+            for ss, spans in parts:
+                new_ss = frag.scope_spans.add(scope=ss.scope, schema_url=ss.schema_url)
+                new_ss.spans.extend(spans)
+                count += len(spans)
+                if not root:
+                    root = any(not s.parent_span_id for s in spans)
+            out.fragments.append(TraceFragment(tid, frag.SerializeToString(), count, root))
+            out.accepted += count
+    if out.rejected:
+        more = "" if out.rejected <= len(reasons) else f" (and {out.rejected - len(reasons)} more)"
+        out.error_message = "; ".join(reasons) + more
+    return out
+
+
+def fragment_info(data: bytes) -> TraceFragment:
+    """Re-derive a stored fragment's trace id, span count and root flag (disk replay)."""
+    rs = ResourceSpans.FromString(data)
+    tid = b""
+    count = 0
+    root = False
+    for ss in rs.scope_spans:
+        for span in ss.spans:
+            tid = span.trace_id
+            count += 1
+            root = root or not span.parent_span_id
+    return TraceFragment(tid, data, count, root)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        bits = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(bits | 0x80)
+        else:
+            out.append(bits)
+            return bytes(out)
+
+
+def frame(fragment: bytes) -> bytes:
+    """Frame one serialized ``ResourceSpans`` as field 1 of ``ExportTraceServiceRequest``."""
+    return b"\x0a" + _varint(len(fragment)) + fragment
+
+
+def to_records(fragments: Iterable[ResourceSpans]) -> list[SpanRecord]:
+    """Decode parsed fragments to ``SpanRecord``s with the shared decoder (same as offline)."""
+    out: list[SpanRecord] = []
+    for rs in fragments:
+        out.extend(spans_from_resource_spans(rs))
+    return out
+
+
+def response_bytes(rejected: int = 0, message: str = "") -> bytes:
+    """A serialized ``ExportTraceServiceResponse`` (with partial success when rejecting)."""
+    if not rejected and not message:
+        return ExportTraceServiceResponse().SerializeToString()
+    ps = ExportTracePartialSuccess(rejected_spans=rejected, error_message=message)
+    return ExportTraceServiceResponse(partial_success=ps).SerializeToString()
+
+
+def status_bytes(code: int, message: str, retry_after_s: float | None = None) -> bytes:
+    """A serialized ``google.rpc.Status`` (``RetryInfo`` detail when throttling)."""
+    status = status_pb2.Status(code=code, message=message)
+    if retry_after_s is not None:
+        info = error_details_pb2.RetryInfo()
+        info.retry_delay.FromNanoseconds(int(retry_after_s * 1e9))
+        status.details.add().Pack(info)
+    out: bytes = status.SerializeToString()
+    return out
+
+
+def retry_delay_from_status(data: bytes) -> float | None:
+    """The ``RetryInfo`` delay in a serialized ``google.rpc.Status``, if any."""
+    try:
+        status = status_pb2.Status.FromString(data)
+    except DecodeError:
+        return None
+    for detail in status.details:
+        info = error_details_pb2.RetryInfo()
+        if detail.Unpack(info):
+            return float(info.retry_delay.ToNanoseconds()) / 1e9
+    return None

@@ -1,0 +1,265 @@
+"""The processor: admit spans, assemble traces, and at decision judge, stamp and enqueue.
+
+Everything here runs on the collector's one event loop and is synchronous except the
+decision batch, which yields between chunks so a burst of finished traces never starves the
+receivers (the tail-sampling failure mode where ingest and decisions fight for one loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+
+from tracejudge.collector.buffer import DecisionCache, PendingTrace, TraceBuffer
+from tracejudge.collector.config import CollectorConfig
+from tracejudge.collector.forward import Item, TargetQueue
+from tracejudge.collector.judge import Judge
+from tracejudge.collector.otlp import frame, split_by_trace, to_records
+from tracejudge.collector.sinks import VerdictSink
+from tracejudge.collector.stamp import Decision, drop_content, stamp, stamp_late, verdict_span
+from tracejudge.collector.stats import Stats
+from tracejudge.collector.store import DiskStore
+from tracejudge.engine.verdict import Verdict
+
+log = logging.getLogger("tracejudge.collector")
+
+_CHUNK = 64
+"""Traces decided between yields to the event loop."""
+
+
+class Throttled(Exception):
+    """The collector is full; the client should retry after ``retry_after`` seconds."""
+
+    def __init__(self, reason: str, retry_after: float) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+
+
+@dataclass(slots=True)
+class IngestResult:
+    """What a receiver tells the client."""
+
+    accepted: int
+    rejected: int
+    error_message: str
+
+
+class Pipeline:
+    """Buffer + decisions + fan-out to the target queues and verdict sinks."""
+
+    def __init__(
+        self,
+        config: CollectorConfig,
+        judge: Judge,
+        queues: Sequence[TargetQueue],
+        sinks: Sequence[VerdictSink],
+        stats: Stats,
+        store: DiskStore | None,
+    ) -> None:
+        self.config = config
+        self.judge = judge
+        self.queues = list(queues)
+        self.sinks = list(sinks)
+        self.stats = stats
+        self.store = store
+        self.buffer = TraceBuffer(
+            wait_after_root=config.decision_wait_after_root,
+            wait=config.decision_wait,
+            max_traces=config.max_traces,
+            max_bytes=config.max_buffered_bytes,
+            max_spans_per_trace=config.max_spans_per_trace,
+        )
+        self.decided = DecisionCache(config.decided_cache_size)
+        self.rules_version = ""
+
+    def _now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def check_capacity(self) -> None:
+        """Raise ``Throttled`` when the buffer or a forward queue is full (back-pressure)."""
+        if self.buffer.full():
+            raise Throttled("trace buffer full", self.config.retry_after_hint)
+        for q in self.queues:
+            if q.nbytes >= self.config.max_queue_bytes:
+                raise Throttled(
+                    f"forward queue for {q.target.url} full", self.config.retry_after_hint
+                )
+
+    def throttled(self, n_spans: int) -> None:
+        """Count a refused request."""
+        self.stats.requests_throttled += 1
+        self.stats.count("throttled", n_spans)
+
+    def ingest(self, request: ExportTraceServiceRequest) -> IngestResult:
+        """Admit a request: validate and split it, buffer each trace, forward late spans."""
+        split = split_by_trace(request)
+        now = self._now()
+        fresh = []
+        late: list[tuple[bytes, bytes, int]] = []
+        for frag in split.fragments:
+            decision = self.decided.get(frag.trace_id)
+            if decision is None:
+                fresh.append(frag)
+            else:
+                late.append((frag.trace_id, self._late_payload(frag.data, decision), frag.spans))
+        if self.store is not None and fresh:
+            self.store.add_inbox((f.trace_id, f.data) for f in fresh)
+        if self.config.passthrough and fresh:
+            self._enqueue([(frame(f.data), f.spans, 1, None) for f in fresh], [])
+        for frag in fresh:
+            self.buffer.add(frag, now)
+        if late:
+            self.stats.count("late", sum(n for _, _, n in late))
+            self._enqueue([(p, n, 1, None) for _, p, n in late], [])
+        self.stats.count("received", split.accepted)
+        self.stats.count("rejected", split.rejected)
+        return IngestResult(split.accepted, split.rejected, split.error_message)
+
+    def _late_payload(self, data: bytes, decision: Decision) -> bytes:
+        rs = ResourceSpans.FromString(data)
+        if not self.config.passthrough:
+            stamp_late(rs, decision)
+        if self.config.drop_content:
+            drop_content(rs)
+        return frame(rs.SerializeToString())
+
+    def replay_inbox(self, fragments: Sequence[bytes]) -> None:
+        """Re-buffer fragments persisted before a restart (their timers start now)."""
+        from tracejudge.collector.otlp import fragment_info
+
+        now = self._now()
+        for data in fragments:
+            try:
+                frag = fragment_info(data)
+            except ValueError:
+                log.error("disk queue: skipping an unreadable inbox fragment")
+                continue
+            if frag.spans:
+                self.buffer.add(frag, now)
+
+    def _enqueue(
+        self,
+        payloads: list[tuple[bytes, int, int, float | None]],
+        decided_trace_ids: list[bytes],
+    ) -> None:
+        rows: list[tuple[int, TargetQueue, Item]] = []
+        for q in self.queues:
+            for payload, spans, traces, ready in payloads:
+                rows.append((0, q, Item(payload, spans, traces, ready)))
+        if self.store is not None and (rows or decided_trace_ids):
+            ids = self.store.commit_decisions(
+                decided_trace_ids,
+                [(q.target.url, it.payload, it.spans, it.traces) for _, q, it in rows],
+            )
+            for (_, _, item), row_id in zip(rows, ids, strict=True):
+                item.row_id = row_id
+        for _, q, item in rows:
+            q.put(item)
+
+    def _judge(self, trace: PendingTrace, fragments: list[ResourceSpans]) -> list[Verdict]:
+        try:
+            records = to_records(fragments)
+            verdicts = self.judge.judge_spans(records)
+        except Exception as exc:  # the judge must never take the collector down
+            self.stats.judge_errors += 1
+            log.exception("judging trace %s failed", trace.trace_id.hex())
+            root = next((r for r in to_records_safe(fragments) if r.parent_span_id is None), None)
+            if root is None:
+                return []
+            return [
+                Verdict(
+                    trace_id=trace.trace_id.hex(),
+                    root_span_id=root.span_id,
+                    verdict="error",
+                    layers={},
+                    error=f"{type(exc).__name__}: {exc}",
+                )
+            ]
+        return verdicts
+
+    def decide(self, trace: PendingTrace, ready_at: float) -> tuple[bytes, list[dict[str, Any]]]:
+        """Judge and stamp one trace; returns the framed payload and the verdict records."""
+        fragments = [ResourceSpans.FromString(b) for b in trace.fragments]
+        verdicts = self._judge(trace, fragments)
+        records: list[dict[str, Any]] = []
+        for v in verdicts:
+            if not v.rules_version:
+                v.rules_version = self.rules_version
+            self.stats.verdict(v)
+            rec = v.to_dict()
+            if trace.truncated:
+                rec["note"] = (
+                    f"judged at the span limit ({trace.spans} spans); later spans were "
+                    "forwarded as late with this verdict"
+                )
+            records.append(rec)
+        if self.config.passthrough:
+            parts = []
+            for v in verdicts:
+                extra = verdict_span(fragments[0], v)
+                if extra is not None:
+                    parts.append(frame(extra.SerializeToString()))
+            payload = b"".join(parts)
+            decision = Decision(verdict="pass")
+        else:
+            changed, decision = stamp(fragments, verdicts)
+            out = []
+            for i, (raw, rs) in enumerate(zip(trace.fragments, fragments, strict=True)):
+                if self.config.drop_content and drop_content(rs):
+                    changed.add(i)
+                out.append(frame(rs.SerializeToString() if i in changed else raw))
+            payload = b"".join(out)
+        self.decided.put(trace.trace_id, decision)
+        self.stats.traces_decided += 1
+        if trace.truncated:
+            self.stats.traces_truncated += 1
+        return payload, records
+
+    async def decide_batch(self, traces: list[PendingTrace], ready: dict[bytes, float]) -> None:
+        """Decide traces in chunks, yielding to the loop between chunks."""
+        for start in range(0, len(traces), _CHUNK):
+            chunk = traces[start : start + _CHUNK]
+            payloads: list[tuple[bytes, int, int, float | None]] = []
+            records: list[dict[str, Any]] = []
+            for t in chunk:
+                payload, recs = self.decide(t, ready.get(t.trace_id, t.deadline))
+                records.extend(recs)
+                if payload:
+                    spans = 0 if self.config.passthrough else t.spans
+                    payloads.append((payload, spans, 1, ready.get(t.trace_id, t.deadline)))
+            self._enqueue(payloads, [t.trace_id for t in chunk])
+            for sink in self.sinks:
+                sink.emit(records)
+            if start + _CHUNK < len(traces):
+                await asyncio.sleep(0)
+
+    async def tick(self) -> None:
+        """Decide every trace whose deadline has passed."""
+        now = self._now()
+        due = self.buffer.due(now)
+        if due:
+            await self.decide_batch(due, {})
+
+    async def decide_all(self) -> None:
+        """Shutdown: decide every pending trace now."""
+        traces = self.buffer.drain()
+        now = self._now()
+        await self.decide_batch(traces, {t.trace_id: now for t in traces})
+
+    def queue_depth(self) -> int:
+        """Spans waiting in all forward queues."""
+        return sum(q.spans for q in self.queues)
+
+
+def to_records_safe(fragments: Sequence[ResourceSpans]) -> list[Any]:
+    """Decode for the error path; an undecodable trace yields no records."""
+    try:
+        return to_records(fragments)
+    except Exception:
+        return []

@@ -1,0 +1,215 @@
+"""OTLP receivers: gRPC ``TraceService/Export`` and HTTP ``POST /v1/traces``, plus health.
+
+Both take raw bytes and hand a parsed request to the pipeline. The HTTP side follows the
+OTLP/HTTP rules exactly: protobuf or JSON in, the answer in the request's encoding, gzip
+decompressed as a stream with a cap (a zip bomb gets 413, not an OOM), 400 with a
+``google.rpc.Status`` body for undecodable data, 415 / 405 for wrong type / method, and
+503 + Retry-After when the collector is full. gRPC answers UNAVAILABLE with ``RetryInfo``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+import grpc.aio
+from aiohttp import web
+from google.protobuf import json_format
+from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from tracejudge.collector.otlp import parse_request, response_bytes, status_bytes
+from tracejudge.collector.pipeline import Pipeline, Throttled
+from tracejudge.model.decode_json import json_to_proto
+
+log = logging.getLogger("tracejudge.collector")
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+
+
+class TooLarge(Exception):
+    """The body exceeds the size limit (after decompression)."""
+
+
+class BadEncoding(Exception):
+    """The body is not valid gzip."""
+
+
+def _count_spans(request: ExportTraceServiceRequest) -> int:
+    return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+
+
+# --- gRPC ------------------------------------------------------------------------------
+
+
+def grpc_handler(pipeline: Pipeline) -> grpc.GenericRpcHandler[bytes, bytes]:
+    """A generic handler for Export that receives raw bytes (we parse them ourselves)."""
+
+    async def export(data: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+        try:
+            request = parse_request(data)
+        except ValueError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        try:
+            pipeline.check_capacity()
+        except Throttled as exc:
+            pipeline.throttled(_count_spans(request))
+            details = status_bytes(code_pb2.UNAVAILABLE, str(exc), exc.retry_after)
+            await context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                str(exc),
+                trailing_metadata=(("grpc-status-details-bin", details),),
+            )
+        result = pipeline.ingest(request)
+        return response_bytes(result.rejected, result.error_message)
+
+    handler = grpc.unary_unary_rpc_method_handler(export)
+    return grpc.method_handlers_generic_handler(_SERVICE, {"Export": handler})
+
+
+async def start_grpc(pipeline: Pipeline, host: str, port: int, max_bytes: int) -> tuple[Any, int]:
+    """Start the gRPC server; returns it and the bound port (0 picks a free one)."""
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", max_bytes),
+            ("grpc.so_reuseport", 0),
+        ]
+    )
+    server.add_generic_rpc_handlers((grpc_handler(pipeline),))
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if bound == 0:
+        raise OSError(f"cannot bind OTLP/gRPC on {host}:{port}")
+    await server.start()
+    return server, bound
+
+
+# --- HTTP ------------------------------------------------------------------------------
+
+
+async def read_body(request: web.Request, gzip: bool, cap: int) -> bytes:
+    """Read the body, decompressing gzip as a stream, refusing more than ``cap`` bytes."""
+    out = bytearray()
+    raw = 0
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzip else None
+    async for chunk in request.content.iter_chunked(1 << 16):
+        raw += len(chunk)
+        if raw > cap:
+            raise TooLarge
+        if d is None:
+            out += chunk
+            continue
+        try:
+            out += d.decompress(chunk, cap + 1 - len(out))
+        except zlib.error as exc:
+            raise BadEncoding(f"invalid gzip body: {exc}") from exc
+        if len(out) > cap or d.unconsumed_tail:
+            raise TooLarge
+    if d is not None:
+        try:
+            out += d.flush()
+        except zlib.error as exc:
+            raise BadEncoding(f"invalid gzip body: {exc}") from exc
+        if not d.eof:
+            raise BadEncoding("truncated gzip body")
+        if len(out) > cap:
+            raise TooLarge
+    return bytes(out)
+
+
+def _status_response(
+    http: int, code: int, message: str, ctype: str, retry_after: float | None = None
+) -> web.Response:
+    headers = {}
+    if retry_after is not None:
+        headers["Retry-After"] = str(max(1, round(retry_after)))
+    body = status_bytes(code, message, retry_after)
+    if ctype == JSON:
+        obj = json_format.MessageToDict(status_pb2.Status.FromString(body))
+        return web.json_response(obj, status=http, headers=headers)
+    return web.Response(body=body, status=http, content_type=PROTOBUF, headers=headers)
+
+
+def traces_handler(pipeline: Pipeline, cap: int) -> Callable[[web.Request], Any]:
+    """The ``/v1/traces`` handler."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if request.method != "POST":
+            return web.Response(status=405, headers={"Allow": "POST"})
+        ctype = request.content_type
+        if ctype not in (PROTOBUF, JSON):
+            return _status_response(
+                415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Type {ctype!r}", PROTOBUF
+            )
+        encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding not in ("gzip", "identity", ""):
+            return _status_response(
+                415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}", ctype
+            )
+        try:
+            body = await read_body(request, encoding == "gzip", cap)
+        except TooLarge:
+            return _status_response(
+                413, code_pb2.RESOURCE_EXHAUSTED, f"request body exceeds {cap} bytes", ctype
+            )
+        except BadEncoding as exc:
+            return _status_response(400, code_pb2.INVALID_ARGUMENT, str(exc), ctype)
+        try:
+            parsed = json_to_proto(json.loads(body)) if ctype == JSON else parse_request(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return _status_response(400, code_pb2.INVALID_ARGUMENT, str(exc)[:500], ctype)
+        try:
+            pipeline.check_capacity()
+        except Throttled as exc:
+            pipeline.throttled(_count_spans(parsed))
+            return _status_response(503, code_pb2.UNAVAILABLE, str(exc), ctype, exc.retry_after)
+        result = pipeline.ingest(parsed)
+        raw = response_bytes(result.rejected, result.error_message)
+        if ctype == JSON:
+            obj = json_format.MessageToDict(ExportTraceServiceResponse.FromString(raw))
+            return web.json_response(obj)
+        return web.Response(body=raw, content_type=PROTOBUF)
+
+    return handle
+
+
+def health_routes(app: web.Application, snapshot: Callable[[], dict[str, Any]]) -> None:
+    """Add ``/healthz`` (liveness + key counts) and ``/metrics`` (all counts, JSON)."""
+
+    async def healthz(_request: web.Request) -> web.Response:
+        snap = snapshot()
+        return web.json_response({"status": snap.get("status", "ok"), "spans": snap["spans"]})
+
+    async def metrics(_request: web.Request) -> web.Response:
+        return web.json_response(snapshot())
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)
+
+
+async def start_http(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
+    """Start an aiohttp app; returns the runner and the bound port."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, reuse_address=True)
+    await site.start()
+    bound = int(runner.addresses[0][1])
+    return runner, bound
+
+
+def receiver_app(
+    pipeline: Pipeline, cap: int, snapshot: Callable[[], dict[str, Any]]
+) -> web.Application:
+    """The OTLP/HTTP app (``/v1/traces``) with the health routes."""
+    app = web.Application(client_max_size=cap)
+    app.router.add_route("*", "/v1/traces", traces_handler(pipeline, cap))
+    health_routes(app, snapshot)
+    return app

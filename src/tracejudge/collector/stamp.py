@@ -1,0 +1,286 @@
+"""Write verdicts onto the spans themselves, so any trace backend shows them.
+
+Stamping edits the parsed protobuf spans in place (no round trip through ``SpanRecord``):
+the root of each judged run gets the verdict attributes, every cited span gets its failure
+codes, and each rule outcome becomes a ``gen_ai.evaluation.result`` event on the span it
+judged. Only fragments that changed are re-serialized by the caller.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
+
+from tracejudge import semconv as sc
+from tracejudge.engine.verdict import Verdict, clip_explanation
+
+_SEVERITY = {"pass": 0, "not_applicable": 0, "warn": 1, "error": 2, "fail": 3}
+
+CONTENT_KEYS = frozenset(
+    {
+        sc.GEN_AI_INPUT_MESSAGES,
+        sc.GEN_AI_OUTPUT_MESSAGES,
+        sc.GEN_AI_SYSTEM_INSTRUCTIONS,
+        sc.GEN_AI_TOOL_CALL_ARGUMENTS,
+        sc.GEN_AI_TOOL_CALL_RESULT,
+        sc.GEN_AI_TOOL_DEFINITIONS,
+        sc.FOREIGN_INPUT_VALUE,
+        sc.FOREIGN_OUTPUT_VALUE,
+        sc.FOREIGN_TOOL_PARAMETERS,
+        sc.FOREIGN_TRACELOOP_ENTITY_INPUT,
+        sc.FOREIGN_TRACELOOP_ENTITY_OUTPUT,
+    }
+)
+"""Attributes that carry prompts, answers or tool payloads (stripped by ``--drop-content``)."""
+CONTENT_PREFIXES = tuple(
+    p + "."
+    for p in (
+        sc.FOREIGN_GEN_AI_PROMPT,
+        sc.FOREIGN_GEN_AI_COMPLETION,
+        sc.FOREIGN_LLM_INPUT_MESSAGES,
+        sc.FOREIGN_LLM_OUTPUT_MESSAGES,
+    )
+)
+"""Flattened (indexed) content attributes of older and foreign instrumentations."""
+CONTENT_EVENTS = frozenset({sc.EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS})
+
+
+@dataclass(slots=True)
+class Decision:
+    """What is remembered about a judged trace, to stamp spans that arrive late."""
+
+    verdict: str
+    codes_by_span: dict[bytes, list[str]] = field(default_factory=dict)
+
+
+def _value(v: object) -> AnyValue:
+    if isinstance(v, bool):
+        return AnyValue(bool_value=v)
+    if isinstance(v, int):
+        return AnyValue(int_value=v)
+    if isinstance(v, float):
+        return AnyValue(double_value=v)
+    if isinstance(v, list | tuple):
+        out = AnyValue()
+        out.array_value.values.extend(_value(x) for x in v)
+        return out
+    return AnyValue(string_value=str(v))
+
+
+def set_attr(span: Span, key: str, value: object) -> None:
+    """Set (replace) one attribute on a protobuf span."""
+    for kv in span.attributes:
+        if kv.key == key:
+            kv.value.CopyFrom(_value(value))
+            return
+    span.attributes.append(KeyValue(key=key, value=_value(value)))
+
+
+def overall(verdicts: Sequence[Verdict]) -> str:
+    """The worst verdict of a trace's runs (``pass`` when the trace held no run)."""
+    worst = "pass"
+    for v in verdicts:
+        if _SEVERITY.get(v.verdict, 2) > _SEVERITY.get(worst, 0):
+            worst = v.verdict
+    return worst
+
+
+def verdict_attributes(v: Verdict) -> list[tuple[str, object]]:
+    """The attributes a run root carries for verdict ``v``."""
+    attrs: list[tuple[str, object]] = [(sc.TRACEJUDGE_VERDICT, v.verdict)]
+    layer_keys = {
+        "outcome": sc.TRACEJUDGE_LAYER_OUTCOME,
+        "trajectory": sc.TRACEJUDGE_LAYER_TRAJECTORY,
+        "policy": sc.TRACEJUDGE_LAYER_POLICY,
+        "budget": sc.TRACEJUDGE_LAYER_BUDGET,
+    }
+    for layer, key in layer_keys.items():
+        if layer in v.layers:
+            attrs.append((key, v.layers[layer]))
+    if v.primary is not None:
+        attrs.append((sc.TRACEJUDGE_FAILURE_CODE, v.primary.code))
+        if v.primary.span_ids:
+            attrs.append((sc.TRACEJUDGE_FAILURE_SPAN_ID, v.primary.span_ids[0]))
+        attrs.append((sc.TRACEJUDGE_FAILURE_EXPLANATION, clip_explanation(v.primary.explanation)))
+    elif v.error:
+        attrs.append((sc.TRACEJUDGE_FAILURE_EXPLANATION, clip_explanation(v.error)))
+    attrs.append((sc.TRACEJUDGE_FINDINGS_COUNT, len(v.findings)))
+    attrs.append((sc.TRACEJUDGE_RULES_VERSION, v.rules_version))
+    return attrs
+
+
+def _add_outcome_events(span: Span, v: Verdict, span_id_hex: str, default: bool) -> None:
+    when = span.end_time_unix_nano or span.start_time_unix_nano or time.time_ns()
+    for o in v.outcomes:
+        if o.span_id != span_id_hex and not (default and not o.span_id):
+            continue
+        ev = span.events.add(time_unix_nano=when, name=sc.EVENT_GEN_AI_EVALUATION_RESULT)
+        ev.attributes.append(KeyValue(key=sc.GEN_AI_EVALUATION_NAME, value=_value(o.rule_id)))
+        if o.score is not None:
+            ev.attributes.append(
+                KeyValue(key=sc.GEN_AI_EVALUATION_SCORE_VALUE, value=_value(float(o.score)))
+            )
+        ev.attributes.append(KeyValue(key=sc.GEN_AI_EVALUATION_SCORE_LABEL, value=_value(o.result)))
+        if o.explanation:
+            ev.attributes.append(
+                KeyValue(
+                    key=sc.GEN_AI_EVALUATION_EXPLANATION,
+                    value=_value(clip_explanation(o.explanation)),
+                )
+            )
+
+
+def index_spans(fragments: Sequence[ResourceSpans]) -> dict[bytes, tuple[int, Span]]:
+    """Span id → (fragment index, span); the first occurrence wins for duplicate ids."""
+    out: dict[bytes, tuple[int, Span]] = {}
+    for i, rs in enumerate(fragments):
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                out.setdefault(span.span_id, (i, span))
+    return out
+
+
+def codes_by_span(verdicts: Iterable[Verdict]) -> dict[bytes, list[str]]:
+    """Failure codes cited per span id (binary), de-duplicated, in finding order."""
+    out: dict[bytes, list[str]] = {}
+    for v in verdicts:
+        for f in v.findings:
+            for sid in f.span_ids:
+                try:
+                    key = bytes.fromhex(sid)
+                except ValueError:
+                    continue
+                codes = out.setdefault(key, [])
+                if f.code not in codes:
+                    codes.append(f.code)
+    return out
+
+
+def stamp(
+    fragments: Sequence[ResourceSpans], verdicts: Sequence[Verdict]
+) -> tuple[set[int], Decision]:
+    """Stamp verdicts onto the trace's spans; returns the changed fragment indexes."""
+    index = index_spans(fragments)
+    changed: set[int] = set()
+    decision = Decision(overall(verdicts), codes_by_span(verdicts))
+    for v in verdicts:
+        try:
+            root_key = bytes.fromhex(v.root_span_id)
+        except ValueError:
+            root_key = b""
+        hit = index.get(root_key)
+        if hit is not None:
+            frag_i, root = hit
+            for key, value in verdict_attributes(v):
+                set_attr(root, key, value)
+            _add_outcome_events(root, v, v.root_span_id, default=True)
+            changed.add(frag_i)
+        for sid in {o.span_id for o in v.outcomes if o.span_id and o.span_id != v.root_span_id}:
+            try:
+                target = index.get(bytes.fromhex(sid))
+            except ValueError:
+                target = None
+            if target is None:
+                target = hit
+            if target is not None:
+                _add_outcome_events(target[1], v, sid, default=False)
+                changed.add(target[0])
+    for sid_bin, codes in decision.codes_by_span.items():
+        cited = index.get(sid_bin)
+        if cited is not None:
+            set_attr(cited[1], sc.TRACEJUDGE_FINDING_CODES, codes)
+            changed.add(cited[0])
+    return changed, decision
+
+
+def stamp_late(fragment: ResourceSpans, decision: Decision) -> None:
+    """Mark spans that arrived after their trace was judged, with the cached verdict."""
+    for ss in fragment.scope_spans:
+        for span in ss.spans:
+            set_attr(span, sc.TRACEJUDGE_LATE, True)
+            set_attr(span, sc.TRACEJUDGE_VERDICT, decision.verdict)
+            codes = decision.codes_by_span.get(span.span_id)
+            if codes:
+                set_attr(span, sc.TRACEJUDGE_FINDING_CODES, codes)
+
+
+def _is_content(key: str) -> bool:
+    return key in CONTENT_KEYS or key.startswith(CONTENT_PREFIXES)
+
+
+def drop_content(fragment: ResourceSpans) -> bool:
+    """Strip message and tool content from every span of a fragment; True if any was."""
+    any_dropped = False
+    for ss in fragment.scope_spans:
+        for span in ss.spans:
+            dropped = False
+            keep = [kv for kv in span.attributes if not _is_content(kv.key)]
+            if len(keep) != len(span.attributes):
+                dropped = True
+                copies = [KeyValue(key=kv.key, value=kv.value) for kv in keep]
+                del span.attributes[:]
+                span.attributes.extend(copies)
+            for e in span.events:
+                kept = [kv for kv in e.attributes if not _is_content(kv.key)]
+                if len(kept) != len(e.attributes):
+                    dropped = True
+                    copies = [KeyValue(key=kv.key, value=kv.value) for kv in kept]
+                    del e.attributes[:]
+                    e.attributes.extend(copies)
+            if any(e.name in CONTENT_EVENTS for e in span.events):
+                dropped = True
+                survivors = [Span.Event() for e in span.events if e.name not in CONTENT_EVENTS]
+                olds = [e for e in span.events if e.name not in CONTENT_EVENTS]
+                for new, old in zip(survivors, olds, strict=True):
+                    new.CopyFrom(old)
+                del span.events[:]
+                span.events.extend(survivors)
+            if dropped:
+                set_attr(span, sc.TRACEJUDGE_CONTENT_DROPPED, True)
+                any_dropped = True
+    return any_dropped
+
+
+def verdict_span(fragment: ResourceSpans, v: Verdict) -> ResourceSpans | None:
+    """Passthrough mode: a new child span of the run root that carries the verdict.
+
+    The run's own spans were forwarded before judging, so the verdict travels on a span of
+    its own in the same trace (``tracejudge.judged.span_id`` names the judged root).
+    """
+    try:
+        trace_id = bytes.fromhex(v.trace_id)
+        root_id = bytes.fromhex(v.root_span_id)
+    except ValueError:
+        return None
+    if len(trace_id) != 16 or len(root_id) != 8:
+        return None
+    now = time.time_ns()
+    out = ResourceSpans(resource=fragment.resource, schema_url=fragment.schema_url)
+    ss = out.scope_spans.add()
+    ss.scope.name = "tracejudge.collector"
+    span = ss.spans.add(
+        trace_id=trace_id,
+        span_id=os.urandom(8),
+        parent_span_id=root_id,
+        name=f"tracejudge.verdict {v.agent or ''}".strip(),
+        kind=Span.SPAN_KIND_INTERNAL,
+        start_time_unix_nano=now,
+        end_time_unix_nano=now,
+    )
+    for key, value in verdict_attributes(v):
+        set_attr(span, key, value)
+    set_attr(span, sc.TRACEJUDGE_JUDGED_SPAN_ID, v.root_span_id)
+    codes = codes_by_span([v])
+    if codes:
+        flat: list[str] = []
+        for cs in codes.values():
+            flat.extend(c for c in cs if c not in flat)
+        set_attr(span, sc.TRACEJUDGE_FINDING_CODES, flat)
+    for o in v.outcomes:
+        _add_outcome_events(span, v, o.span_id, default=False)
+    return out

@@ -1,0 +1,122 @@
+"""Collector health counts, mirrored to OpenTelemetry metrics.
+
+The plain counters back ``/healthz`` and ``/metrics`` (JSON, always available); the OTel
+instruments feed a ``MeterProvider`` whose OTLP exporter is optional. Counting happens per
+batch, not per span, to keep the hot path cheap.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+
+from tracejudge import semconv as sc
+from tracejudge.engine.verdict import Verdict
+
+STATES = ("received", "forwarded", "rejected", "late", "dropped", "throttled")
+
+
+class Stats:
+    """Counters, a latency reservoir and the OTel instruments."""
+
+    def __init__(self, readers: Iterable[MetricReader] = ()) -> None:
+        self.spans: dict[str, int] = dict.fromkeys(STATES, 0)
+        self.runs: dict[str, int] = {}
+        self.findings: dict[str, int] = {}
+        self.traces_decided = 0
+        self.traces_truncated = 0
+        self.requests_throttled = 0
+        self.webhook_dropped = 0
+        self.judge_errors = 0
+        self._latencies: list[float] = []
+        self.queue_depth: Callable[[], int] = lambda: 0
+        self.provider = MeterProvider(metric_readers=list(readers))
+        meter = self.provider.get_meter("tracejudge.collector")
+        self._runs = meter.create_counter(sc.METRIC_TRACEJUDGE_RUNS, unit="{run}")
+        self._findings = meter.create_counter(sc.METRIC_TRACEJUDGE_FINDINGS, unit="{finding}")
+        self._spans = meter.create_counter(sc.METRIC_TRACEJUDGE_COLLECTOR_SPANS, unit="{span}")
+        self._latency = meter.create_histogram(
+            sc.METRIC_TRACEJUDGE_COLLECTOR_DECISION_LATENCY, unit="s"
+        )
+        meter.create_observable_gauge(
+            sc.METRIC_TRACEJUDGE_COLLECTOR_QUEUE_DEPTH,
+            callbacks=[self._observe_queue],
+            unit="{span}",
+        )
+
+    def _observe_queue(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(self.queue_depth())]
+
+    def count(self, state: str, n: int) -> None:
+        """Add ``n`` spans in ``state`` (one of ``STATES``)."""
+        if n:
+            self.spans[state] += n
+            self._spans.add(n, {sc.TRACEJUDGE_COLLECTOR_SPAN_STATE: state})
+
+    def verdict(self, v: Verdict) -> None:
+        """Count one judged run and its findings."""
+        self.runs[v.verdict] = self.runs.get(v.verdict, 0) + 1
+        self._runs.add(
+            1,
+            {
+                sc.GEN_AI_AGENT_NAME: v.agent or "",
+                sc.TRACEJUDGE_VARIANT_ID: v.variant or "",
+                sc.TRACEJUDGE_VERDICT: v.verdict,
+            },
+        )
+        for f in v.findings:
+            self.findings[f.code] = self.findings.get(f.code, 0) + 1
+            self._findings.add(1, {sc.TRACEJUDGE_FAILURE_CODE: f.code})
+
+    def latency(self, seconds: float) -> None:
+        """Record one trace's time from finished to forwarded."""
+        self._latency.record(seconds)
+        if len(self._latencies) >= 100_000:
+            self._latencies = self._latencies[::2]
+        bisect.insort(self._latencies, seconds)
+
+    def percentile(self, q: float) -> float | None:
+        """A latency percentile over the kept sample (None before any forward)."""
+        if not self._latencies:
+            return None
+        i = min(len(self._latencies) - 1, int(q * len(self._latencies)))
+        return self._latencies[i]
+
+    def snapshot(self, **extra: Any) -> dict[str, Any]:
+        """The JSON body of ``/metrics``."""
+        p50 = self.percentile(0.5)
+        p99 = self.percentile(0.99)
+        return {
+            "spans": dict(self.spans),
+            "runs": dict(self.runs),
+            "findings": dict(self.findings),
+            "traces_decided": self.traces_decided,
+            "traces_truncated": self.traces_truncated,
+            "requests_throttled": self.requests_throttled,
+            "webhook_dropped": self.webhook_dropped,
+            "judge_errors": self.judge_errors,
+            "queue_depth": self.queue_depth(),
+            "decision_latency_s": {"p50": p50, "p99": p99, "count": len(self._latencies)},
+            **extra,
+        }
+
+    def shutdown(self) -> None:
+        """Flush and stop the metric readers."""
+        self.provider.shutdown()
+
+
+def otlp_metric_reader(endpoint: str, interval_s: float) -> MetricReader:
+    """A periodic OTLP/HTTP metric reader for ``metrics_otlp_endpoint``."""
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+    url = endpoint.rstrip("/")
+    if not url.endswith("/v1/metrics"):
+        url += "/v1/metrics"
+    return PeriodicExportingMetricReader(
+        OTLPMetricExporter(endpoint=url), export_interval_millis=interval_s * 1000
+    )
