@@ -658,3 +658,66 @@ FOREIGN_TRACELOOP_WORKFLOW_NAME: Final = "traceloop.workflow.name"
 
 FOREIGN_LLM_REQUEST_TYPE: Final = "llm.request.type"
 """Read from: OpenLLMetry."""
+
+FOREIGN_GEN_AI_USAGE_PROMPT_TOKENS: Final = "gen_ai.usage.prompt_tokens"
+"""Read from: deprecated GenAI conventions / OpenLLMetry (before gen_ai.usage.input_tokens)."""
+
+FOREIGN_GEN_AI_USAGE_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"
+"""Read from: deprecated GenAI conventions / OpenLLMetry (before gen_ai.usage.output_tokens)."""
+
+FOREIGN_GEN_AI_EVENT_CONTENT: Final = "gen_ai.event.content"
+"""Read from: deprecated GenAI conventions (event body carried as a span-event attribute)."""
+
+FOREIGN_GEN_AI_SYSTEM_MESSAGE: Final = "gen_ai.system.message"
+"""Read from: deprecated GenAI conventions (event name)."""
+
+FOREIGN_GEN_AI_USER_MESSAGE: Final = "gen_ai.user.message"
+"""Read from: deprecated GenAI conventions (event name)."""
+
+FOREIGN_GEN_AI_ASSISTANT_MESSAGE: Final = "gen_ai.assistant.message"
+"""Read from: deprecated GenAI conventions (event name)."""
+
+FOREIGN_GEN_AI_TOOL_MESSAGE: Final = "gen_ai.tool.message"
+"""Read from: deprecated GenAI conventions (event name)."""
+
+FOREIGN_GEN_AI_CHOICE: Final = "gen_ai.choice"
+"""Read from: deprecated GenAI conventions (event name)."""
+
+FOREIGN_GEN_AI_CONTENT_PROMPT: Final = "gen_ai.content.prompt"
+"""Read from: deprecated GenAI conventions (event name; JSON messages in gen_ai.prompt)."""
+
+FOREIGN_GEN_AI_CONTENT_COMPLETION: Final = "gen_ai.content.completion"
+"""Read from: deprecated GenAI conventions (event name; JSON messages in gen_ai.completion)."""
+
+FOREIGN_EXCEPTION: Final = "exception"
+"""Read from: OpenTelemetry core (span event name for a recorded exception)."""
+
+FOREIGN_LLM_PROVIDER: Final = "llm.provider"
+"""Read from: OpenInference."""
+
+FOREIGN_LLM_SYSTEM: Final = "llm.system"
+"""Read from: OpenInference."""
+
+FOREIGN_MESSAGE_ROLE: Final = "message.role"
+"""Read from: OpenInference (suffix of flattened llm.*_messages.N attributes)."""
+
+FOREIGN_MESSAGE_CONTENT: Final = "message.content"
+"""Read from: OpenInference (suffix of flattened llm.*_messages.N attributes)."""
+
+FOREIGN_MESSAGE_CONTENTS: Final = "message.contents"
+"""Read from: OpenInference (suffix of flattened llm.*_messages.N attributes)."""
+
+FOREIGN_MESSAGE_TOOL_CALLS: Final = "message.tool_calls"
+"""Read from: OpenInference (suffix of flattened llm.*_messages.N attributes)."""
+
+FOREIGN_MESSAGE_TOOL_CALL_ID: Final = "message.tool_call_id"
+"""Read from: OpenInference (suffix of flattened llm.*_messages.N attributes)."""
+
+FOREIGN_MESSAGE_CONTENT_TEXT: Final = "message_content.text"
+"""Read from: OpenInference (suffix of flattened message.contents.N attributes)."""
+
+FOREIGN_TOOL_CALL_FUNCTION_NAME: Final = "tool_call.function.name"
+"""Read from: OpenInference (suffix of flattened message.tool_calls.N attributes)."""
+
+FOREIGN_TOOL_CALL_FUNCTION_ARGUMENTS: Final = "tool_call.function.arguments"
+"""Read from: OpenInference (suffix of flattened message.tool_calls.N attributes)."""
