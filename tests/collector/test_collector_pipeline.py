@@ -1,0 +1,174 @@
+"""Receive → assemble → judge → stamp → forward, driven by the real OTel OTLP exporters."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from collector_support import Sink, attrs, make_request, make_span, new_ids, post, wait_for
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    OTLPSpanExporter as GrpcExporter,
+)
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+    OTLPSpanExporter as HttpExporter,
+)
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
+from opentelemetry.trace import Status, StatusCode
+
+from tracejudge import semconv as sc
+from tracejudge.collector import Collector
+
+
+def _agent_run(exporter: SpanExporter) -> tuple[str, str, str]:
+    """Emit a 3-span agent run (each span exported separately); returns trace/root/tool ids."""
+    processor: SpanProcessor = SimpleSpanProcessor(exporter)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("test")
+    with tracer.start_as_current_span(
+        "invoke_agent refund", attributes={sc.GEN_AI_AGENT_NAME: "refund"}
+    ) as root:
+        with tracer.start_as_current_span("chat gpt"):
+            pass
+        with tracer.start_as_current_span("execute_tool refund") as tool:
+            tool.set_status(Status(StatusCode.ERROR, "boom"))
+    provider.shutdown()
+    ctx = root.get_span_context()
+    return (
+        f"{ctx.trace_id:032x}",
+        f"{ctx.span_id:016x}",
+        f"{tool.get_span_context().span_id:016x}",
+    )
+
+
+@pytest.mark.parametrize("transport", ["grpc", "http"])
+def test_run_is_judged_stamped_and_forwarded(
+    transport: str, collector_factory: Callable[..., Collector], sink: Sink, tmp_path: Path
+) -> None:
+    """The core promise: a run exported by a real SDK reaches the backend whole, with the
+    verdict on its root, failure codes on the cited span and evaluation events."""
+    c = collector_factory()
+    exporter: SpanExporter
+    if transport == "grpc":
+        exporter = GrpcExporter(endpoint=f"127.0.0.1:{c.grpc_port}", insecure=True)
+    else:
+        exporter = HttpExporter(endpoint=f"http://127.0.0.1:{c.http_port}/v1/traces")
+    trace_id, root_id, tool_id = _agent_run(exporter)
+    wait_for(lambda: len(sink.spans()) >= 3, what="3 forwarded spans")
+    spans = {s.span_id.hex(): s for s in sink.spans()}
+    assert len(spans) == 3
+    assert {s.trace_id.hex() for s in spans.values()} == {trace_id}
+    root = attrs(spans[root_id])
+    assert root[sc.TRACEJUDGE_VERDICT] == "fail"
+    assert root[sc.TRACEJUDGE_LAYER_OUTCOME] == "fail"
+    assert root[sc.TRACEJUDGE_LAYER_POLICY] == "not_applicable"
+    assert root[sc.TRACEJUDGE_FAILURE_CODE] == "F-TEST-ERROR"
+    assert root[sc.TRACEJUDGE_FAILURE_SPAN_ID] == tool_id
+    assert root[sc.TRACEJUDGE_FINDINGS_COUNT] == 1
+    assert root[sc.TRACEJUDGE_RULES_VERSION] == "test-1"
+    tool = spans[tool_id]
+    assert attrs(tool)[sc.TRACEJUDGE_FINDING_CODES] == ["F-TEST-ERROR"]
+    events = [e for e in tool.events if e.name == sc.EVENT_GEN_AI_EVALUATION_RESULT]
+    assert len(events) == 1
+    ev = {kv.key: kv.value for kv in events[0].attributes}
+    assert ev[sc.GEN_AI_EVALUATION_NAME].string_value == "no-errors"
+    assert ev[sc.GEN_AI_EVALUATION_SCORE_LABEL].string_value == "fail"
+    assert ev[sc.GEN_AI_EVALUATION_SCORE_VALUE].double_value == 0.0
+    assert ev[sc.GEN_AI_EVALUATION_EXPLANATION].string_value == "a span failed"
+    lines = (tmp_path / "verdicts.jsonl").read_text().splitlines()
+    assert len(lines) == 1
+    record = json.loads(lines[0])
+    assert record["trace_id"] == trace_id
+    assert record["verdict"] == "fail"
+    assert record["agent"] == "refund"
+    assert c.stats.spans["received"] == 3
+    wait_for(lambda: c.stats.spans["forwarded"] == 3, what="forwarded count")
+
+
+def test_grpc_forward_target(collector_factory: Callable[..., Collector], sink: Sink) -> None:
+    """grpc:// forward URLs deliver through the raw TraceService stub."""
+    c = collector_factory(forward=[sink.grpc_url])
+    trace_id, root_id = new_ids()
+    post(c.http_port, make_request([make_span(trace_id, root_id)]).SerializeToString())
+    wait_for(lambda: len(sink.spans()) == 1, what="span over gRPC")
+    assert attrs(sink.spans()[0])[sc.TRACEJUDGE_VERDICT] == "pass"
+
+
+def test_decision_waits_after_root_then_forwards(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """A trace is held while spans keep coming and decided wait_after_root after the last;
+    deciding earlier would judge half a run."""
+    c = collector_factory(decision_wait_after_root=0.3, decision_wait=5.0)
+    trace_id, root_id = new_ids()
+    post(c.http_port, make_request([make_span(trace_id, root_id)]).SerializeToString())
+    for _ in range(3):
+        time.sleep(0.15)
+        child = make_span(trace_id, parent=root_id)
+        post(c.http_port, make_request([child]).SerializeToString())
+    last = time.monotonic()
+    assert sink.spans() == []
+    wait_for(lambda: len(sink.spans()) == 4, what="whole trace")
+    took = time.monotonic() - last
+    assert 0.25 <= took < 1.0, took
+    assert attrs(next(s for s in sink.spans() if s.span_id == root_id))[sc.TRACEJUDGE_VERDICT]
+
+
+def test_trace_without_root_is_decided_at_decision_wait(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """Spans whose root never arrives are still forwarded (unstamped) after decision_wait."""
+    c = collector_factory(decision_wait_after_root=0.1, decision_wait=0.6)
+    trace_id, _ = new_ids()
+    start = time.monotonic()
+    orphan = make_span(trace_id, parent=b"\x01" * 8)
+    post(c.http_port, make_request([orphan]).SerializeToString())
+    wait_for(lambda: len(sink.spans()) == 1, what="orphan span")
+    assert time.monotonic() - start >= 0.5
+    assert sc.TRACEJUDGE_VERDICT not in attrs(sink.spans()[0])
+
+
+def test_late_span_carries_cached_verdict(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """A span arriving after the decision is forwarded at once, marked late, with the
+    verdict its trace already got (not a second, different judgement)."""
+    judge_calls: list[int] = []
+    from collector_support import StandInJudge
+
+    judge = StandInJudge()
+    c = collector_factory(judge=judge)
+    trace_id, root_id = new_ids()
+    bad = make_span(trace_id, parent=root_id, error=True)
+    post(c.http_port, make_request([make_span(trace_id, root_id), bad]).SerializeToString())
+    wait_for(lambda: len(sink.spans()) == 2, what="first decision")
+    late = make_span(trace_id, parent=root_id)
+    post(c.http_port, make_request([late]).SerializeToString())
+    wait_for(lambda: len(sink.spans()) == 3, what="late span")
+    got = attrs(next(s for s in sink.spans() if s.span_id == late.span_id))
+    assert got[sc.TRACEJUDGE_LATE] is True
+    assert got[sc.TRACEJUDGE_VERDICT] == "fail"
+    assert judge.calls == [2]
+    assert c.stats.spans["late"] == 1
+    assert judge_calls == []
+
+
+def test_duplicate_span_ids_and_many_traces_in_one_request(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """A batch mixing traces is split per trace; duplicate span ids neither crash nor lose
+    spans (both copies are forwarded)."""
+    c = collector_factory()
+    spans = []
+    ids = []
+    for _ in range(20):
+        tid, rid = new_ids()
+        ids.append(tid)
+        spans += [make_span(tid, rid), make_span(tid, rid), make_span(tid, parent=rid)]
+    post(c.http_port, make_request(spans).SerializeToString())
+    wait_for(lambda: len(sink.spans()) == 60, what="60 spans")
+    assert c.stats.traces_decided == 20
