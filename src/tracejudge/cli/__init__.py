@@ -17,3 +17,6 @@ def main() -> None:
 from tracejudge.cli.serve import serve  # noqa: E402
 
 main.add_command(serve)
+from tracejudge.cli.demo import demo  # noqa: E402
+
+main.add_command(demo)

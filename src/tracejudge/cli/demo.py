@@ -1,0 +1,91 @@
+"""``tracejudge demo``: the refund agent in four variants, judged by an embedded collector.
+
+The demo's machinery (OpenAI SDK, OTel exporters, the collector) is imported inside the
+command so that ``tracejudge --help`` and the other subcommands do not pay for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.option(
+    "--rules",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Rules file (default: examples/refund/rules.yaml).",
+)
+@click.option(
+    "--baselines",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Baselines directory (default: examples/refund/baselines).",
+)
+@click.option(
+    "--forward",
+    "forward",
+    multiple=True,
+    metavar="URL",
+    help="Also send the judged traces to this OTLP endpoint (grpc://host:4317 or "
+    "http://host:4318/v1/traces); repeatable.",
+)
+@click.option(
+    "--ui-url",
+    metavar="URL",
+    default=None,
+    help="Trace UI base for the printed links (default: Jaeger on the forward host, :16686).",
+)
+@click.option(
+    "--html",
+    "html",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the HTML report page to this file.",
+)
+@click.option("--stream", is_flag=True, help="Use streamed chat completions.")
+def demo(
+    rules: Path | None,
+    baselines: Path | None,
+    forward: tuple[str, ...],
+    ui_url: str | None,
+    html: Path | None,
+    stream: bool,
+) -> None:
+    """Run the example refund agent (real OpenAI SDK, local scripted model, no key, no
+    network) in four variants through an embedded collector and print the verdicts."""
+    from tracejudge.demo.paths import default_baselines, default_rules
+    from tracejudge.demo.runner import DemoOptions, run_demo
+    from tracejudge.demo.table import render_table
+
+    try:
+        options = DemoOptions(
+            rules=rules or default_rules(),
+            baselines=baselines or default_baselines(),
+            forward=list(forward),
+            ui_url=ui_url,
+            stream=stream,
+        )
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(
+        f"tracejudge demo: refund agent x {len(options.variants)} variants, rules {options.rules}"
+    )
+    outcome = run_demo(options)
+    click.echo("")
+    click.echo(render_table(outcome.rows))
+    click.echo("")
+    if html is not None:
+        from tracejudge.demo.report import write_html_report
+
+        write_html_report(html, outcome)
+        click.echo(f"report: {html}")
+    if forward:
+        sent = outcome.collector_stats.get("spans", {})
+        click.echo(f"forwarded to {', '.join(forward)} ({sent})")
+    click.echo(f"{len(outcome.rows)} runs judged in {outcome.elapsed_s:.2f}s")
+    broken = [r.variant for r in outcome.rows if r.verdict == "error"]
+    if broken:
+        raise click.ClickException(f"the demo could not judge: {', '.join(broken)}")
