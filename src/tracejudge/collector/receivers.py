@@ -197,7 +197,8 @@ def health_routes(app: web.Application, snapshot: Callable[[], dict[str, Any]]) 
 
 async def start_http(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
     """Start an aiohttp app; returns the runner and the bound port."""
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    # auto_decompress off: we inflate gzip ourselves with a running cap and clear 400s.
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, auto_decompress=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
     await site.start()
