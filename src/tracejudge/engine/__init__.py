@@ -1,1 +1,29 @@
-"""The judging engine: rules over runs, producing verdicts."""
+"""The judging engine: rules over runs, producing verdicts.
+
+``load_rules``/``load_rules_text`` compile a rules file into a ``RuleSet``; ``Engine``
+judges ``Run``s (or one trace's spans) into ``Verdict``s; ``BaselineStore`` keeps the
+reviewed per-case baselines the ``baseline`` check diffs against.
+"""
+
+from __future__ import annotations
+
+from tracejudge.engine.baseline import BaselineError, BaselineStore
+from tracejudge.engine.engine import Engine
+from tracejudge.engine.errors import RulesError
+from tracejudge.engine.rules import Rule, RuleSet, load_rules, load_rules_text
+from tracejudge.engine.verdict import Finding, RuleOutcome, Verdict, clip_explanation
+
+__all__ = [
+    "BaselineError",
+    "BaselineStore",
+    "Engine",
+    "Finding",
+    "Rule",
+    "RuleOutcome",
+    "RuleSet",
+    "RulesError",
+    "Verdict",
+    "clip_explanation",
+    "load_rules",
+    "load_rules_text",
+]

@@ -1,0 +1,126 @@
+"""Budget checks: steps, calls, wall time, tokens and cost against declared limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.engine.checks.base import Check
+from tracejudge.engine.compile import Compiler
+from tracejudge.engine.context import Report, RunContext, ToolMeta
+from tracejudge.model.run import ModelCall
+
+
+class Budget:
+    """Every limit in one pass over the steps; the step that crossed a limit is cited."""
+
+    def __init__(self, limits: dict[str, float]) -> None:
+        self.limits = limits
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """Count as we go so each finding points at the step where the budget ran out."""
+        lim = self.limits
+        steps = ctx.run.steps
+        n_steps = len(steps)
+        if "max_steps" in lim and n_steps > lim["max_steps"]:
+            k = int(lim["max_steps"])
+            report.fail(
+                "F-BUDGET-STEPS",
+                (steps[k].span_id,),
+                f"{n_steps} steps (at most {k})",
+                k,
+            )
+        if "max_tool_calls" in lim and len(ctx.tool_index) > lim["max_tool_calls"]:
+            k = int(lim["max_tool_calls"])
+            i, call = ctx.tool_index[k]
+            report.fail(
+                "F-BUDGET-STEPS",
+                (call.span_id,),
+                f"{len(ctx.tool_index)} tool calls (at most {k})",
+                i,
+            )
+        if "max_duration_s" in lim:
+            self._time(ctx, report, lim["max_duration_s"])
+        if any(
+            k in lim
+            for k in (
+                "max_model_calls",
+                "max_input_tokens",
+                "max_output_tokens",
+                "max_total_tokens",
+                "max_cost_usd",
+            )
+        ):
+            self._model(ctx, report)
+
+    def _time(self, ctx: RunContext, report: Report, limit: float) -> None:
+        run = ctx.run
+        if run.end_ns <= 0 or run.start_ns <= 0:
+            report.insufficient("F-EVIDENCE-NO_TIMING", ctx.root, "the run has no timestamps")
+            return
+        secs = run.duration_ns / 1e9
+        if secs <= limit:
+            return
+        cutoff = run.start_ns + int(limit * 1e9)
+        at = next((i for i, s in enumerate(run.steps) if s.end_ns > cutoff), ctx.final_index)
+        sid = run.steps[at].span_id if at < len(run.steps) else run.root_span_id
+        report.fail("F-BUDGET-TIME", (sid,), f"ran {secs:.3f}s (at most {limit:g}s)", at)
+
+    def _model(self, ctx: RunContext, report: Report) -> None:
+        lim = self.limits
+        calls = 0
+        tin = tout = 0
+        cost = 0.0
+        missing_tokens: str | None = None
+        missing_price: str | None = None
+        flagged: set[str] = set()
+        for i, step in enumerate(ctx.run.steps):
+            if not isinstance(step, ModelCall):
+                continue
+            calls += 1
+            if step.input_tokens is None or step.output_tokens is None:
+                missing_tokens = missing_tokens or step.span_id
+            else:
+                tin += step.input_tokens
+                tout += step.output_tokens
+                model = step.response_model or step.request_model or ""
+                price = ctx.prices.get(model) or ctx.prices.get(step.request_model or "")
+                if price is None:
+                    missing_price = missing_price or model or "<unknown model>"
+                else:
+                    cost += (
+                        step.input_tokens * price.input + step.output_tokens * price.output
+                    ) / 1e6
+            for key, code, value, label in (
+                ("max_model_calls", "F-BUDGET-MODEL_CALLS", calls, "model calls"),
+                ("max_input_tokens", "F-BUDGET-TOKENS", tin, "input tokens"),
+                ("max_output_tokens", "F-BUDGET-TOKENS", tout, "output tokens"),
+                ("max_total_tokens", "F-BUDGET-TOKENS", tin + tout, "total tokens"),
+                ("max_cost_usd", "F-BUDGET-COST", cost, "USD"),
+            ):
+                if key in lim and key not in flagged and value > lim[key]:
+                    flagged.add(key)
+                    shown = f"{value:.4f}" if isinstance(value, float) else str(value)
+                    report.fail(code, (step.span_id,), f"{shown} {label} (at most {lim[key]:g})", i)
+        wants_tokens = any(
+            k in lim
+            for k in ("max_input_tokens", "max_output_tokens", "max_total_tokens", "max_cost_usd")
+        )
+        if wants_tokens and missing_tokens is not None:
+            report.insufficient(
+                "F-EVIDENCE-NO_TOKENS",
+                (missing_tokens,),
+                "a model call has no token usage; token and cost budgets are incomplete",
+            )
+        if "max_cost_usd" in lim and missing_price is not None:
+            report.insufficient(
+                "F-EVIDENCE-NO_PRICE",
+                ctx.root,
+                f"no price for model {missing_price!r} in the rules file; cost is incomplete",
+            )
+
+
+def build_budget(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``budget``."""
+    return Budget({k: float(v) for k, v in p.items() if k != "type"})

@@ -1,0 +1,205 @@
+"""Outcome checks: does what the answer says match what the tools did and returned?"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tracejudge.engine.checks.base import Check, names, short
+from tracejudge.engine.checks.trajectory import canonical
+from tracejudge.engine.compile import CelExpr, Compiler, Path, Regex, cel_activation
+from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else canonical(value)
+
+
+class ClaimEvidence:
+    """When the final answer makes a claim, a successful call of the right tool must exist."""
+
+    def __init__(self, claim: Regex, tool: str | None, kind: str | None) -> None:
+        self.claim = claim
+        self.tool = tool
+        self.kind = kind
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """No answer: insufficient evidence. Claim without a successful call: unsupported."""
+        answer = ctx.run.final_answer
+        if answer is None:
+            report.insufficient(
+                "F-EVIDENCE-NO_FINAL_ANSWER",
+                ctx.root,
+                "no final answer captured; cannot check its claims",
+                ctx.final_index,
+            )
+            return
+        m = self.claim.search(answer)
+        if m is None:
+            return
+        attempted = False
+        for i, call in ctx.tool_index:
+            if (self.tool is not None and call.name == self.tool) or (
+                self.tool is None and ctx.kinds[i] == self.kind
+            ):
+                if ok(call):
+                    return
+                attempted = True
+        what = self.tool or f"{self.kind} tool"
+        tail = " (it was attempted and failed)" if attempted else ""
+        report.fail(
+            "F-OUTPUT-UNSUPPORTED_CLAIM",
+            ctx.final_span(),
+            f"the answer claims {short(m.group(0), 50)} but no successful {what} call ran{tail}",
+            ctx.final_index,
+        )
+
+
+class IdentifierEvidence:
+    """Identifiers the answer reports (regex captures) must appear in a successful tool result."""
+
+    def __init__(self, pattern: Regex, tools: frozenset[str]) -> None:
+        self.pattern = pattern
+        self.tools = tools
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """Join the relevant results once, then look each reported identifier up in them."""
+        answer = ctx.run.final_answer
+        if answer is None:
+            report.insufficient(
+                "F-EVIDENCE-NO_FINAL_ANSWER",
+                ctx.root,
+                "no final answer captured; cannot check its identifiers",
+                ctx.final_index,
+            )
+            return
+        texts: list[str] = []
+        uncaptured = False
+        for _, call in ctx.tool_index:
+            if (self.tools and call.name not in self.tools) or not ok(call):
+                continue
+            if call.result is None:
+                uncaptured = True
+            else:
+                texts.append(_text(call.result))
+        haystack = "\n".join(texts)
+        for m in self.pattern.finditer(answer):
+            ident = _capture(m)
+            if not ident or ident in haystack:
+                continue
+            if uncaptured:
+                report.insufficient(
+                    "F-EVIDENCE-RESULT_MISSING",
+                    ctx.final_span(),
+                    f"identifier {short(ident)} not found and some tool results were not captured",
+                    ctx.final_index,
+                )
+                return
+            report.fail(
+                "F-OUTPUT-UNSUPPORTED_IDENTIFIER",
+                ctx.final_span(),
+                f"the answer reports {short(ident)} but no successful tool result contains it",
+                ctx.final_index,
+            )
+
+
+def _capture(m: Any) -> str:
+    groups = m.groupdict() if hasattr(m, "groupdict") else {}
+    if groups.get("id"):
+        return str(groups["id"])
+    if m.re.groups >= 1 and m.group(1):
+        return str(m.group(1))
+    return str(m.group(0))
+
+
+@dataclass(slots=True, frozen=True)
+class Expectation:
+    """One expected state change: the value at ``path`` in the last successful result."""
+
+    tool: str
+    path: Path
+    equals: Any = None
+    has_equals: bool = False
+    cel: CelExpr | None = None
+
+
+class State:
+    """Expected state changes, read from the results of the tools that made them."""
+
+    def __init__(self, expect: list[Expectation]) -> None:
+        self.expect = expect
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """The last successful call of each tool is the authoritative state."""
+        for exp in self.expect:
+            calls = [(i, c) for i, c in ctx.by_name.get(exp.tool, []) if ok(c)]
+            if not calls:
+                report.fail(
+                    "F-OUTPUT-STATE_MISMATCH",
+                    ctx.root,
+                    f"expected a state change from {exp.tool}, but it never succeeded",
+                    ctx.final_index,
+                )
+                continue
+            i, call = calls[-1]
+            if call.result is None:
+                report.insufficient(
+                    "F-EVIDENCE-RESULT_MISSING",
+                    (call.span_id,),
+                    f"{exp.tool} result was not captured; cannot check state",
+                    i,
+                )
+                continue
+            value = exp.path.search(call.result)
+            if exp.has_equals:
+                if canonical(value) == canonical(exp.equals):
+                    continue
+                why = f"{exp.path.source}={short(value)}, expected {short(exp.equals)}"
+            else:
+                assert exp.cel is not None
+                got, err = exp.cel.evaluate(cel_activation(ctx.view(), value))
+                if err is not None:
+                    report.insufficient(
+                        "F-EVIDENCE-CEL_ERROR",
+                        (call.span_id,),
+                        f"state predicate on {exp.tool} could not evaluate: {err}",
+                        i,
+                    )
+                    continue
+                if got is True:
+                    continue
+                why = f"{exp.path.source}={short(value)} fails {short(exp.cel.source)}"
+            report.fail("F-OUTPUT-STATE_MISMATCH", (call.span_id,), f"{exp.tool}: {why}", i)
+
+
+def build_claim_evidence(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``claim_evidence``."""
+    rx = c.regex(f"{path}.claim", p["claim"])
+    return None if rx is None else ClaimEvidence(rx, p.get("tool"), p.get("kind"))
+
+
+def build_identifier_evidence(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``identifier_evidence``."""
+    rx = c.regex(f"{path}.pattern", p["pattern"])
+    return None if rx is None else IdentifierEvidence(rx, names(p.get("tools")))
+
+
+def build_state(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``state``."""
+    out: list[Expectation] = []
+    failed = False
+    for k, e in enumerate(p["expect"]):
+        at = f"{path}.expect[{k}]"
+        jp = c.path(f"{at}.path", e["path"])
+        expr = c.cel(f"{at}.cel", e["cel"]) if "cel" in e else None
+        if jp is None or ("cel" in e and expr is None):
+            failed = True
+            continue
+        out.append(Expectation(e["tool"], jp, e.get("equals"), "equals" in e, expr))
+    return None if failed else State(out)

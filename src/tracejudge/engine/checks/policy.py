@@ -1,0 +1,331 @@
+"""Policy checks: was every action allowed (tools, approvals, arguments, data, identity)?"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tracejudge.engine.checks.base import Check, names, short
+from tracejudge.engine.checks.trajectory import canonical, flatten
+from tracejudge.engine.compile import Compiler, Path, Regex
+from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
+from tracejudge.model.run import ToolCall
+
+
+class ToolAccess:
+    """Allowlist and/or denylist of tools (scope it to an agent with ``select.agent``)."""
+
+    def __init__(self, allow: frozenset[str] | None, deny: frozenset[str]) -> None:
+        self.allow = allow
+        self.deny = deny
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """Flag every call outside the allowlist or inside the denylist."""
+        for i, call in ctx.tool_index:
+            if call.name in self.deny:
+                why = "is denied"
+            elif self.allow is not None and call.name not in self.allow:
+                why = "is not in the allowlist"
+            else:
+                continue
+            agent = ctx.run.agent_name or "the agent"
+            report.fail(
+                "F-POLICY-UNAUTHORIZED_TOOL", (call.span_id,), f"{call.name} {why} for {agent}", i
+            )
+
+
+class Approval:
+    """Given tools need ``approval_granted`` on the call or a prior successful approval step."""
+
+    def __init__(self, tools: frozenset[str], approval_tools: frozenset[str]) -> None:
+        self.tools = tools
+        self.approval_tools = approval_tools
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """One pass, remembering whether an approval step has succeeded so far."""
+        approved = False
+        for i, call in ctx.tool_index:
+            is_approval = (
+                call.name in self.approval_tools
+                if self.approval_tools
+                else ctx.kinds[i] == "approval"
+            )
+            if is_approval and ok(call) and _granted(call.result):
+                approved = True
+            if call.name not in self.tools:
+                continue
+            if call.approval_granted is True:
+                continue
+            if call.approval_granted is False:
+                why = "ran although approval was denied"
+            elif approved:
+                continue
+            else:
+                why = "ran without an approval"
+            report.fail("F-POLICY-MISSING_APPROVAL", (call.span_id,), f"{call.name} {why}", i)
+
+
+def _granted(result: Any) -> bool:
+    """An approval step's result counts unless it explicitly says not approved."""
+    if isinstance(result, dict):
+        for key in ("approved", "granted", "approval_granted"):
+            if key in result:
+                return result[key] is True
+    return True
+
+
+class MaxCalls:
+    """At most N calls of a tool."""
+
+    def __init__(self, limits: dict[str, int]) -> None:
+        self.limits = limits
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """The (N+1)-th call is the failing step."""
+        for name, limit in self.limits.items():
+            calls = ctx.by_name.get(name, [])
+            if len(calls) > limit:
+                i, call = calls[limit]
+                report.fail(
+                    "F-POLICY-MAX_CALLS",
+                    (call.span_id,),
+                    f"{name} called {len(calls)} times (at most {limit})",
+                    i,
+                )
+
+
+class ForbiddenArguments:
+    """A tool argument must not take given values or match a pattern."""
+
+    def __init__(
+        self, tool: str, argument: Path, values: list[Any] | None, pattern: Regex | None
+    ) -> None:
+        self.tool = tool
+        self.argument = argument
+        self.values = {canonical(v) for v in values} if values else set()
+        self.pattern = pattern
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """Check each call of the tool; unparsed arguments are insufficient evidence."""
+        for i, call in ctx.by_name.get(self.tool, []):
+            if call.arguments is None or not call.arguments_is_json:
+                report.insufficient(
+                    "F-EVIDENCE-ARGS_NOT_JSON",
+                    (call.span_id,),
+                    f"{call.name} arguments were not captured as JSON",
+                    i,
+                )
+                continue
+            for v in flatten(self.argument.search(call.arguments)):
+                text = v if isinstance(v, str) else canonical(v)
+                if canonical(v) in self.values or (self.pattern and self.pattern.search(text)):
+                    report.fail(
+                        "F-POLICY-FORBIDDEN_ARGUMENT",
+                        (call.span_id,),
+                        f"{call.name} {self.argument.source}={short(v)} is forbidden",
+                        i,
+                    )
+                    break
+
+
+@dataclass(slots=True, frozen=True)
+class Detector:
+    """A named pattern for secrets or personal data."""
+
+    name: str
+    category: str  # "secret" | "pii"
+    regex: Regex
+    luhn: bool = False
+
+
+BUILTIN_DETECTORS: dict[str, tuple[str, str]] = {
+    "api_key": (
+        "secret",
+        r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36}"
+        r"|xox[baprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})",
+    ),
+    "bearer_token": ("secret", r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}"),
+    "private_key": ("secret", r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----"),
+    "card_number": ("pii", r"\b\d(?:[ -]?\d){12,18}\b"),
+    "email": ("pii", r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"),
+    "phone": ("pii", r"(?:\+\d{1,3}[ .-]?)?\(?\b\d{3}\)?[ .-]\d{3}[ .-]\d{4}\b"),
+}
+
+
+def luhn_ok(text: str) -> bool:
+    """The Luhn checksum of the digits in ``text`` (cuts card-number false positives)."""
+    digits = [int(ch) for ch in text if ch.isdigit()]
+    if not 13 <= len(digits) <= 19:
+        return False
+    total = 0
+    for pos, d in enumerate(reversed(digits)):
+        if pos % 2 == 1:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else canonical(value)
+
+
+class SensitiveData:
+    """Secrets and personal data in tool arguments, tool results or the final answer."""
+
+    def __init__(
+        self, detectors: list[Detector], scan: frozenset[str], allow: dict[str, frozenset[str]]
+    ) -> None:
+        self.detectors = detectors
+        self.scan = scan
+        self.allow = allow
+
+    def _hits(self, text: str, tool: str | None) -> list[Detector]:
+        found = []
+        for det in self.detectors:
+            if tool is not None and tool in self.allow.get(det.name, frozenset()):
+                continue
+            for m in det.regex.finditer(text):
+                if not det.luhn or luhn_ok(m.group(0)):
+                    found.append(det)
+                    break
+        return found
+
+    def _emit(self, report: Report, hits: list[Detector], sid: str, where: str, step: int) -> None:
+        for det in hits:
+            code = (
+                "F-POLICY-SECRET_EXPOSURE" if det.category == "secret" else "F-POLICY-PII_EXPOSURE"
+            )
+            # never echo the matched value: the explanation itself lands in the trace store
+            report.fail(code, (sid,), f"{det.name} found in {where} (value withheld)", step)
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """Scan what was asked for; explanations name the detector, never the value."""
+        for i, call in ctx.tool_index:
+            if "arguments" in self.scan and call.arguments is not None:
+                hits = self._hits(_text(call.arguments), call.name)
+                self._emit(report, hits, call.span_id, f"arguments of {call.name}", i)
+            if "results" in self.scan and call.result is not None:
+                hits = self._hits(_text(call.result), call.name)
+                self._emit(report, hits, call.span_id, f"result of {call.name}", i)
+        if "final_answer" in self.scan:
+            if ctx.run.final_answer is None:
+                report.insufficient(
+                    "F-EVIDENCE-NO_FINAL_ANSWER",
+                    ctx.root,
+                    "no final answer captured; cannot scan it",
+                    ctx.final_index,
+                )
+                return
+            hits = self._hits(ctx.run.final_answer, None)
+            self._emit(report, hits, ctx.final_span()[0], "the final answer", ctx.final_index)
+
+
+class IdentityScope:
+    """An argument must equal the run's ``user_id``/``tenant_id``."""
+
+    def __init__(self, tool: str, argument: Path, equals: str) -> None:
+        self.tool = tool
+        self.argument = argument
+        self.equals = equals
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """Without the identity on the trace the answer is insufficient evidence."""
+        calls = ctx.by_name.get(self.tool, [])
+        if not calls:
+            return
+        expected = getattr(ctx.run, self.equals)
+        if expected is None:
+            report.insufficient(
+                "F-EVIDENCE-NO_IDENTITY",
+                ctx.root,
+                f"the trace carries no {self.equals}; cannot check {self.tool} scope",
+                calls[0][0],
+            )
+            return
+        for i, call in calls:
+            self._one(report, i, call, expected)
+
+    def _one(self, report: Report, i: int, call: ToolCall, expected: str) -> None:
+        if call.arguments is None or not call.arguments_is_json:
+            report.insufficient(
+                "F-EVIDENCE-ARGS_NOT_JSON",
+                (call.span_id,),
+                f"{call.name} arguments were not captured as JSON",
+                i,
+            )
+            return
+        got = self.argument.search(call.arguments)
+        if got is None or str(got) != expected:
+            report.fail(
+                "F-POLICY-IDENTITY_SCOPE",
+                (call.span_id,),
+                f"{call.name} {self.argument.source}={short(got)} is outside the run's "
+                f"{self.equals} {short(expected)}",
+                i,
+            )
+
+
+def build_tool_access(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``tool_access``."""
+    allow = names(p["allow"]) if "allow" in p else None
+    return ToolAccess(allow, names(p.get("deny")))
+
+
+def build_approval(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``approval``."""
+    return Approval(names(p["tools"]), names(p.get("approval_tools")))
+
+
+def build_max_calls(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``max_calls``."""
+    return MaxCalls({str(k): int(v) for k, v in p["limits"].items()})
+
+
+def build_forbidden_arguments(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``forbidden_arguments``."""
+    arg = c.path(f"{path}.argument", p["argument"])
+    rx = c.regex(f"{path}.pattern", p["pattern"]) if "pattern" in p else None
+    if arg is None or ("pattern" in p and rx is None):
+        return None
+    return ForbiddenArguments(p["tool"], arg, p.get("values"), rx)
+
+
+def build_sensitive_data(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``sensitive_data``."""
+    dets: list[Detector] = []
+    for name in p.get("detectors", list(BUILTIN_DETECTORS)):
+        category, pattern = BUILTIN_DETECTORS[name]
+        rx = c.regex(f"{path}.detectors", pattern)
+        if rx is not None:
+            dets.append(Detector(name, category, rx, luhn=name == "card_number"))
+    for k, custom in enumerate(p.get("custom", [])):
+        rx = c.regex(f"{path}.custom[{k}].pattern", custom["pattern"])
+        if rx is not None:
+            dets.append(Detector(custom["name"], custom.get("category", "secret"), rx))
+    allow = p.get("allow") or {}
+    known = {d.name for d in dets}
+    for det_name in allow:
+        if det_name not in known:
+            c.error(f"{path}.allow.{det_name}", "not a detector used by this rule")
+    scan = frozenset(p.get("scan", ["arguments", "results", "final_answer"]))
+    return SensitiveData(dets, scan, {k: names(v) for k, v in allow.items()})
+
+
+def build_identity_scope(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``identity_scope``."""
+    arg = c.path(f"{path}.argument", p["argument"])
+    return None if arg is None else IdentityScope(p["tool"], arg, p["equals"])

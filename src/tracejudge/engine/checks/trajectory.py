@@ -1,0 +1,524 @@
+"""Trajectory checks: was the path competent (order, entities, references, loops, retries)?"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tracejudge.engine.checks.base import Check, names, short
+from tracejudge.engine.compile import CelExpr, Compiler, Path, Regex, cel_activation
+from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
+from tracejudge.model.run import ToolCall
+
+DEFAULT_ERROR_REPORT = (
+    r"(?i)\b(sorry|unable|could not|couldn't|cannot|can't|failed|error|problem|unavailable)\b"
+)
+
+
+def canonical(value: Any) -> str:
+    """A stable text form of JSON-like arguments (for equality and duplicate detection)."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def flatten(value: Any) -> list[Any]:
+    """Scalars found in a path's result, lists flattened (JMESPath projections nest)."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        out: list[Any] = []
+        for v in value:
+            out.extend(flatten(v))
+        return out
+    return [value]
+
+
+def key_of(value: Any) -> str:
+    """Identity used to compare entity ids (``"42"`` and ``42`` are the same order)."""
+    return value if isinstance(value, str) else canonical(value)
+
+
+@dataclass(slots=True, frozen=True)
+class _Step:
+    kind: str | None
+    tool: str | None
+
+    def matches(self, call: ToolCall, kind: str | None) -> bool:
+        return (self.tool is None or call.name == self.tool) and (
+            self.kind is None or kind == self.kind
+        )
+
+    def label(self) -> str:
+        return self.tool or f"a {self.kind} step"
+
+
+class StepPattern:
+    """Ordered step kinds (lookup, mutate, notify...) must occur in order."""
+
+    def __init__(self, steps: list[_Step], mutation_requires_lookup: bool) -> None:
+        self.steps = steps
+        self.mutation_requires_lookup = mutation_requires_lookup
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """One pass: advance through the pattern; note mutations before any lookup."""
+        pos = 0
+        seen_lookup = False
+        first_match: dict[int, tuple[int, ToolCall]] = {}
+        for i, call in ctx.tool_index:
+            kind = ctx.kinds[i]
+            for p, step in enumerate(self.steps):
+                if p not in first_match and step.matches(call, kind):
+                    first_match[p] = (i, call)
+            if pos < len(self.steps) and ok(call) and self.steps[pos].matches(call, kind):
+                pos += 1
+            if kind == "mutate" and self.mutation_requires_lookup and not seen_lookup:
+                report.fail(
+                    "F-ACTION-ORDER",
+                    (call.span_id,),
+                    f"{call.name} changed state before any successful lookup",
+                    i,
+                )
+            if kind == "lookup" and ok(call):
+                seen_lookup = True
+        if pos < len(self.steps):
+            want = self.steps[pos]
+            if pos in first_match:
+                i, call = first_match[pos]
+                report.fail(
+                    "F-ACTION-ORDER",
+                    (call.span_id,),
+                    f"{want.label()} ran (step {i}) but not in the required order "
+                    f"{[s.label() for s in self.steps]}",
+                    i,
+                )
+            else:
+                report.fail(
+                    "F-ACTION-MISSING_STEP",
+                    ctx.root,
+                    f"no successful {want.label()} (pattern {[s.label() for s in self.steps]})",
+                    ctx.final_index,
+                )
+
+
+class Binding:
+    """A target call's argument must be an entity that an earlier successful call returned.
+
+    Serves both ``entity_binding`` (sources: a named tool or every lookup tool with an
+    ``entities`` path) and ``precedence`` (``before`` must precede ``after``, optionally
+    binding a value of ``after`` to values of ``before``).
+    """
+
+    def __init__(
+        self,
+        target: str,
+        target_path: Path | None,
+        sources: dict[str, Path | None],
+        any_lookup: bool,
+        label: str,
+    ) -> None:
+        self.target = target
+        self.target_path = target_path
+        self.sources = sources
+        self.any_lookup = any_lookup
+        self.label = label
+
+    def _source_path(self, ctx: RunContext, i: int, call: ToolCall) -> tuple[bool, Path | None]:
+        if call.name in self.sources:
+            return True, self.sources[call.name]
+        if self.any_lookup and ctx.kinds[i] == "lookup":
+            meta = ctx.tools.get(call.name)
+            return meta is not None and meta.entities is not None, (meta.entities if meta else None)
+        return False, None
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """One pass: gather entities from sources as they happen; test each target call."""
+        candidates: dict[str, Any] = {}
+        unknown = False  # a source ran but its result was not captured
+        any_source = False
+        for i, call in ctx.tool_index:
+            if call.name == self.target:
+                self._check(ctx, report, i, call, candidates, unknown, any_source)
+            is_source, path = self._source_path(ctx, i, call)
+            if not is_source or not ok(call):
+                continue
+            any_source = True
+            if path is None:
+                continue
+            if call.result is None:
+                unknown = True
+                continue
+            for v in flatten(path.search(call.result)):
+                candidates[key_of(v)] = v
+
+    def _check(
+        self,
+        ctx: RunContext,
+        report: Report,
+        i: int,
+        call: ToolCall,
+        candidates: dict[str, Any],
+        unknown: bool,
+        any_source: bool,
+    ) -> None:
+        sid = (call.span_id,)
+        if not any_source:
+            report.fail(
+                "F-ACTION-ORDER", sid, f"{call.name} ran before any successful {self.label}", i
+            )
+            return
+        if self.target_path is None:
+            return
+        if call.arguments is None or not call.arguments_is_json:
+            report.insufficient(
+                "F-EVIDENCE-ARGS_NOT_JSON",
+                sid,
+                f"{call.name} arguments were not captured as JSON; cannot check entity binding",
+                i,
+            )
+            return
+        value = self.target_path.search({"args": call.arguments, "result": call.result})
+        got = flatten(value)
+        bad = [v for v in got if key_of(v) not in candidates]
+        if got and not bad:
+            return
+        if unknown and not candidates:
+            report.insufficient(
+                "F-EVIDENCE-RESULT_MISSING",
+                sid,
+                f"results of {self.label} were not captured; cannot check {call.name}",
+                i,
+            )
+            return
+        shown = short(bad[0] if bad else None)
+        report.fail(
+            "F-ACTION-ARG-ENTITY_BINDING",
+            sid,
+            f"{call.name} {self.target_path.source}={shown} is not an entity a prior successful "
+            f"{self.label} returned (candidates: {short(sorted(candidates)[:5])})",
+            i,
+        )
+
+
+class ToolsPresence:
+    """``required_steps`` (each tool must run) or ``forbidden_steps`` (none may run)."""
+
+    def __init__(self, tools: frozenset[str], required: bool, require_success: bool) -> None:
+        self.tools = tools
+        self.required = required
+        self.require_success = require_success
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """Required: look each tool up in the index. Forbidden: flag every call of one."""
+        if self.required:
+            for name in sorted(self.tools):
+                calls = ctx.by_name.get(name, [])
+                if not any(ok(c) or not self.require_success for _, c in calls):
+                    what = "no successful call" if calls else "no call"
+                    report.fail(
+                        "F-ACTION-MISSING_STEP", ctx.root, f"{what} of {name}", ctx.final_index
+                    )
+            return
+        for i, call in ctx.tool_index:
+            if call.name in self.tools:
+                report.fail(
+                    "F-ACTION-FORBIDDEN_STEP", (call.span_id,), f"forbidden step {call.name}", i
+                )
+
+
+class NoDuplicateSideEffect:
+    """The same write (tool + arguments) twice without an idempotency key."""
+
+    def __init__(self, tools: frozenset[str]) -> None:
+        self.tools = tools
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """One pass keyed by tool name and canonical arguments; failed writes don't count."""
+        seen: dict[str, int] = {}
+        for i, call in ctx.tool_index:
+            if self.tools:
+                if call.name not in self.tools:
+                    continue
+            elif ctx.kinds[i] != "mutate":
+                continue
+            if not ok(call) or _idempotency_key(ctx, call) is not None:
+                continue
+            key = call.name + "\0" + canonical(call.arguments)
+            if key in seen:
+                report.fail(
+                    "F-ACTION-DUPLICATE_SIDE_EFFECT",
+                    (call.span_id,),
+                    f"{call.name} repeated with the same arguments as step {seen[key]} "
+                    "and no idempotency key",
+                    i,
+                )
+            else:
+                seen[key] = i
+
+
+def _idempotency_key(ctx: RunContext, call: ToolCall) -> Any:
+    if call.idempotency_key:
+        return call.idempotency_key
+    meta = ctx.tools.get(call.name)
+    if meta and meta.idempotency_argument and isinstance(call.arguments, dict):
+        return call.arguments.get(meta.idempotency_argument) or None
+    return None
+
+
+class NoLoop:
+    """The same tool with the same arguments ``max_repeats`` times."""
+
+    def __init__(self, max_repeats: int) -> None:
+        self.max_repeats = max_repeats
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """Count calls per (tool, arguments); report each looping call once."""
+        counts: dict[str, int] = {}
+        for i, call in ctx.tool_index:
+            key = call.name + "\0" + canonical(call.arguments)
+            n = counts.get(key, 0) + 1
+            counts[key] = n
+            if n == self.max_repeats:
+                report.fail(
+                    "F-ACTION-LOOP",
+                    (call.span_id,),
+                    f"{call.name} called {n} times with the same arguments",
+                    i,
+                )
+
+
+class Recovery:
+    """A failed call must be followed by a retry of the tool or an answer reporting the error."""
+
+    def __init__(self, tools: frozenset[str], error_report: Regex) -> None:
+        self.tools = tools
+        self.error_report = error_report
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """Walk backwards once, remembering which tools were called later."""
+        later: set[str] = set()
+        unrecovered: list[tuple[int, ToolCall]] = []
+        for i, call in reversed(ctx.tool_index):
+            relevant = not self.tools or call.name in self.tools
+            if relevant and not ok(call) and call.name not in later:
+                unrecovered.append((i, call))
+            later.add(call.name)
+        if not unrecovered:
+            return
+        answer = ctx.run.final_answer
+        if answer is None:
+            i, call = unrecovered[-1]
+            report.insufficient(
+                "F-EVIDENCE-NO_FINAL_ANSWER",
+                (call.span_id,),
+                f"{call.name} failed and was not retried; no final answer to show it was reported",
+                i,
+            )
+            return
+        if self.error_report.search(answer):
+            return
+        for i, call in reversed(unrecovered):
+            report.fail(
+                "F-ACTION-NO_RECOVERY",
+                (call.span_id,),
+                f"{call.name} failed ({call.error_type or 'error'}); no retry and the answer "
+                "does not report it",
+                i,
+            )
+
+
+ARG_MODES = ("exact", "ignore", "subset")
+
+
+class Reference:
+    """agentevals-style reference trajectory match, with per-run accuracy metrics."""
+
+    def __init__(
+        self,
+        mode: str,
+        calls: list[tuple[str, Any]],
+        args_mode: str,
+        overrides: dict[str, str | CelExpr],
+    ) -> None:
+        self.mode = mode
+        self.calls = calls
+        self.args_mode = args_mode
+        self.overrides = overrides
+
+    def _args_ok(self, ctx: RunContext, name: str, actual: Any, expected: Any) -> bool:
+        mode = self.overrides.get(name, self.args_mode)
+        if isinstance(mode, CelExpr):
+            value, err = mode.evaluate(
+                cel_activation(ctx.view(), {"actual": actual, "expected": expected})
+            )
+            return err is None and value is True
+        if mode == "ignore" or expected is None:
+            return True
+        if mode == "subset" and isinstance(expected, dict) and isinstance(actual, dict):
+            return all(canonical(actual.get(k)) == canonical(v) for k, v in expected.items())
+        return canonical(actual) == canonical(expected)
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """Match calls, then judge by mode; metrics are written even when the check passes."""
+        actual = ctx.tool_index
+        used: set[int] = set()
+        pairs: list[tuple[int, int]] = []  # (expected index, actual position)
+        name_hits = 0
+        name_used: set[int] = set()
+        for e, (name, args) in enumerate(self.calls):
+            for pos, (_, call) in enumerate(actual):
+                if pos not in name_used and call.name == name:
+                    name_used.add(pos)
+                    name_hits += 1
+                    break
+            strict_pos = e if self.mode == "strict" else None
+            for pos, (_, call) in enumerate(actual):
+                if strict_pos is not None and pos != strict_pos:
+                    continue
+                if pos in used or call.name != name:
+                    continue
+                if self._args_ok(ctx, name, call.arguments, args):
+                    used.add(pos)
+                    pairs.append((e, pos))
+                    break
+        n_exp = len(self.calls)
+        report.metrics["tool_selection_accuracy"] = name_hits / n_exp
+        report.metrics["argument_correctness"] = len(pairs) / name_hits if name_hits else 0.0
+        report.metrics["excess_step_ratio"] = max(0, len(actual) - n_exp) / n_exp
+        matched = {e for e, _ in pairs}
+        missing = [e for e in range(n_exp) if e not in matched]
+        extra = [pos for pos in range(len(actual)) if pos not in used]
+        need_all = self.mode in ("strict", "unordered", "superset")
+        no_extra = self.mode in ("strict", "unordered", "subset")
+        if no_extra:
+            for pos in extra:
+                i, call = actual[pos]
+                report.fail(
+                    "F-ACTION-REFERENCE_MISMATCH",
+                    (call.span_id,),
+                    f"{call.name} at step {i} does not match the reference ({self.mode})",
+                    i,
+                )
+        if need_all:
+            for e in missing:
+                name, args = self.calls[e]
+                report.fail(
+                    "F-ACTION-REFERENCE_MISMATCH",
+                    ctx.root,
+                    f"reference call #{e} {name}({short(args, 40)}) has no match ({self.mode})",
+                    ctx.final_index,
+                )
+
+
+def build_step_pattern(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``step_pattern``."""
+    steps = [_Step(s.get("kind"), s.get("tool")) for s in p["steps"]]
+    return StepPattern(steps, bool(p.get("mutation_requires_lookup", True)))
+
+
+def build_entity_binding(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``entity_binding``: the argument is read from the call's arguments."""
+    target = c.path(f"{path}.argument", p["argument"])
+    src = p.get("source") or {}
+    sources: dict[str, Path | None] = {}
+    if "tool" in src:
+        name = src["tool"]
+        if "path" in src:
+            sources[name] = c.path(f"{path}.source.path", src["path"])
+        elif name in tools and tools[name].entities is not None:
+            sources[name] = tools[name].entities
+        else:
+            c.error(f"{path}.source", f"no path given and tools.{name} declares no entities")
+    elif "path" in src:
+        c.error(f"{path}.source", "a path needs a tool")
+    elif not any(m.kind == "lookup" and m.entities for m in tools.values()):
+        c.error(f"{path}.source", "no source given and no lookup tool declares entities")
+    if target is None:
+        return None
+    args_target = c.path(f"{path}.argument", f"args.{p['argument']}")
+    label = src.get("tool", "lookup")
+    return Binding(p["tool"], args_target, sources, "tool" not in src, label)
+
+
+def build_precedence(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``precedence``: bind paths read ``{args, result}`` of each call."""
+    bind = p.get("bind")
+    after_path = before_path = None
+    if bind is not None:
+        after_path = c.path(f"{path}.bind.after", bind["after"])
+        before_path = c.path(f"{path}.bind.before", bind["before"])
+        if after_path is None or before_path is None:
+            return None
+    wrapped = _Wrap(before_path) if before_path is not None else None
+    return Binding(p["after"], after_path, {p["before"]: wrapped}, False, p["before"])
+
+
+class _Wrap(Path):
+    """A source path evaluated against ``{args, result}`` (precedence binds read both)."""
+
+    def __init__(self, inner: Path) -> None:
+        super().__init__(inner.source, inner.compiled)
+
+    def search(self, value: Any) -> Any:
+        """Bound values; the source hands over the result only, so rewrap it."""
+        return self.compiled.search({"result": value})
+
+
+def build_required(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``required_steps``."""
+    return ToolsPresence(names(p["tools"]), True, bool(p.get("require_success", True)))
+
+
+def build_forbidden(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``forbidden_steps``."""
+    return ToolsPresence(names(p["tools"]), False, False)
+
+
+def build_reference(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``reference``."""
+    overrides: dict[str, str | CelExpr] = {}
+    for name, mode in (p.get("overrides") or {}).items():
+        if isinstance(mode, dict):
+            expr = c.cel(f"{path}.overrides.{name}.predicate", mode["predicate"])
+            if expr is not None:
+                overrides[name] = expr
+        else:
+            overrides[name] = mode
+    calls = [(e["tool"], e.get("args")) for e in p["calls"]]
+    return Reference(p.get("mode", "strict"), calls, p.get("args_mode", "exact"), overrides)
+
+
+def build_no_dup(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``no_duplicate_side_effect``."""
+    return NoDuplicateSideEffect(names(p.get("tools")))
+
+
+def build_no_loop(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``no_loop``."""
+    return NoLoop(int(p.get("max_repeats", 3)))
+
+
+def build_recovery(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``recovery``."""
+    rx = c.regex(f"{path}.error_report", p.get("error_report", DEFAULT_ERROR_REPORT))
+    return None if rx is None else Recovery(names(p.get("tools")), rx)

@@ -1,0 +1,191 @@
+"""Compiling the untrusted pieces of a rules file: regexes, CEL expressions and paths.
+
+Rule files come from users and may reach a shared collector, so everything here is
+compiled once at load, bounded in size, and safe to run on any input:
+
+- regexes run on RE2 (linear time, no backreferences), so no pattern can backtrack
+  catastrophically over a long final answer;
+- CEL has no unbounded loops or I/O; we also cap the nesting of comprehension macros so
+  that an expression stays at most quadratic in the number of steps;
+- paths into tool arguments/results are JMESPath (no loops, no I/O).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import jmespath
+import jmespath.exceptions
+import re2
+
+MAX_REGEX_CHARS = 1000
+MAX_CEL_CHARS = 2000
+MAX_CEL_MACRO_NESTING = 2
+MAX_PATH_CHARS = 500
+
+_CEL_MACROS = ("exists", "all", "exists_one", "map", "filter")
+
+
+@dataclass(slots=True, frozen=True)
+class Regex:
+    """A compiled RE2 pattern and its source."""
+
+    source: str
+    compiled: Any
+
+    def search(self, text: str) -> Any:
+        """The first match in ``text`` or None."""
+        return self.compiled.search(text)
+
+    def finditer(self, text: str) -> Any:
+        """All matches in ``text``."""
+        return self.compiled.finditer(text)
+
+
+@dataclass(slots=True, frozen=True)
+class Path:
+    """A compiled JMESPath expression into JSON values."""
+
+    source: str
+    compiled: Any
+
+    def search(self, value: Any) -> Any:
+        """The value(s) at this path, None when absent."""
+        return self.compiled.search(value)
+
+
+@dataclass(slots=True, frozen=True)
+class CelExpr:
+    """A compiled CEL program over the variables declared by the environment."""
+
+    source: str
+    program: Any
+
+    def evaluate(self, activation: Any) -> tuple[Any, str | None]:
+        """``(value, None)`` or ``(None, error)``; CEL errors are values, never raised."""
+        try:
+            out = self.program.eval(activation)
+        except Exception as exc:  # the binding raises on conversion problems
+            return None, f"{type(exc).__name__}: {exc}"
+        type_name = str(out.type())
+        if "ERROR" in type_name:
+            return None, str(out.value())
+        return out.value(), None
+
+
+class Compiler:
+    """Compiles rule-file pieces, collecting every error with its path instead of raising."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def error(self, path: str, message: str) -> None:
+        """Record one problem at ``path``."""
+        self.errors.append(f"{path}: {message}")
+
+    def regex(self, path: str, pattern: str) -> Regex | None:
+        """Compile ``pattern`` with RE2 (linear time); None and an error when invalid."""
+        if len(pattern) > MAX_REGEX_CHARS:
+            self.error(path, f"regex longer than {MAX_REGEX_CHARS} characters")
+            return None
+        try:
+            return Regex(pattern, _re2_compile(pattern))
+        except Exception as exc:
+            msg = exc.args[0] if exc.args else exc
+            if isinstance(msg, bytes):
+                msg = msg.decode("utf-8", "replace")
+            self.error(path, f"bad regex {pattern!r}: {msg}")
+            return None
+
+    def path(self, path: str, expression: str) -> Path | None:
+        """Compile a JMESPath expression; None and an error when invalid."""
+        if len(expression) > MAX_PATH_CHARS:
+            self.error(path, f"path longer than {MAX_PATH_CHARS} characters")
+            return None
+        try:
+            return Path(expression, jmespath.compile(expression))
+        except jmespath.exceptions.JMESPathError as exc:
+            self.error(path, f"bad path {expression!r}: {str(exc).splitlines()[0]}")
+            return None
+
+    def cel(self, path: str, expression: str) -> CelExpr | None:
+        """Compile a CEL expression over ``run`` and ``value`` (both dynamically typed)."""
+        if len(expression) > MAX_CEL_CHARS:
+            self.error(path, f"CEL expression longer than {MAX_CEL_CHARS} characters")
+            return None
+        depth = cel_macro_nesting(expression)
+        if depth > MAX_CEL_MACRO_NESTING:
+            self.error(
+                path,
+                f"CEL comprehensions nested {depth} deep (at most {MAX_CEL_MACRO_NESTING}): "
+                "cost would grow with steps^depth",
+            )
+            return None
+        env = _cel_env()
+        if env is None:
+            self.error(path, "CEL needs the cel-expr-python package (Python >= 3.11)")
+            return None
+        try:
+            return CelExpr(expression, env.compile(expression))
+        except Exception as exc:
+            first = str(exc).split(" | ")[0].strip().replace("\n", " ")
+            self.error(path, f"bad CEL {expression!r}: {first}")
+            return None
+
+
+def cel_macro_nesting(expression: str) -> int:
+    """How deeply comprehension macros (``exists``, ``all``, ``map``...) nest in ``expression``.
+
+    A cheap scan (string literals skipped, parentheses tracked): good enough to bound the
+    cost of an expression without a full parser.
+    """
+    stack: list[bool] = []  # one entry per open paren: is it a macro call?
+    depth = best = 0
+    i, n = 0, len(expression)
+    while i < n:
+        ch = expression[i]
+        if ch in "'\"":
+            end = expression.find(ch, i + 1)
+            while end != -1 and expression[end - 1] == "\\":
+                end = expression.find(ch, end + 1)
+            i = n if end == -1 else end + 1
+            continue
+        if ch == "(":
+            j = i
+            while j > 0 and (expression[j - 1].isalnum() or expression[j - 1] == "_"):
+                j -= 1
+            is_macro = expression[j:i] in _CEL_MACROS and j > 0 and expression[j - 1] == "."
+            stack.append(is_macro)
+            if is_macro:
+                depth += 1
+                best = max(best, depth)
+        elif ch == ")" and stack and stack.pop():
+            depth -= 1
+        i += 1
+    return best
+
+
+def _re2_compile(pattern: str) -> Any:
+    options = re2.Options()
+    options.log_errors = False
+    return re2.compile(pattern, options)
+
+
+CEL_VARIABLES = ("run", "value")
+"""``run``: the dict view of the run; ``value``: what a check hands over (an entity, args)."""
+
+
+@functools.cache
+def _cel_env() -> Any:
+    try:
+        from cel_expr_python import cel  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - only on Python 3.10
+        return None
+    return cel.NewEnv(variables=dict.fromkeys(CEL_VARIABLES, cel.Type.DYN))
+
+
+def cel_activation(run: Any, value: Any = None) -> Any:
+    """Bind ``run`` (and ``value``) once so several expressions can evaluate against them."""
+    return _cel_env().Activation({"run": run, "value": value})

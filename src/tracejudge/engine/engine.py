@@ -1,0 +1,161 @@
+"""The engine: every rule over a run, then one verdict with its earliest causal failure.
+
+Hard gates and soft checks are kept apart: any hard (severity ``fail``) finding fails the
+run, whatever else passed; soft findings can only make it ``warn``. Nothing is averaged.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from tracejudge.engine.context import Item, Report, RunContext
+from tracejudge.engine.rules import Rule, RuleSet
+from tracejudge.engine.verdict import (
+    LAYERS,
+    Finding,
+    LayerResult,
+    Overall,
+    RuleOutcome,
+    RuleResult,
+    Verdict,
+    clip_explanation,
+)
+from tracejudge.model.run import Run
+
+if TYPE_CHECKING:
+    from tracejudge.engine.baseline import BaselineStore
+    from tracejudge.model.spans import SpanRecord
+
+log = logging.getLogger(__name__)
+_LAYER_RANK = {"trajectory": 0, "policy": 1, "outcome": 2, "budget": 3}
+
+
+class Engine:
+    """Judges runs against a compiled ``RuleSet`` (and an optional ``BaselineStore``)."""
+
+    def __init__(self, ruleset: RuleSet, baselines: BaselineStore | None = None) -> None:
+        self.ruleset = ruleset
+        self.baselines = baselines
+
+    def judge(self, run: Run) -> Verdict:
+        """The verdict on one run. Never raises: an internal error is ``verdict="error"``."""
+        try:
+            return self._judge(run)
+        except Exception as exc:  # a bug in a check must not take the collector down
+            log.exception("tracejudge: judging trace %s failed", getattr(run, "trace_id", "?"))
+            return Verdict(
+                trace_id=str(getattr(run, "trace_id", "")),
+                root_span_id=str(getattr(run, "root_span_id", "")),
+                verdict="error",
+                layers=dict.fromkeys(LAYERS, "not_applicable"),
+                agent=getattr(run, "agent_name", None),
+                case_id=getattr(run, "case_id", None),
+                rules_version=self.ruleset.version,
+                error=clip_explanation(f"{type(exc).__name__}: {exc}"),
+            )
+
+    def judge_spans(self, spans: Sequence[SpanRecord]) -> list[Verdict]:
+        """Build the runs in ``spans`` (one trace's spans) and judge each."""
+        # lazy: the run builder lives in tracejudge.model.build and pulls in the decoders
+        build_runs = importlib.import_module("tracejudge.model.build").build_runs
+        return [self.judge(run) for run in build_runs(spans)]
+
+    def _judge(self, run: Run) -> Verdict:
+        ctx = RunContext(run, self.ruleset.tools, self.ruleset.prices, self.baselines)
+        tool_names = ctx.by_name.keys()
+        findings: list[Finding] = []
+        outcomes: list[RuleOutcome] = []
+        metrics: dict[str, float] = {}
+        layer_results: dict[str, list[RuleResult]] = {layer: [] for layer in LAYERS}
+        for rule in self.ruleset.rules:
+            if not rule.selector.matches(run, tool_names):
+                outcomes.append(
+                    RuleOutcome(rule.id, rule.layer, "not_applicable", run.root_span_id)
+                )
+                layer_results[rule.layer].append("not_applicable")
+                continue
+            report = Report()
+            rule.check.evaluate(ctx, report)
+            result, rule_findings = _outcome(rule, report)
+            findings.extend(rule_findings)
+            metrics.update(report.metrics)
+            layer_results[rule.layer].append(result)
+            span = rule_findings[0].span_ids[0] if rule_findings else run.root_span_id
+            expl = rule_findings[0].explanation if rule_findings else ""
+            score = 1.0 if result == "pass" else 0.0 if result == "fail" else None
+            outcomes.append(
+                RuleOutcome(rule.id, rule.layer, result, span, score, clip_explanation(expl))
+            )
+        findings.sort(key=_order(len(run.steps)))
+        hard = any(f.severity == "fail" for f in findings)
+        overall: Overall = "fail" if hard else "warn" if findings else "pass"
+        return Verdict(
+            trace_id=run.trace_id,
+            root_span_id=run.root_span_id,
+            verdict=overall,
+            layers={layer: _layer(results) for layer, results in layer_results.items()},
+            agent=run.agent_name,
+            case_id=run.case_id,
+            variant=run.variant_id,
+            run_id=run.run_id,
+            experiment_id=run.experiment_id,
+            primary=findings[0] if findings else None,
+            findings=findings,
+            outcomes=outcomes,
+            metrics=metrics,
+            rules_version=self.ruleset.version,
+        )
+
+
+def _outcome(rule: Rule, report: Report) -> tuple[RuleResult, list[Finding]]:
+    if report.not_applicable and not report.items:
+        return "not_applicable", []
+    out = [_finding(rule, item) for item in report.items]
+    if any(f.severity == "fail" for f in out):
+        return "fail", out
+    if any(not item.evidence for item in report.items):
+        return "warn", out
+    if report.items:
+        return "insufficient_evidence", out
+    return "pass", out
+
+
+def _finding(rule: Rule, item: Item) -> Finding:
+    severity = "warn" if item.soft else rule.severity
+    return Finding(
+        code=item.code,
+        severity=severity,
+        layer=rule.layer,
+        rule_id=rule.id,
+        span_ids=tuple(s.lower() for s in item.span_ids if s),
+        explanation=clip_explanation(item.explanation),
+        step_index=item.step_index,
+    )
+
+
+def _order(n_steps: int) -> Callable[[Finding], tuple[int, int, int, int]]:
+    """Primary first: hard before soft, failures before missing evidence, then earliest step."""
+
+    def key(f: Finding) -> tuple[int, int, int, int]:
+        step = f.step_index if f.step_index is not None else n_steps + 1
+        return (
+            0 if f.severity == "fail" else 1,
+            1 if f.code.startswith("F-EVIDENCE-") else 0,
+            step,
+            _LAYER_RANK.get(f.layer, 9),
+        )
+
+    return key
+
+
+def _layer(results: list[RuleResult]) -> LayerResult:
+    if "fail" in results:
+        return "fail"
+    if "warn" in results or "insufficient_evidence" in results:
+        return "warn"
+    if "pass" in results:
+        return "pass"
+    return "not_applicable"

@@ -1,0 +1,229 @@
+"""Loading a rules file: YAML, validated against the shipped JSON Schema, then compiled.
+
+Every problem is collected (schema errors, then semantic ones: duplicate ids, bad regexes,
+bad CEL, bad paths) and raised together in one ``RulesError``. Rule files are untrusted:
+the loader caps their size and does no I/O beyond reading the file it was given.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path as FsPath
+from typing import Any
+
+import jsonschema
+import yaml
+
+from tracejudge.engine.checks import FACTORIES, Check
+from tracejudge.engine.compile import Compiler, Regex
+from tracejudge.engine.context import Price, ToolMeta
+from tracejudge.engine.errors import RulesError
+from tracejudge.engine.verdict import Layer, Severity
+from tracejudge.model.run import Run
+
+MAX_FILE_BYTES = 1 << 20
+MAX_RULES = 1000
+
+
+@dataclass(slots=True, frozen=True)
+class Selector:
+    """Which runs a rule applies to; every given condition must hold."""
+
+    agents: frozenset[str] = frozenset()
+    cases: frozenset[str] = frozenset()
+    tools_present: frozenset[str] = frozenset()
+    attributes: tuple[tuple[str, Any], ...] = ()
+    attributes_match: tuple[tuple[str, Regex], ...] = ()
+
+    def matches(self, run: Run, tool_names: Iterable[str]) -> bool:
+        """True when the rule should judge ``run``."""
+        if self.agents and run.agent_name not in self.agents:
+            return False
+        if self.cases and run.case_id not in self.cases:
+            return False
+        if self.tools_present and not self.tools_present <= set(tool_names):
+            return False
+        attrs = run.root_attributes
+        for key, want in self.attributes:
+            if key not in attrs or attrs[key] != want:
+                return False
+        for key, rx in self.attributes_match:
+            value = attrs.get(key)
+            if value is None or rx.search(str(value)) is None:
+                return False
+        return True
+
+
+@dataclass(slots=True, frozen=True)
+class Rule:
+    """One compiled rule."""
+
+    id: str
+    layer: Layer
+    severity: Severity
+    check_type: str
+    check: Check
+    selector: Selector = field(default_factory=Selector)
+    description: str = ""
+
+
+@dataclass(slots=True, frozen=True)
+class RuleSet:
+    """A compiled rules file. ``version`` is a content hash: verdicts cite it."""
+
+    version: str
+    rules: tuple[Rule, ...]
+    tools: dict[str, ToolMeta]
+    prices: dict[str, Price]
+    source: str = "<string>"
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    """The JSON Schema of rules files, shipped in the package."""
+    text = resources.files("tracejudge.engine").joinpath("schema/rules.schema.json").read_text()
+    doc: dict[str, Any] = json.loads(text)
+    return doc
+
+
+@functools.cache
+def _validator() -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(schema())
+    cls.check_schema(schema())
+    return cls(schema())
+
+
+def _fmt_path(parts: Iterable[Any]) -> str:
+    out = ""
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += f".{p}" if out else str(p)
+    return out or "<root>"
+
+
+def _schema_errors(doc: Any) -> list[str]:
+    errors = []
+    for err in _validator().iter_errors(doc):
+        msg = err.message
+        if err.validator == "enum":
+            allowed: Any = err.validator_value
+            opts = ", ".join(str(o) for o in allowed)
+            msg = f"{err.instance!r} is not one of {opts}"
+        errors.append(f"{_fmt_path(err.absolute_path)}: {msg}")
+    return sorted(set(errors))
+
+
+def load_rules(path: str | FsPath) -> RuleSet:
+    """Load and compile a rules file; ``RulesError`` lists every problem found."""
+    p = FsPath(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise RulesError(str(p), [f"<file>: {size} bytes, more than {MAX_FILE_BYTES}"])
+        text = p.read_text("utf-8")
+    except OSError as exc:
+        raise RulesError(str(p), [f"<file>: cannot read: {exc.strerror or exc}"]) from exc
+    except UnicodeDecodeError as exc:
+        raise RulesError(str(p), [f"<file>: not UTF-8: {exc.reason}"]) from exc
+    return load_rules_text(text, source=str(p))
+
+
+def load_rules_text(text: str, source: str = "<string>") -> RuleSet:
+    """Compile rules from YAML (or JSON) text; ``RulesError`` lists every problem found."""
+    raw = text.encode("utf-8")
+    if len(raw) > MAX_FILE_BYTES:
+        raise RulesError(source, [f"<file>: {len(raw)} bytes, more than {MAX_FILE_BYTES}"])
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f"line {where.line + 1}, column {where.column + 1}" if where else "<file>"
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise RulesError(source, [f"{at}: YAML: {problem}"]) from exc
+    n_rules = (
+        len(doc["rules"]) if isinstance(doc, dict) and isinstance(doc.get("rules"), list) else 0
+    )
+    if n_rules > MAX_RULES:
+        raise RulesError(source, [f"rules: {n_rules} rules, more than {MAX_RULES}"])
+    errors = _schema_errors(doc)
+    if errors:
+        raise RulesError(source, errors)
+    assert isinstance(doc, dict)
+    comp = Compiler()
+    tools = _tools(doc.get("tools") or {}, comp)
+    prices = {
+        str(m): Price(float(v["input"]), float(v["output"]))
+        for m, v in (doc.get("prices") or {}).items()
+    }
+    rules: list[Rule] = []
+    seen: dict[str, int] = {}
+    for k, r in enumerate(doc["rules"]):
+        at = f"rules[{k}]"
+        if r["id"] in seen:
+            comp.error(
+                f"{at}.id", f"duplicate rule id {r['id']!r} (first at rules[{seen[r['id']]}])"
+            )
+        seen.setdefault(r["id"], k)
+        rule = _rule(r, at, comp, tools)
+        if rule is not None:
+            rules.append(rule)
+    if comp.errors:
+        raise RulesError(source, comp.errors)
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    return RuleSet(f"sha256:{digest}", tuple(rules), tools, prices, source)
+
+
+def _tools(spec: dict[str, Any], comp: Compiler) -> dict[str, ToolMeta]:
+    out: dict[str, ToolMeta] = {}
+    for name, t in spec.items():
+        entities = comp.path(f"tools.{name}.entities", t["entities"]) if "entities" in t else None
+        if "entities" in t and t["kind"] != "lookup":
+            comp.error(f"tools.{name}.entities", "only lookup tools return entities")
+        out[str(name)] = ToolMeta(
+            t["kind"], entities, t.get("idempotency_argument"), t.get("category")
+        )
+    return out
+
+
+def _rule(r: dict[str, Any], at: str, comp: Compiler, tools: dict[str, ToolMeta]) -> Rule | None:
+    sel = r.get("select") or {}
+    attrs_match: list[tuple[str, Regex]] = []
+    for key, pattern in (sel.get("attributes_match") or {}).items():
+        rx = comp.regex(f"{at}.select.attributes_match.{key}", pattern)
+        if rx is not None:
+            attrs_match.append((key, rx))
+    selector = Selector(
+        agents=_names(sel.get("agent")),
+        cases=_names(sel.get("case")),
+        tools_present=_names(sel.get("tools_present")),
+        attributes=tuple((sel.get("attributes") or {}).items()),
+        attributes_match=tuple(attrs_match),
+    )
+    params = r["check"]
+    check = FACTORIES[params["type"]](params, f"{at}.check", comp, tools)
+    if check is None:
+        return None
+    return Rule(
+        r["id"],
+        r["layer"],
+        r.get("severity", "fail"),
+        params["type"],
+        check,
+        selector,
+        r.get("description", ""),
+    )
+
+
+def _names(value: Any) -> frozenset[str]:
+    if value is None:
+        return frozenset()
+    if isinstance(value, str):
+        return frozenset((value,))
+    return frozenset(str(v) for v in value)
