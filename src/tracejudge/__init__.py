@@ -7,4 +7,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+# Imported after __version__: the instrumentation reads it for its tracer scope.
+from tracejudge.instrumentation import agent, instrument, tool, uninstrument
+
+__all__ = ["__version__", "agent", "instrument", "tool", "uninstrument"]

@@ -9,6 +9,7 @@ the message-part helpers, ``should_skip_model_span`` (no duplicate spans) and
 
 from __future__ import annotations
 
+from tracejudge.instrumentation._agent import AgentRun, AgentScope, agent
 from tracejudge.instrumentation._content import CaptureMode, ContentStats, Redactor
 from tracejudge.instrumentation._context import PendingToolCall, should_skip_model_span
 from tracejudge.instrumentation._genai import (
@@ -30,8 +31,11 @@ from tracejudge.instrumentation._patcher import (
 )
 from tracejudge.instrumentation._runtime import Runtime, get_runtime
 from tracejudge.instrumentation._setup import active_patchers, instrument, uninstrument
+from tracejudge.instrumentation._tool import ToolRun, ToolScope, tool
 
 __all__ = [
+    "AgentRun",
+    "AgentScope",
     "CaptureMode",
     "ContentStats",
     "MethodPatches",
@@ -40,7 +44,10 @@ __all__ = [
     "PendingToolCall",
     "Redactor",
     "Runtime",
+    "ToolRun",
+    "ToolScope",
     "active_patchers",
+    "agent",
     "error_type_of",
     "get_runtime",
     "instrument",
@@ -50,6 +57,7 @@ __all__ = [
     "set_error",
     "should_skip_model_span",
     "text_part",
+    "tool",
     "tool_call_part",
     "tool_call_response_part",
     "uninstrument",

@@ -145,3 +145,23 @@ def claim_tool_call_id(names: tuple[str, ...], arguments: Any) -> str | None:
     if ledger is None:
         return None
     return ledger.claim(names, arguments)
+
+
+class AgentState:
+    """What the model calls inside an ``agent()`` run report back to it."""
+
+    __slots__ = ("name", "providers")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.providers: set[str] = set()
+
+
+AGENT_STATE: contextvars.ContextVar[AgentState | None] = contextvars.ContextVar(
+    "tracejudge_agent", default=None
+)
+
+
+def current_agent_state() -> AgentState | None:
+    """The innermost running agent's state (``None`` outside ``agent()``)."""
+    return AGENT_STATE.get()

@@ -26,7 +26,11 @@ from opentelemetry.util.types import AttributeValue
 
 from tracejudge import semconv
 from tracejudge.instrumentation._content import ContentStats
-from tracejudge.instrumentation._context import PendingToolCall, record_requested_tool_calls
+from tracejudge.instrumentation._context import (
+    AGENT_STATE,
+    PendingToolCall,
+    record_requested_tool_calls,
+)
 from tracejudge.instrumentation._runtime import Runtime
 
 _METRIC_KEYS: Final = (
@@ -142,6 +146,9 @@ class ModelCallTelemetry:
                 attributes[semconv.SERVER_PORT] = server_port
                 metric[semconv.SERVER_PORT] = server_port
         self.metric_attributes = metric
+        agent_state = AGENT_STATE.get()
+        if agent_state is not None:
+            agent_state.providers.add(provider)
         name = f"{operation} {request_model}" if request_model else operation
         self.span = runtime.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
         self.start = time.perf_counter()

@@ -93,25 +93,29 @@ class MethodPatches:
                 setattr(owner, attr, original)
 
 
-def wrapped_by_other_instrumentor(func: Any) -> str | None:
-    """Name the foreign GenAI instrumentor that already wraps ``func``, if any.
+def wrapped_by_other_instrumentor(func: Any, sdk_package: str) -> str | None:
+    """Name the foreign instrumentor that already wraps ``func``, if any.
 
     The cheap check, done once at patch time: wrapt-based instrumentors
     (opentelemetry-instrumentation-openai-v2, OpenLLMetry, OpenInference) leave a
-    ``wrapt.FunctionWrapper`` (or ``BoundFunctionWrapper``) whose ``__wrapped__`` is the
-    SDK function; ``functools.wraps`` wrappers also expose ``__wrapped__``. Any wrapper
-    that is not ours means another instrumentation sits on the method.
+    ``wrapt`` proxy on the method; ``functools.wraps`` wrappers expose ``__wrapped__``
+    and are foreign when their code lives outside the SDK package (the SDKs wrap their
+    own methods too, e.g. OpenAI's ``required_args``).
     """
     if getattr(func, WRAPPED_MARK, None) is not None:
         return None
+    cls_module = type(func).__module__ or ""
+    if cls_module.startswith("wrapt"):
+        wrapper = getattr(func, "_self_wrapper", None)
+        return str(getattr(wrapper, "__module__", None) or cls_module)
     if getattr(func, "__wrapped__", None) is None:
         return None
-    module = type(func).__module__ or ""
-    if module.startswith("wrapt"):
-        wrapper = getattr(func, "_self_wrapper", None)
-        origin = getattr(wrapper, "__module__", None) or module
-        return str(origin)
-    return str(getattr(func, "__module__", None) or "unknown wrapper")
+    code = getattr(func, "__code__", None)
+    filename = str(getattr(code, "co_filename", ""))
+    marker = f"{sdk_package}/"
+    if marker in filename.replace("\\", "/"):
+        return None
+    return filename or "an unknown wrapper"
 
 
 # --- registry -------------------------------------------------------------------

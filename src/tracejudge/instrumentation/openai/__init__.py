@@ -1,0 +1,198 @@
+"""OpenAI patcher: ``chat.completions.create``, ``responses.create``, ``embeddings.create``.
+
+Why these methods (on the resource classes, sync and async): they are the public entry
+points every higher-level helper funnels into. ``chat.completions.stream()`` and
+``responses.stream()`` call ``create(stream=True)``; ``with_raw_response`` wraps the bound
+``create``; so one wrapper per method covers streams, helpers and raw responses without
+touching the SDK's private request path.
+
+Per call the wrapper does: the duplicate-span check, one ``ModelCallTelemetry`` (span
+started with precomputed attribute keys), the SDK call with the span current, then the
+result translation inside the runtime's guard, so a telemetry bug can never turn a
+successful SDK call into an exception (unless ``raise_internal_errors``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Final
+
+from tracejudge.instrumentation._context import should_skip_model_span
+from tracejudge.instrumentation._genai import ModelCallTelemetry
+from tracejudge.instrumentation._patcher import (
+    MethodPatches,
+    sdk_importable,
+    warn_once,
+    wrapped_by_other_instrumentor,
+)
+from tracejudge.instrumentation._runtime import Runtime
+from tracejudge.instrumentation.openai import _chat, _embeddings, _responses
+from tracejudge.instrumentation.openai._stream import AsyncStream, StreamState, SyncStream
+
+__all__ = ["OpenAIPatcher"]
+
+_RAW_HEADER: Final = "X-Stainless-Raw-Response"
+
+Start = Callable[[Runtime, Any, dict[str, Any]], ModelCallTelemetry]
+Finish = Callable[[ModelCallTelemetry, Any], None]
+
+
+class _Endpoint:
+    """How to start/finish one endpoint's span and accumulate its stream."""
+
+    __slots__ = ("accumulator", "finish", "start")
+
+    def __init__(self, start: Start, finish: Finish, accumulator: Callable[[], Any] | None) -> None:
+        self.start = start
+        self.finish = finish
+        self.accumulator = accumulator
+
+
+_CHAT = _Endpoint(_chat.start, _chat.finish, _chat.ChatStreamAccumulator)
+_RESPONSES = _Endpoint(_responses.start, _responses.finish, _responses.ResponsesStreamAccumulator)
+_EMBEDDINGS = _Endpoint(_embeddings.start, _embeddings.finish, None)
+
+# (module, sync class, async class, method, endpoint)
+_TARGETS: Final = (
+    ("openai.resources.chat.completions.completions", "Completions", "AsyncCompletions", _CHAT),
+    ("openai.resources.responses.responses", "Responses", "AsyncResponses", _RESPONSES),
+    ("openai.resources.embeddings", "Embeddings", "AsyncEmbeddings", _EMBEDDINGS),
+)
+
+
+class OpenAIPatcher:
+    """The ``Patcher`` for the ``openai`` SDK (v1 and later)."""
+
+    name = "openai"
+
+    def __init__(self) -> None:
+        self._patches = MethodPatches()
+
+    def available(self) -> bool:
+        """True when the ``openai`` package is importable."""
+        return sdk_importable("openai")
+
+    def patch(self, runtime: Runtime) -> None:
+        """Wrap ``create`` on the sync and async resource classes."""
+        import importlib
+
+        for module_name, sync_cls, async_cls, endpoint in _TARGETS:
+            module = importlib.import_module(module_name)
+            for cls_name, make in ((sync_cls, _sync_wrapper), (async_cls, _async_wrapper)):
+                owner = getattr(module, cls_name)
+                current = owner.__dict__.get("create") or owner.create
+                foreign = wrapped_by_other_instrumentor(current, "openai")
+                if foreign is not None:
+                    warn_once(
+                        f"openai:{cls_name}.create",
+                        f"{cls_name}.create is already wrapped by {foreign}; tracejudge leaves "
+                        "it to that instrumentor to avoid duplicate spans",
+                    )
+                    continue
+                self._patches.patch_method(
+                    owner, "create", functools.partial(make, runtime=runtime, endpoint=endpoint)
+                )
+
+    def unpatch(self) -> None:
+        """Restore the original ``create`` methods."""
+        self._patches.restore()
+
+
+def _begin(runtime: Runtime, endpoint: _Endpoint, resource: Any, kwargs: dict[str, Any]) -> Any:
+    """Start the call's telemetry, or return None (skip) without raising."""
+    if should_skip_model_span():
+        return None
+    try:
+        call = endpoint.start(runtime, resource, kwargs)
+        call.activate()
+        return call
+    except Exception as exc:
+        runtime.internal_error(exc)
+        if runtime.raise_internal_errors:
+            raise
+        return None
+
+
+def _raw_mode(kwargs: dict[str, Any]) -> str | None:
+    headers = kwargs.get("extra_headers")
+    if not headers:
+        return None
+    value = headers.get(_RAW_HEADER) if isinstance(headers, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _after(
+    runtime: Runtime,
+    endpoint: _Endpoint,
+    call: ModelCallTelemetry,
+    result: Any,
+    kwargs: dict[str, Any],
+    stream_type: type[SyncStream] | type[AsyncStream],
+) -> Any:
+    """Record a returned result; returns what the caller gets (maybe a wrapped stream)."""
+    try:
+        raw = _raw_mode(kwargs)
+        streaming = kwargs.get("stream") is True
+        if raw == "stream" or (raw == "raw" and streaming):
+            # The body is the caller's to read; we cannot see it without consuming it.
+            call.end()
+            return result
+        if raw == "raw":
+            endpoint.finish(call, result.parse())  # parse() caches: the caller gets the same
+            call.end()
+            return result
+        if streaming and endpoint.accumulator is not None:
+            return stream_type(result, StreamState(runtime, call, endpoint.accumulator()))
+        endpoint.finish(call, result)
+        call.end()
+        return result
+    except Exception as exc:
+        runtime.internal_error(exc)
+        if not call.ended:
+            call.end()
+        if runtime.raise_internal_errors:
+            raise
+        return result
+
+
+def _sync_wrapper(
+    original: Callable[..., Any], *, runtime: Runtime, endpoint: _Endpoint
+) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def create(self: Any, *args: Any, **kwargs: Any) -> Any:
+        call = _begin(runtime, endpoint, self, kwargs)
+        if call is None:
+            return original(self, *args, **kwargs)
+        try:
+            result = original(self, *args, **kwargs)
+        except BaseException as exc:
+            call.deactivate()
+            with runtime.guard:
+                call.fail(exc)
+            raise
+        call.deactivate()
+        return _after(runtime, endpoint, call, result, kwargs, SyncStream)
+
+    return create
+
+
+def _async_wrapper(
+    original: Callable[..., Any], *, runtime: Runtime, endpoint: _Endpoint
+) -> Callable[..., Any]:
+    @functools.wraps(original)
+    async def create(self: Any, *args: Any, **kwargs: Any) -> Any:
+        call = _begin(runtime, endpoint, self, kwargs)
+        if call is None:
+            return await original(self, *args, **kwargs)
+        try:
+            result = await original(self, *args, **kwargs)
+        except BaseException as exc:
+            call.deactivate()
+            with runtime.guard:
+                call.fail(exc)
+            raise
+        call.deactivate()
+        return _after(runtime, endpoint, call, result, kwargs, AsyncStream)
+
+    return create

@@ -1,0 +1,112 @@
+"""Small translation helpers shared by the OpenAI chat, responses and embeddings code.
+
+Why separate: the request-parameter table and the "dict or SDK object" accessor are used
+on every call; keeping them here (precomputed, allocation-light) keeps the per-call
+overhead of the patch small and the endpoint modules short.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from opentelemetry.util.types import AttributeValue
+
+from tracejudge import semconv
+
+PROVIDER: Final = "openai"
+
+
+def get(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj[name]`` for dicts (request params), ``obj.name`` for SDK models."""
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def parse_arguments(raw: Any) -> Any:
+    """The model's tool-call arguments as JSON data when they parse, else the raw text."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def server_of(resource: Any) -> tuple[str | None, int | None]:
+    """``server.address``/``server.port`` from the resource's client ``base_url``."""
+    client = getattr(resource, "_client", None)
+    url = getattr(client, "base_url", None)
+    if url is None:
+        return None, None
+    host = getattr(url, "host", None)
+    port = getattr(url, "port", None)
+    if port is None:
+        scheme = getattr(url, "scheme", "https")
+        port = 443 if scheme == "https" else 80
+    return (str(host) if host else None), port
+
+
+# (kwarg, attribute key, kind) for plain numeric/string request parameters.
+_NUMBER: Final = 0
+_INT: Final = 1
+_STR: Final = 2
+
+CHAT_PARAMS: Final[tuple[tuple[str, str, int], ...]] = (
+    ("max_tokens", semconv.GEN_AI_REQUEST_MAX_TOKENS, _INT),
+    ("max_completion_tokens", semconv.GEN_AI_REQUEST_MAX_TOKENS, _INT),
+    ("temperature", semconv.GEN_AI_REQUEST_TEMPERATURE, _NUMBER),
+    ("top_p", semconv.GEN_AI_REQUEST_TOP_P, _NUMBER),
+    ("frequency_penalty", semconv.GEN_AI_REQUEST_FREQUENCY_PENALTY, _NUMBER),
+    ("presence_penalty", semconv.GEN_AI_REQUEST_PRESENCE_PENALTY, _NUMBER),
+    ("seed", semconv.GEN_AI_REQUEST_SEED, _INT),
+    ("reasoning_effort", semconv.GEN_AI_REQUEST_REASONING_LEVEL, _STR),
+    ("service_tier", semconv.OPENAI_REQUEST_SERVICE_TIER, _STR),
+)
+
+RESPONSES_PARAMS: Final[tuple[tuple[str, str, int], ...]] = (
+    ("max_output_tokens", semconv.GEN_AI_REQUEST_MAX_TOKENS, _INT),
+    ("temperature", semconv.GEN_AI_REQUEST_TEMPERATURE, _NUMBER),
+    ("top_p", semconv.GEN_AI_REQUEST_TOP_P, _NUMBER),
+    ("previous_response_id", semconv.GEN_AI_REQUEST_PREVIOUS_RESPONSE_ID, _STR),
+    ("service_tier", semconv.OPENAI_REQUEST_SERVICE_TIER, _STR),
+    ("conversation", semconv.GEN_AI_CONVERSATION_ID, _STR),
+)
+
+
+def request_attributes(
+    kwargs: dict[str, Any], table: tuple[tuple[str, str, int], ...]
+) -> dict[str, AttributeValue]:
+    """Request attributes from keyword arguments; SDK ``omit``/``NOT_GIVEN`` are skipped
+    because they are none of int/float/str."""
+    attrs: dict[str, AttributeValue] = {}
+    for kwarg, key, kind in table:
+        value = kwargs.get(kwarg)
+        if value is None:
+            continue
+        if kind == _STR:
+            if isinstance(value, str):
+                attrs[key] = value
+        elif isinstance(value, bool):
+            continue
+        elif kind == _INT:
+            if isinstance(value, int):
+                attrs[key] = value
+        elif isinstance(value, (int, float)):
+            attrs[key] = float(value)
+    return attrs
+
+
+def usage_extra(
+    usage: Any, cached_path: tuple[str, str], reasoning_path: tuple[str, str]
+) -> dict[str, AttributeValue]:
+    """Cache-read and reasoning token subsets when the usage object reports them."""
+    extra: dict[str, AttributeValue] = {}
+    cached = get(get(usage, cached_path[0]), cached_path[1])
+    if isinstance(cached, int) and cached:
+        extra[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cached
+    reasoning = get(get(usage, reasoning_path[0]), reasoning_path[1])
+    if isinstance(reasoning, int) and reasoning:
+        extra[semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = reasoning
+    return extra

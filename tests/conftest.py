@@ -1,0 +1,92 @@
+"""Shared pytest fixtures: per-test OTel providers, a fake clock, the cassette replay server.
+
+Why here: every suite that checks spans needs the same deterministic set-up; keeping it
+in one generic place (no tracejudge specifics beyond ``instrument``) avoids drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import opentelemetry.sdk.trace as sdk_trace
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from support.otel import FakeClock, make_meter_provider, make_tracer_provider
+from support.replay import ReplayServer
+
+
+@pytest.fixture
+def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """Span start/end times advance 1 ms per reading (deterministic timestamps)."""
+    clock = FakeClock()
+    monkeypatch.setattr(sdk_trace, "time_ns", clock)
+    return clock
+
+
+@pytest.fixture
+def otel_traces() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
+    """A private TracerProvider (sequential ids) exporting to memory."""
+    provider, exporter = make_tracer_provider()
+    yield provider, exporter
+    provider.shutdown()
+
+
+@pytest.fixture
+def span_exporter(otel_traces: tuple[TracerProvider, InMemorySpanExporter]) -> InMemorySpanExporter:
+    """The in-memory exporter of ``otel_traces``."""
+    return otel_traces[1]
+
+
+@pytest.fixture
+def tracer_provider(otel_traces: tuple[TracerProvider, InMemorySpanExporter]) -> TracerProvider:
+    """The TracerProvider of ``otel_traces``."""
+    return otel_traces[0]
+
+
+@pytest.fixture
+def otel_metrics() -> Iterator[tuple[MeterProvider, InMemoryMetricReader]]:
+    """A private MeterProvider read on demand."""
+    provider, reader = make_meter_provider()
+    yield provider, reader
+    provider.shutdown()
+
+
+@pytest.fixture
+def replay() -> Iterator[Callable[..., ReplayServer]]:
+    """Factory: ``replay("openai/x.yaml", ..., sequential=False)`` -> a started server.
+
+    Servers are stopped after the test.
+    """
+    servers: list[ReplayServer] = []
+
+    def start(*cassettes: str | Path, sequential: bool = False) -> ReplayServer:
+        server = ReplayServer(cassettes, sequential=sequential).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def instrumented(
+    tracer_provider: TracerProvider,
+    otel_metrics: tuple[MeterProvider, InMemoryMetricReader],
+) -> Iterator[None]:
+    """``tracejudge.instrument()`` on the test providers, content on, errors raised."""
+    import tracejudge
+
+    tracejudge.instrument(
+        tracer_provider=tracer_provider,
+        meter_provider=otel_metrics[0],
+        capture_content="SPAN_ONLY",
+        raise_internal_errors=True,
+    )
+    yield
+    tracejudge.uninstrument()

@@ -1,0 +1,1 @@
+"""Shared test support: the cassette replay server and span helpers (no test cases)."""
