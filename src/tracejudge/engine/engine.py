@@ -89,7 +89,7 @@ class Engine:
             outcomes.append(
                 RuleOutcome(rule.id, rule.layer, result, span, score, clip_explanation(expl))
             )
-        findings.sort(key=_order(len(run.steps)))
+        findings.sort(key=_order(len(run.steps), run.root_span_id.lower()))
         hard = any(f.severity == "fail" for f in findings)
         overall: Overall = "fail" if hard else "warn" if findings else "pass"
         return Verdict(
@@ -136,15 +136,22 @@ def _finding(rule: Rule, item: Item) -> Finding:
     )
 
 
-def _order(n_steps: int) -> Callable[[Finding], tuple[int, int, int, int]]:
-    """Primary first: hard before soft, failures before missing evidence, then earliest step."""
+def _order(n_steps: int, root: str) -> Callable[[Finding], tuple[int, int, int, int, int]]:
+    """Primary first: hard before soft, failures before missing evidence, then earliest step.
 
-    def key(f: Finding) -> tuple[int, int, int, int]:
+    At the same step, a finding about something that happened (it cites a span of its
+    own, e.g. the final answer) comes before an absence (a missing call cites the root):
+    the claim made in the answer is what the user saw. Python's stable sort keeps rule
+    order for the remaining ties.
+    """
+
+    def key(f: Finding) -> tuple[int, int, int, int, int]:
         step = f.step_index if f.step_index is not None else n_steps + 1
         return (
             0 if f.severity == "fail" else 1,
             1 if f.code.startswith("F-EVIDENCE-") else 0,
             step,
+            1 if f.span_ids == (root,) else 0,
             _LAYER_RANK.get(f.layer, 9),
         )
 

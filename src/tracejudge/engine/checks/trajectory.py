@@ -118,7 +118,9 @@ class Binding:
         sources: dict[str, Path | None],
         any_lookup: bool,
         label: str,
+        target_label: str = "",
     ) -> None:
+        self.target_label = target_label or (target_path.source if target_path else "")
         self.target = target
         self.target_path = target_path
         self.sources = sources
@@ -196,8 +198,8 @@ class Binding:
         report.fail(
             "F-ACTION-ARG-ENTITY_BINDING",
             sid,
-            f"{call.name} {self.target_path.source}={shown} is not an entity a prior successful "
-            f"{self.label} returned (candidates: {short(sorted(candidates)[:5])})",
+            f"{call.name} {self.target_label}={shown} is not among the entities a prior "
+            f"successful {self.label} returned (qualifying: {short(sorted(candidates)[:5])})",
             i,
         )
 
@@ -443,7 +445,10 @@ def build_entity_binding(
         return None
     args_target = c.path(f"{path}.argument", f"args.{p['argument']}")
     label = src.get("tool", "lookup")
-    return Binding(p["tool"], args_target, sources, "tool" not in src, label)
+    src_path = sources.get(label)
+    if src_path is not None:
+        label = f"{label} at {src_path.source}"
+    return Binding(p["tool"], args_target, sources, "tool" not in src, label, p["argument"])
 
 
 def build_precedence(

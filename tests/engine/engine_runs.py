@@ -1,0 +1,115 @@
+"""Builders for ``Run`` objects used by the engine tests (runs are built directly, no spans)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+from tracejudge.model.run import ModelCall, Run, Step, ToolCall
+
+T0 = 1_700_000_000_000_000_000
+STEP_NS = 10_000_000  # 10 ms per step
+
+
+def tool(
+    name: str,
+    args: Any = None,
+    result: Any = None,
+    *,
+    status: Literal["ok", "error", "unset"] = "ok",
+    error_type: str | None = None,
+    approval: bool | None = None,
+    idem: str | None = None,
+    args_json: bool = True,
+) -> ToolCall:
+    """One tool execution; span id and times are filled in by ``make_run``."""
+    return ToolCall(
+        span_id="",
+        name=name,
+        arguments=args,
+        arguments_is_json=args_json,
+        result=result,
+        status=status,
+        error_type=error_type if error_type or status != "error" else "ToolError",
+        approval_granted=approval,
+        idempotency_key=idem,
+    )
+
+
+def model(name: str = "gpt-4o-mini", tin: int | None = 100, tout: int | None = 20) -> ModelCall:
+    """One chat model call."""
+    return ModelCall(
+        span_id="",
+        operation="chat",
+        request_model=name,
+        response_model=name,
+        input_tokens=tin,
+        output_tokens=tout,
+        status="ok",
+    )
+
+
+def span(i: int) -> str:
+    """The span id ``make_run`` gives step ``i``."""
+    return f"{i + 1:016x}"
+
+
+ROOT = "00000000000000ff"
+FINAL = "00000000000000fe"
+
+
+def make_run(steps: list[Step], answer: str | None = "Done.", **kw: Any) -> Run:
+    """A run with sequential span ids (``span(i)``), 10 ms per step, root ``ROOT``."""
+    steps = [copy.copy(s) for s in steps]
+    for i, s in enumerate(steps):
+        s.span_id = span(i)
+        s.start_ns = T0 + i * STEP_NS
+        s.end_ns = T0 + (i + 1) * STEP_NS
+    fields: dict[str, Any] = {
+        "trace_id": "0af7651916cd43dd8448eb211c80319c",
+        "root_span_id": ROOT,
+        "agent_name": "support-agent",
+        "steps": steps,
+        "final_answer": answer,
+        "final_answer_span_id": FINAL if answer is not None else None,
+        "start_ns": T0,
+        "end_ns": T0 + (len(steps) + 1) * STEP_NS,
+    }
+    fields.update(kw)
+    return Run(**fields)
+
+
+ORDERS = {
+    "orders": [
+        {"id": "A-100", "amount": 40.0, "is_duplicate": False},
+        {"id": "B-200", "amount": 40.0, "is_duplicate": True},
+    ]
+}
+GOOD_ANSWER = (
+    "I've issued a refund of $40.00 for the duplicate charge on order B-200 "
+    "(refund id re_ABC12345). It should be on its way within 3-5 business days."
+)
+
+
+def refund_run(variant: str = "healthy") -> Run:
+    """The duplicate-charge refund case: healthy, no_refund, wrong_order or half_amount."""
+    order_id = "A-100" if variant == "wrong_order" else "B-200"
+    amount = 20.0 if variant == "half_amount" else 40.0
+    steps: list[Step] = [
+        model(),
+        tool("lookup_order", {"customer_id": "u1"}, ORDERS),
+        model(),
+        tool("check_policy", {"order_id": order_id}, {"approved": True}),
+        model(),
+    ]
+    if variant != "no_refund":
+        steps += [
+            tool(
+                "refund_api.create",
+                {"order_id": order_id, "amount": amount, "idempotency_key": "k-1"},
+                {"id": "re_ABC12345", "status": "succeeded"},
+            ),
+            tool("send_email", {"to": "u1", "body": "Your refund is on its way."}, {"sent": True}),
+        ]
+    steps.append(model())
+    return make_run(steps, GOOD_ANSWER, case_id="dup-charge-1", user_id="u1")
