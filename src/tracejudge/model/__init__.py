@@ -8,10 +8,12 @@ Public entry points (everything else in this package is internal):
 - ``json_to_proto``: OTLP/JSON -> ``ExportTraceServiceRequest`` (the collector buffers and
   forwards protobuf);
 - ``load_spans`` / ``load_traces``: trace files (.json, .jsonl, .pb, gzipped);
-- ``group_by_trace``;
+- ``build_runs``: the spans of one trace -> its ``Run`` s (what the engine judges);
+- ``group_by_trace``: spans -> ``{trace_id: spans}``;
 - ``OtlpDecodeError``: the one error every decoder raises for malformed input.
 """
 
+from tracejudge.model.build import build_runs
 from tracejudge.model.decode_json import json_to_proto, spans_from_json
 from tracejudge.model.decode_proto import (
     span_from_proto,
@@ -33,6 +35,7 @@ __all__ = [
     "SpanRecord",
     "Step",
     "ToolCall",
+    "build_runs",
     "group_by_trace",
     "json_to_proto",
     "load_spans",

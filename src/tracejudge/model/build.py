@@ -1,0 +1,376 @@
+"""The run builder: the spans of one trace -> the agent runs the engine judges.
+
+One run per root ``invoke_agent`` span (an agent span with no agent ancestor; sub-agents
+belong to the outer run), or one run for the whole trace when there is no agent span.
+Steps are the run's model calls and tool executions ordered by start time (ties: end
+time, then span id), so the order is the same however the spans arrived.
+
+Traces are messy: spans get duplicated by retrying exporters, parents go missing when a
+service drops its spans, clock or id bugs make parent links loop, and crashed processes
+leave spans without an end. None of that raises here. Each problem is handled in one
+documented way and written to ``Run.notes`` so rules can say "insufficient evidence"
+instead of passing silently:
+
+- duplicate span id: the first copy is kept;
+- parent id not in the trace (orphan): the span is treated as a root (its subtree is still
+  judged; inside a whole-trace run it is one more top-level span);
+- parent cycle: the link into the cycle's earliest span (by start time, then id) is cut
+  and that span becomes a root;
+- no end time: the span is kept and ordered as if it ended when it started;
+- spans outside every agent run (when the trace has agent spans): not judged, but listed.
+
+Tool executions the model asked for but no span records are inferred: when a model call
+requested tool call X, no ``execute_tool`` span has ``gen_ai.tool.call.id`` X, and a later
+model call's input carries a ``tool_call_response`` for X, a ``ToolCall(inferred=True)``
+is placed just before that later call (``span_id`` = the later call's span).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from tracejudge import semconv as sc
+from tracejudge.model.files import group_by_trace
+from tracejudge.model.messages import (
+    ROLE_ASSISTANT,
+    last_assistant_text,
+    normalize_messages,
+    parse_json_text,
+    tool_responses,
+)
+from tracejudge.model.run import ModelCall, Run, Step, ToolCall
+from tracejudge.model.spans import SpanRecord
+from tracejudge.model.steps import (
+    TRACELOOP_AGENT,
+    classify,
+    inferred_result_error,
+    model_call_from_span,
+    tool_call_from_span,
+)
+
+__all__ = ["build_runs", "group_by_trace"]
+
+_MAX_LISTED = 5
+_OP = sc.GenAiOperationNameValues
+
+
+def _end(span: SpanRecord) -> int:
+    return span.end_ns if span.end_ns >= span.start_ns else span.start_ns
+
+
+def _key(span: SpanRecord) -> tuple[int, int, str]:
+    return (span.start_ns, _end(span), span.span_id)
+
+
+def _step_key(step: Step) -> tuple[int, int, str]:
+    end = step.end_ns if step.end_ns >= step.start_ns else step.start_ns
+    return (step.start_ns, end, step.span_id)
+
+
+def _listed(ids: Sequence[str]) -> str:
+    shown = ", ".join(ids[:_MAX_LISTED])
+    return shown + (f" (+{len(ids) - _MAX_LISTED} more)" if len(ids) > _MAX_LISTED else "")
+
+
+class _Trace:
+    """One trace's spans with a repaired parent forest and per-span evidence notes."""
+
+    def __init__(self, spans: Iterable[SpanRecord]) -> None:
+        self.by_id: dict[str, SpanRecord] = {}
+        self.span_notes: dict[str, list[str]] = {}
+        copies: dict[str, int] = {}
+        for span in spans:
+            if span.span_id in self.by_id:
+                copies[span.span_id] = copies.get(span.span_id, 1) + 1
+            else:
+                self.by_id[span.span_id] = span
+        for sid, count in copies.items():
+            self._note(sid, f"span {sid} appears {count} times; kept the first copy")
+        self.parent: dict[str, str | None] = {}
+        for sid, span in self.by_id.items():
+            pid = span.parent_span_id
+            if pid is not None and pid not in self.by_id:
+                self._note(
+                    sid,
+                    f"span {sid} ({span.name}): parent {pid} is missing from the trace; "
+                    "treated as a root",
+                )
+                pid = None
+            self.parent[sid] = pid
+            if span.end_ns == 0 or span.end_ns < span.start_ns:
+                self._note(sid, f"span {sid} ({span.name}) has no valid end time (unfinished?)")
+        self._break_cycles()
+        self.children: dict[str, list[str]] = {}
+        self.roots: list[str] = []
+        for sid in sorted(self.by_id, key=lambda s: _key(self.by_id[s])):
+            pid = self.parent[sid]
+            if pid is None:
+                self.roots.append(sid)
+            else:
+                self.children.setdefault(pid, []).append(sid)
+
+    def _note(self, sid: str, text: str) -> None:
+        self.span_notes.setdefault(sid, []).append(text)
+
+    def _break_cycles(self) -> None:
+        state: dict[str, int] = {}  # 1: on the current walk, 2: resolved
+        for start in sorted(self.by_id):
+            chain: list[str] = []
+            cur: str | None = start
+            while cur is not None and cur not in state:
+                state[cur] = 1
+                chain.append(cur)
+                cur = self.parent[cur]
+            if cur is not None and state[cur] == 1:
+                cycle = chain[chain.index(cur) :]
+                cut = min(cycle, key=lambda s: (self.by_id[s].start_ns, s))
+                self.parent[cut] = None
+                self._note(
+                    cut,
+                    f"parent links loop through spans {_listed(sorted(cycle))}; "
+                    f"cut above span {cut}, treated as a root",
+                )
+            for sid in chain:
+                state[sid] = 2
+
+    def walk(self, root: str) -> list[str]:
+        """The subtree of ``root`` (pre-order, children by start time)."""
+        out: list[str] = []
+        stack = [root]
+        while stack:
+            sid = stack.pop()
+            out.append(sid)
+            stack.extend(reversed(self.children.get(sid, [])))
+        return out
+
+    def agent_roots(self) -> tuple[dict[str, list[str]], list[str]]:
+        """Spans of each outermost agent span, and the spans outside every agent."""
+        runs: dict[str, list[str]] = {}
+        outside: list[str] = []
+        stack: list[tuple[str, str | None]] = [(r, None) for r in reversed(self.roots)]
+        while stack:
+            sid, owner = stack.pop()
+            if owner is None and classify(self.by_id[sid]) == "agent":
+                owner = sid
+                runs[sid] = []
+            if owner is None:
+                outside.append(sid)
+            else:
+                runs[owner].append(sid)
+            stack.extend((c, owner) for c in reversed(self.children.get(sid, [])))
+        return runs, outside
+
+
+def build_runs(spans: Sequence[SpanRecord]) -> list[Run]:
+    """Build the runs of one trace's spans (see the module docstring for the rules).
+
+    Spans of several traces are accepted too: each trace is built on its own and the runs
+    are returned trace by trace (first-seen order). Never raises on bad evidence.
+    """
+    if not spans:
+        return []
+    traces = group_by_trace(spans)
+    if len(traces) > 1:
+        return [run for group in traces.values() for run in _build_trace(group)]
+    return _build_trace(spans)
+
+
+def _build_trace(spans: Sequence[SpanRecord]) -> list[Run]:
+    trace = _Trace(spans)
+    runs_spans, outside = trace.agent_roots()
+    if not runs_spans:
+        root = trace.roots[0]
+        everything = [sid for r in trace.roots for sid in trace.walk(r)]
+        run = _build_run(trace, root, everything, agent=False)
+        if len(trace.roots) > 1:
+            run.notes.append(
+                f"trace has {len(trace.roots)} root spans and no agent span; judged as one run "
+                f"rooted at the earliest ({root})"
+            )
+        return [run]
+    runs = [_build_run(trace, root, ids, agent=True) for root, ids in runs_spans.items()]
+    runs.sort(key=lambda r: _key(trace.by_id[r.root_span_id]))
+    if outside:
+        outside_sorted = sorted(outside, key=lambda s: _key(trace.by_id[s]))
+        stepish = [s for s in outside_sorted if classify(trace.by_id[s]) in ("model", "tool")]
+        text = (
+            f"{len(outside)} span(s) of this trace are outside every agent run and were not "
+            f"judged: {_listed(outside_sorted)}"
+        )
+        if stepish:
+            text += f"; model/tool spans among them: {_listed(stepish)}"
+        for run in runs:
+            run.notes.append(text)
+    return runs
+
+
+def _lookup(root: SpanRecord, ordered: list[SpanRecord], *keys: str) -> Any:
+    """An identity attribute: the root span, then its resource, then any span of the run."""
+    for source in (root.attributes, root.resource):
+        for key in keys:
+            value = source.get(key)
+            if value is not None and value != "":
+                return value
+    for span in ordered:
+        for key in keys:
+            value = span.attributes.get(key)
+            if value is not None and value != "":
+                return value
+    return None
+
+
+def _s(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _build_run(trace: _Trace, root_id: str, ids: list[str], *, agent: bool) -> Run:
+    root = trace.by_id[root_id]
+    ordered = sorted((trace.by_id[s] for s in ids), key=_key)
+    notes: list[str] = []
+    for span in ordered:
+        notes.extend(trace.span_notes.get(span.span_id, []))
+    steps: list[Step] = []
+    for span in ordered:
+        role = classify(span)
+        if role == "model":
+            steps.append(model_call_from_span(span, notes))
+        elif role == "tool":
+            steps.append(tool_call_from_span(span, notes))
+    steps.sort(key=_step_key)
+    steps = _infer_tool_calls(steps, notes)
+    run = Run(
+        trace_id=root.trace_id,
+        root_span_id=root_id,
+        steps=steps,
+        start_ns=min(s.start_ns for s in ordered) if not agent else root.start_ns,
+        end_ns=max(_end(s) for s in ordered),
+        root_attributes=root.attributes,
+        spans=ordered,
+        notes=notes,
+    )
+    tl_agent_name = (
+        sc.FOREIGN_TRACELOOP_ENTITY_NAME
+        if root.attributes.get(sc.FOREIGN_TRACELOOP_SPAN_KIND) == TRACELOOP_AGENT
+        else sc.GEN_AI_AGENT_NAME
+    )
+    run.agent_name = _s(
+        _lookup(root, ordered, sc.GEN_AI_AGENT_NAME, sc.FOREIGN_AGENT_NAME, tl_agent_name)
+    )
+    run.agent_id = _s(_lookup(root, ordered, sc.GEN_AI_AGENT_ID))
+    run.agent_version = _s(_lookup(root, ordered, sc.GEN_AI_AGENT_VERSION))
+    run.run_id = _s(_lookup(root, ordered, sc.TRACEJUDGE_RUN_ID))
+    run.case_id = _s(_lookup(root, ordered, sc.TRACEJUDGE_CASE_ID))
+    run.experiment_id = _s(_lookup(root, ordered, sc.TRACEJUDGE_EXPERIMENT_ID))
+    run.variant_id = _s(_lookup(root, ordered, sc.TRACEJUDGE_VARIANT_ID))
+    run.user_id = _s(_lookup(root, ordered, sc.USER_ID))
+    run.tenant_id = _s(_lookup(root, ordered, sc.TRACEJUDGE_TENANT_ID))
+    _final_answer(run, root if agent else None, notes)
+    return run
+
+
+def _infer_tool_calls(steps: list[Step], notes: list[str]) -> list[Step]:
+    """Add the tool executions that only the model calls' messages show (see module doc)."""
+    models = [s for s in steps if isinstance(s, ModelCall)]
+    observed = {s.call_id for s in steps if isinstance(s, ToolCall) and s.call_id}
+    before: dict[str, list[ToolCall]] = {}  # model span id -> inferred calls to put first
+    responses = [tool_responses(m.input_messages) for m in models]
+    for i, model in enumerate(models):
+        for req in model.requested_tool_calls:
+            if req.call_id is None:
+                notes.append(
+                    f"model call {model.span_id} requested tool {req.name} without a call id; "
+                    "its execution cannot be matched"
+                )
+                continue
+            if req.call_id in observed:
+                continue
+            later = next(
+                (j for j in range(i + 1, len(models)) if req.call_id in responses[j]), None
+            )
+            if later is None:
+                notes.append(
+                    f"model call {model.span_id} requested tool {req.name} (call {req.call_id}) "
+                    "but no execution or result was seen"
+                )
+                continue
+            target = models[later]
+            args, is_json = (
+                parse_json_text(req.arguments)
+                if isinstance(req.arguments, str)
+                else (req.arguments, True)
+            )
+            result = responses[later][req.call_id]
+            if isinstance(result, str):
+                result, _ = parse_json_text(result)
+            call = ToolCall(
+                span_id=target.span_id,
+                name=req.name,
+                call_id=req.call_id,
+                arguments=args,
+                arguments_is_json=is_json,
+                result=result,
+                start_ns=model.end_ns if model.end_ns >= model.start_ns else model.start_ns,
+                end_ns=target.start_ns,
+                inferred=True,
+            )
+            flag = inferred_result_error(result)
+            if flag is not None:
+                call.status = "error"
+                call.error_type = "tool_error"
+            notes.append(
+                f"tool {req.name} (call {req.call_id}) has no execute_tool span; inferred from "
+                f"the result in model call {target.span_id}'s input"
+                + (f" (result reports failure: {flag})" if flag else "")
+            )
+            if not is_json:
+                notes.append(f"tool {req.name} (call {req.call_id}): arguments are not JSON")
+            observed.add(req.call_id)
+            before.setdefault(target.span_id, []).append(call)
+    if not before:
+        return steps
+    out: list[Step] = []
+    for step in steps:
+        if isinstance(step, ModelCall) and step.span_id in before:
+            order = list(tool_responses(step.input_messages))
+            inferred = before[step.span_id]
+            inferred.sort(key=lambda c: order.index(c.call_id) if c.call_id in order else 0)
+            out.extend(inferred)
+        out.append(step)
+    return out
+
+
+def _final_answer(run: Run, agent_root: SpanRecord | None, notes: list[str]) -> None:
+    if agent_root is not None:
+        attrs = agent_root.attributes
+        text = last_assistant_text(
+            normalize_messages(attrs.get(sc.GEN_AI_OUTPUT_MESSAGES), ROLE_ASSISTANT)
+        )
+        source = f"final answer: {sc.GEN_AI_OUTPUT_MESSAGES} of agent span {agent_root.span_id}"
+        if text is None:
+            for key in (sc.FOREIGN_OUTPUT_VALUE, sc.FOREIGN_TRACELOOP_ENTITY_OUTPUT):
+                value = attrs.get(key)
+                if isinstance(value, str) and value:
+                    text = value
+                    source = f"final answer: {key} of agent span {agent_root.span_id}"
+                    break
+        if text is not None:
+            run.final_answer = text
+            run.final_answer_span_id = agent_root.span_id
+            notes.append(source)
+            return
+    calls = [m for m in run.model_calls if m.operation != _OP.EMBEDDINGS]
+    if not calls:
+        notes.append("final answer: none (no agent output and no model call)")
+        return
+    last = calls[-1]
+    text = last_assistant_text(last.output_messages)
+    if text is None:
+        notes.append(
+            f"final answer: none (the agent span has no output and the last model call "
+            f"{last.span_id} produced no text)"
+        )
+        return
+    run.final_answer = text
+    run.final_answer_span_id = last.span_id
+    notes.append(f"final answer: output of the last model call {last.span_id}")
