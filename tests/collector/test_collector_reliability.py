@@ -1,0 +1,247 @@
+"""Delivery under failure: retries, permanent errors, back-pressure, SIGTERM and SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from collector_support import (
+    LoopThread,
+    Sink,
+    attrs,
+    make_request,
+    make_span,
+    new_ids,
+    post,
+    wait_for,
+)
+
+from tracejudge import semconv as sc
+from tracejudge.collector import Collector
+
+HERE = Path(__file__).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _trace(with_root: bool = True, n: int = 2) -> tuple[bytes, bytes]:
+    tid, rid = new_ids()
+    spans = [make_span(tid, parent=rid) for _ in range(n - 1)]
+    spans.append(make_span(tid, rid) if with_root else make_span(tid, parent=rid))
+    return tid, make_request(spans).SerializeToString()
+
+
+def test_backend_down_then_up_delivers(
+    lt: LoopThread, collector_factory: Callable[..., Collector]
+) -> None:
+    """A backend outage delays delivery but loses nothing: retries continue until it is back."""
+    port = _free_port()
+    c = collector_factory(forward=[f"http://127.0.0.1:{port}"])
+    tid, body = _trace()
+    assert post(c.http_port, body)[0] == 200
+    assert c.pipeline is not None
+    wait_for(lambda: c.pipeline is not None and c.pipeline.queues[0].failures >= 2, what="retries")
+    late_sink = Sink()
+    lt.run(late_sink.start(http_port=port))
+    try:
+        wait_for(lambda: len(late_sink.spans()) == 2, what="delivery after recovery")
+        assert {s.trace_id for s in late_sink.spans()} == {tid}
+    finally:
+        lt.run(late_sink.stop())
+
+
+@pytest.mark.parametrize("code", [429, 502, 503, 504])
+def test_retryable_http_statuses_are_retried(
+    code: int, collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """429/502/503/504 are retried (honouring Retry-After) until the backend accepts."""
+    sink.fail_http = [code, code]
+    c = collector_factory()
+    post(c.http_port, _trace()[1])
+    wait_for(lambda: len(sink.spans()) == 2, what="delivery after retries")
+    assert sink.attempts == 3
+    assert c.stats.spans["dropped"] == 0
+
+
+def test_permanent_error_drops_and_counts(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """A 400 from the backend is not retried (it would wedge the queue); it is counted."""
+    sink.fail_http = [400]
+    c = collector_factory()
+    post(c.http_port, _trace()[1])
+    wait_for(lambda: c.stats.spans["dropped"] == 2, what="dropped count")
+    post(c.http_port, _trace()[1])
+    wait_for(lambda: len(sink.spans()) == 2, what="next trace delivered")
+
+
+def test_grpc_unavailable_is_retried(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """gRPC UNAVAILABLE is retryable; the payload arrives once the backend recovers."""
+    sink.fail_grpc = [grpc.StatusCode.UNAVAILABLE]
+    c = collector_factory(forward=[sink.grpc_url])
+    post(c.http_port, _trace()[1])
+    wait_for(lambda: len(sink.spans()) == 2, what="gRPC delivery")
+    assert sink.attempts == 2
+
+
+def test_slow_backend_does_not_block_receivers(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """A slow backend only delays forwarding; clients keep getting fast answers."""
+    sink.delay = 0.5
+    c = collector_factory()
+    started = time.monotonic()
+    for _ in range(5):
+        assert post(c.http_port, _trace()[1])[0] == 200
+        time.sleep(0.05)
+    assert time.monotonic() - started < 1.5
+    wait_for(lambda: len(sink.spans()) == 10, what="all traces")
+
+
+def test_full_forward_queue_pushes_back(
+    lt: LoopThread, collector_factory: Callable[..., Collector]
+) -> None:
+    """With the backend down, the forward queue fills and receivers answer 503 instead of
+    growing memory without bound."""
+    port = _free_port()
+    c = collector_factory(forward=[f"http://127.0.0.1:{port}"], max_queue_bytes=1)
+    assert post(c.http_port, _trace()[1])[0] == 200
+    wait_for(lambda: c.pipeline is not None and c.pipeline.queue_depth() == 2, what="queued")
+    status, headers, _ = post(c.http_port, _trace()[1])
+    assert status == 503
+    assert "retry-after" in headers
+
+
+def test_trace_over_span_limit_is_judged_once_and_forwarded_whole(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """A 100,000-span trace stays within memory bounds: it is judged at the span limit and
+    the rest is forwarded as late spans with that verdict; nothing is lost."""
+    c = collector_factory(max_spans_per_trace=5_000, decision_wait_after_root=0.2)
+    tid, rid = new_ids()
+    sent = 0
+    peak = 0
+    for batch in range(20):
+        spans = [make_span(tid, parent=rid) for _ in range(5_000)]
+        if batch == 0:
+            spans[0] = make_span(tid, rid)
+        assert post(c.http_port, make_request(spans).SerializeToString())[0] == 200
+        sent += len(spans)
+        assert c.pipeline is not None
+        peak = max(peak, c.pipeline.buffer.spans)
+    wait_for(lambda: len(sink.spans()) == sent, timeout=60, what="100k spans")
+    assert peak <= 5_000
+    assert c.stats.traces_decided == 1
+    assert c.stats.traces_truncated == 1
+    assert c.stats.spans["late"] == sent - 5_000
+    late = [s for s in sink.spans() if attrs(s).get(sc.TRACEJUDGE_LATE)]
+    assert len(late) == sent - 5_000
+
+
+@pytest.fixture
+def sink_on_port(lt: LoopThread) -> Iterator[Callable[[int], Sink]]:
+    """Start sinks on given ports; all stopped after the test."""
+    sinks: list[Sink] = []
+
+    def start(port: int) -> Sink:
+        s = Sink()
+        lt.run(s.start(http_port=port))
+        sinks.append(s)
+        return s
+
+    yield start
+    for s in sinks:
+        lt.run(s.stop())
+
+
+def _spawn(cfg: dict[str, object]) -> tuple[subprocess.Popen[str], dict[str, int]]:
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "standin_serve.py"), json.dumps(cfg)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=HERE,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line, "collector process did not start"
+    return proc, json.loads(line)
+
+
+def test_sigterm_decides_pending_and_flushes(sink: Sink) -> None:
+    """SIGTERM judges traces still waiting (here: a 30 s wait) and delivers them before exit."""
+    proc, ports = _spawn(
+        {
+            "forward": [sink.http_url],
+            "grpc_port": 0,
+            "http_port": 0,
+            "decision_wait": "30s",
+            "decision_wait_after_root": "30s",
+        }
+    )
+    try:
+        _tid, body = _trace()
+        assert post(ports["http"], body)[0] == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        assert len(sink.spans()) == 2
+        assert any(attrs(s).get(sc.TRACEJUDGE_VERDICT) == "pass" for s in sink.spans())
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_sigkill_loses_nothing_with_disk_queue(
+    tmp_path: Path, sink_on_port: Callable[[int], Sink]
+) -> None:
+    """With --queue-dir, a SIGKILL mid-flight (one trace judged but undeliverable, one still
+    buffered) loses no accepted span: the restart replays both and delivers them."""
+    port = _free_port()
+    cfg: dict[str, object] = {
+        "forward": [f"http://127.0.0.1:{port}"],
+        "grpc_port": 0,
+        "http_port": 0,
+        "decision_wait": "30s",
+        "decision_wait_after_root": "0.1s",
+        "queue_dir": str(tmp_path / "q"),
+        "retry_max": "0.2s",
+    }
+    proc, ports = _spawn(cfg)
+    try:
+        judged_tid, judged = _trace(with_root=True)
+        pending_tid, pending = _trace(with_root=False, n=3)
+        assert post(ports["http"], judged)[0] == 200
+        assert post(ports["http"], pending)[0] == 200
+        time.sleep(0.6)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+    sink = sink_on_port(port)
+    cfg["decision_wait"] = "0.5s"
+    proc, _ = _spawn(cfg)
+    try:
+        wait_for(lambda: len(sink.spans()) == 5, what="replayed spans")
+        by_trace: dict[bytes, int] = {}
+        for s in sink.spans():
+            by_trace[s.trace_id] = by_trace.get(s.trace_id, 0) + 1
+        assert by_trace == {judged_tid: 2, pending_tid: 3}
+        judged_root = [s for s in sink.spans() if s.trace_id == judged_tid and not s.parent_span_id]
+        assert attrs(judged_root[0])[sc.TRACEJUDGE_VERDICT] == "pass"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
