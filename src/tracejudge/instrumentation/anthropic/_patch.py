@@ -26,6 +26,7 @@ from tracejudge.instrumentation.anthropic._call import AnthropicCall
 from tracejudge.instrumentation.anthropic._suppress import SdkSpanSuppressor
 
 _PENDING = "_tracejudge_pending"
+_ACTIVE = "_tracejudge_active"
 
 
 class _Pending:
@@ -43,6 +44,14 @@ class _Pending:
 def _pending_of(manager: Any) -> _Pending | None:
     pending = getattr(manager, "__dict__", {}).pop(_PENDING, None)
     return pending if isinstance(pending, _Pending) else None
+
+
+def _close_active(manager: Any) -> None:
+    """End the manager's call when its ``with`` block exits (0.x ``MessageStream.close``
+    closes the HTTP response directly, bypassing the raw stream we observe)."""
+    call = getattr(manager, "__dict__", {}).pop(_ACTIVE, None)
+    if isinstance(call, AnthropicCall):
+        call.on_close()
 
 
 def _attach(call: AnthropicCall, message_stream: Any, *, is_async: bool) -> None:
@@ -78,7 +87,14 @@ def _traced_manager_class(base: type, *, is_async: bool) -> type:
                     raise
                 call.exit()
                 _attach(call, stream, is_async=True)
+                self.__dict__[_ACTIVE] = call
                 return stream
+
+            async def __aexit__(self, *exc_info: Any) -> Any:
+                try:
+                    return await super().__aexit__(*exc_info)
+                finally:
+                    _close_active(self)
 
         cls: type = TracedAsync
     else:
@@ -98,7 +114,14 @@ def _traced_manager_class(base: type, *, is_async: bool) -> type:
                     raise
                 call.exit()
                 _attach(call, stream, is_async=False)
+                self.__dict__[_ACTIVE] = call
                 return stream
+
+            def __exit__(self, *exc_info: Any) -> Any:
+                try:
+                    return super().__exit__(*exc_info)
+                finally:
+                    _close_active(self)
 
         cls = TracedSync
     cls.__name__, cls.__qualname__ = base.__name__, base.__qualname__

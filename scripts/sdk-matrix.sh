@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs the instrumentation tests against the OLDEST client SDKs tracejudge claims.
+#
+# Why: pyproject's extras claim openai>=1.40 and anthropic>=0.40 (the previous majors),
+# while the dev environment (.venv) tests today's majors (openai 3.x, anthropic 2.x).
+# The patchers cope with the surfaces that differ (httpx vs httpx2, keyword params that
+# moved into extra_body, MessageStream building its own raw stream, no SDK-own spans);
+# this script proves it on the oldest versions by running the same tests in a second
+# virtual environment, .venv-sdk-oldest (gitignored via .venv-*/).
+#
+#   bash scripts/sdk-matrix.sh            # create/refresh the env, run the tests
+#   bash scripts/sdk-matrix.sh -k stream  # extra arguments go to pytest
+#
+# Versions can be overridden (OPENAI_OLDEST, ANTHROPIC_OLDEST). httpx is held below
+# 0.28 because those SDK releases predate it (0.28 removed the `proxies` argument the
+# old clients pass). uv's cache makes a refresh take seconds after the first run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OPENAI_OLDEST=${OPENAI_OLDEST:-1.40.0}
+ANTHROPIC_OLDEST=${ANTHROPIC_OLDEST:-0.40.0}
+VENV=${SDK_MATRIX_VENV:-.venv-sdk-oldest}
+UV=.venv/bin/uv
+if [ ! -x "$UV" ]; then
+  bash scripts/bootstrap.sh
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  "$UV" venv --quiet --python .venv/bin/python "$VENV"
+fi
+"$UV" pip install --quiet --python "$VENV/bin/python" -e . \
+  "openai==$OPENAI_OLDEST" "anthropic==$ANTHROPIC_OLDEST" "httpx<0.28" \
+  "pytest>=8.0" "pytest-timeout>=2.3"
+
+"$VENV/bin/python" - <<PY
+import anthropic, openai
+assert anthropic.__version__ == "$ANTHROPIC_OLDEST", anthropic.__version__
+assert openai.__version__ == "$OPENAI_OLDEST", openai.__version__
+print(f"sdk-matrix: anthropic {anthropic.__version__}, openai {openai.__version__}")
+PY
+
+TESTS=()
+for path in tests/instrumentation; do
+  [ -e "$path" ] && TESTS+=("$path")
+done
+if [ ${#TESTS[@]} -eq 0 ]; then
+  echo "sdk-matrix: no instrumentation tests found" >&2
+  exit 1
+fi
+exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}" "$@"
