@@ -191,6 +191,15 @@ def _build_trace(spans: Sequence[SpanRecord]) -> list[Run]:
         return [run]
     runs = [_build_run(trace, root, ids, agent=True) for root, ids in runs_spans.items()]
     runs.sort(key=lambda r: _key(trace.by_id[r.root_span_id]))
+    # Containers above the agents (a workflow span, a request handler) are expected;
+    # only spans beside the agents are worth a note.
+    above: set[str] = set()
+    for root in runs_spans:
+        pid = trace.parent[root]
+        while pid is not None and pid not in above:
+            above.add(pid)
+            pid = trace.parent[pid]
+    outside = [s for s in outside if s not in above]
     if outside:
         outside_sorted = sorted(outside, key=lambda s: _key(trace.by_id[s]))
         stepish = [s for s in outside_sorted if classify(trace.by_id[s]) in ("model", "tool")]
@@ -273,6 +282,9 @@ def _infer_tool_calls(steps: list[Step], notes: list[str]) -> list[Step]:
     """Add the tool executions that only the model calls' messages show (see module doc)."""
     models = [s for s in steps if isinstance(s, ModelCall)]
     observed = {s.call_id for s in steps if isinstance(s, ToolCall) and s.call_id}
+    # Tool spans without a call id (OpenInference, OpenLLMetry decorators) can only be
+    # matched to requests by name, in order.
+    unmatched = [s for s in steps if isinstance(s, ToolCall) and not s.call_id]
     before: dict[str, list[ToolCall]] = {}  # model span id -> inferred calls to put first
     responses = [tool_responses(m.input_messages) for m in models]
     for i, model in enumerate(models):
@@ -284,6 +296,18 @@ def _infer_tool_calls(steps: list[Step], notes: list[str]) -> list[Step]:
                 )
                 continue
             if req.call_id in observed:
+                continue
+            by_name = next(
+                (t for t in unmatched if t.name == req.name and t.start_ns >= model.start_ns),
+                None,
+            )
+            if by_name is not None:
+                unmatched.remove(by_name)
+                observed.add(req.call_id)
+                notes.append(
+                    f"tool {req.name} (span {by_name.span_id}) has no call id; matched to the "
+                    f"requested call {req.call_id} by name"
+                )
                 continue
             later = next(
                 (j for j in range(i + 1, len(models)) if req.call_id in responses[j]), None

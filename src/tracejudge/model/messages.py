@@ -50,6 +50,7 @@ FINISH_REASON = "finish_reason"
 TOOL_CALLS = "tool_calls"
 TOOL_CALL_ID = "tool_call_id"
 FUNCTION = "function"
+FUNCTION_CALL = "function_call"
 MESSAGE = "message"
 INDEX = "index"
 TEXT = "text"
@@ -143,6 +144,11 @@ def _from_openai_style(msg: Mapping[str, Any], default_role: str) -> dict[str, A
     calls = msg.get(TOOL_CALLS)
     if isinstance(calls, str):
         calls = _maybe_json(calls)
+    if isinstance(calls, Mapping):  # indexed attributes with a gap unflatten to a dict
+        calls = list(calls.values())
+    legacy = msg.get(FUNCTION_CALL)  # OpenAI's pre-tools function calling
+    if isinstance(legacy, Mapping):
+        calls = [*(calls if isinstance(calls, list) else []), legacy]
     if isinstance(calls, list):
         for call in calls:
             part = _openai_tool_call(call)
