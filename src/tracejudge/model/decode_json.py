@@ -230,9 +230,7 @@ def parse_json_document(data: str | bytes | bytearray) -> Any:
         raise OtlpDecodeError("", f"invalid JSON: {exc}") from None
 
 
-def _span_record(
-    span: Any, resource: dict[str, Any], scope: str, expected_trace: str | None = None
-) -> SpanRecord:
+def _span_record(span: Any, resource: dict[str, Any], scope: str) -> SpanRecord:
     if not isinstance(span, dict):
         raise OtlpDecodeError("", "expected a Span object")
     trace_id = _hex_id(_get(span, "traceId", "trace_id"), 32, "traceId")

@@ -67,6 +67,11 @@ _OK_FALSE_FLAGS = ("success", "ok")
 _TOOL_ERROR = "tool_error"  # the error.type MCP uses for CallToolResult.isError
 
 
+def _text(value: Any) -> str:
+    """A string attribute, or "" when missing or of another type (never unhashable)."""
+    return value if isinstance(value, str) else ""
+
+
 def _upper(value: Any) -> str:
     return value.upper() if isinstance(value, str) else ""
 
@@ -74,7 +79,7 @@ def _upper(value: Any) -> str:
 def classify(span: SpanRecord) -> SpanRole:
     """Decide what a span is, from whichever flavour's keys it carries."""
     attrs = span.attributes
-    op = attrs.get(sc.GEN_AI_OPERATION_NAME)
+    op = _text(attrs.get(sc.GEN_AI_OPERATION_NAME))
     if op == _OP.INVOKE_AGENT:
         return "agent"
     if op in _MODEL_OPS:
@@ -87,9 +92,9 @@ def classify(span: SpanRecord) -> SpanRole:
         return "agent"
     if oi_kind == _OI_TOOL or tl_kind == _TL_TOOL:
         return "tool"
-    if isinstance(op, str) and op:
+    if op:
         return "other"  # a GenAI operation we do not judge as a step (retrieval, plan...)
-    if oi_kind in _OI_MODEL or attrs.get(sc.FOREIGN_LLM_REQUEST_TYPE) in _TL_REQUEST_TYPES:
+    if oi_kind in _OI_MODEL or _text(attrs.get(sc.FOREIGN_LLM_REQUEST_TYPE)) in _TL_REQUEST_TYPES:
         return "model"
     return "other"
 
@@ -145,13 +150,13 @@ def _error_type(span: SpanRecord) -> str | None:
 
 def _operation(span: SpanRecord) -> str:
     attrs = span.attributes
-    op = attrs.get(sc.GEN_AI_OPERATION_NAME)
-    if isinstance(op, str) and op:
+    op = _text(attrs.get(sc.GEN_AI_OPERATION_NAME))
+    if op:
         return op
     oi = _OI_MODEL.get(_upper(attrs.get(sc.FOREIGN_OPENINFERENCE_SPAN_KIND)))
     if oi is not None:
         return oi
-    return _TL_REQUEST_TYPES.get(str(attrs.get(sc.FOREIGN_LLM_REQUEST_TYPE)), _OP.CHAT)
+    return _TL_REQUEST_TYPES.get(_text(attrs.get(sc.FOREIGN_LLM_REQUEST_TYPE)), _OP.CHAT)
 
 
 def _messages(
@@ -168,6 +173,11 @@ def _messages(
         inputs = messages_from_indexed(attrs, sc.FOREIGN_GEN_AI_PROMPT, ROLE_USER)
     if outputs is None:
         outputs = messages_from_indexed(attrs, sc.FOREIGN_GEN_AI_COMPLETION, ROLE_ASSISTANT)
+    # The oldest form: the whole prompt/completion as one JSON attribute.
+    if inputs is None:
+        inputs = normalize_messages(attrs.get(sc.FOREIGN_GEN_AI_PROMPT), ROLE_USER)
+    if outputs is None:
+        outputs = normalize_messages(attrs.get(sc.FOREIGN_GEN_AI_COMPLETION), ROLE_ASSISTANT)
     if (inputs is None or outputs is None) and span.events:
         ev_in, ev_out = messages_from_events(span.events)
         inputs = inputs if inputs is not None else ev_in
@@ -187,6 +197,11 @@ def _genai_messages(
     return found
 
 
+def _parsed_or_text(value: Any) -> Any:
+    parsed, _ = parse_json_text(value)
+    return parsed
+
+
 def model_call_from_span(span: SpanRecord, notes: list[str]) -> ModelCall:
     """The model call a span records; evidence problems are appended to ``notes``."""
     attrs = span.attributes
@@ -195,7 +210,7 @@ def model_call_from_span(span: SpanRecord, notes: list[str]) -> ModelCall:
         RequestedToolCall(
             call_id=_str(part.get(ID)),
             name=str(part.get(NAME)),
-            arguments=part.get(ARGUMENTS),
+            arguments=_parsed_or_text(part.get(ARGUMENTS)),
         )
         for part in tool_call_parts(outputs)
     ]
