@@ -113,3 +113,47 @@ def refund_run(variant: str = "healthy") -> Run:
         ]
     steps.append(model())
     return make_run(steps, GOOD_ANSWER, case_id="dup-charge-1", user_id="u1")
+
+
+REFUND_TOOLS: dict[str, Any] = {
+    "lookup_order": {"kind": "lookup", "entities": "orders[*].id"},
+    "check_policy": {"kind": "lookup"},
+    "refund_api.create": {"kind": "mutate", "idempotency_argument": "idempotency_key"},
+    "send_email": {"kind": "notify"},
+    "request_approval": {"kind": "approval"},
+}
+
+
+def rules_text(
+    check: dict[str, Any],
+    *,
+    layer: str = "trajectory",
+    severity: str = "fail",
+    select: dict[str, Any] | None = None,
+    tools: dict[str, Any] | None = None,
+    prices: dict[str, Any] | None = None,
+) -> str:
+    """A one-rule rules file (JSON is YAML) around ``check``."""
+    import json
+
+    rule: dict[str, Any] = {"id": "r1", "layer": layer, "severity": severity, "check": check}
+    if select is not None:
+        rule["select"] = select
+    doc: dict[str, Any] = {"version": 1, "tools": REFUND_TOOLS if tools is None else tools}
+    if prices is not None:
+        doc["prices"] = prices
+    doc["rules"] = [rule]
+    return json.dumps(doc)
+
+
+def judge_one(check: dict[str, Any], run: Run, **kw: Any) -> Any:
+    """Judge ``run`` with a single-rule engine; returns the Verdict."""
+    from tracejudge.engine import Engine, load_rules_text
+
+    baselines = kw.pop("baselines", None)
+    return Engine(load_rules_text(rules_text(check, **kw)), baselines).judge(run)
+
+
+def codes(verdict: Any) -> list[str]:
+    """The finding codes of a verdict, in primary order."""
+    return [f.code for f in verdict.findings]

@@ -1,0 +1,165 @@
+"""Loading rules files: every error with its path, semantic checks, caps and CEL safety."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from engine_runs import make_run, rules_text, tool
+
+from tracejudge.engine import Engine, RulesError, load_rules, load_rules_text
+from tracejudge.engine.compile import cel_macro_nesting
+from tracejudge.engine.rules import MAX_FILE_BYTES, MAX_RULES, schema
+
+BAD = """
+version: 1
+tools:
+  lookup_order: {kind: lookup, entities: "orders[*].id", color: red}
+rules:
+  - id: a
+    layer: trajectory
+    check: {type: step_pattern, steps: [{kind: lookup}, {kind: mutat}]}
+  - id: a
+    layer: outcome
+    check: {type: claim_evidence, claim: "(unclosed", tool: refund_api.create}
+  - id: c
+    layer: budgets
+    check: {type: budget, max_steps: -1}
+  - id: d
+    layer: policy
+    check: {type: cel, expr: "run.steps.exists(s, "}
+"""
+
+
+def _errors(text: str) -> list[str]:
+    with pytest.raises(RulesError) as info:
+        load_rules_text(text, source="bad.yaml")
+    return info.value.errors
+
+
+def test_schema_errors_are_all_listed_with_paths() -> None:
+    """Authors fix a file in one pass only if every schema error is reported, with its path."""
+    errors = _errors(BAD)
+    assert (
+        "rules[0].check.steps[1].kind: 'mutat' is not one of lookup, mutate, notify, approval"
+        in errors
+    )
+    assert any(e.startswith("tools.lookup_order: Additional properties") for e in errors)
+    assert "rules[2].layer: 'budgets' is not one of outcome, trajectory, policy, budget" in errors
+    assert any(e.startswith("rules[2].check.max_steps:") for e in errors)
+    assert len(errors) == 4
+
+
+def test_semantic_errors_are_all_listed() -> None:
+    """Duplicate ids, bad regexes, bad CEL and bad paths are caught at load, all at once."""
+    text = BAD.replace("mutat", "mutate").replace("budgets", "budget").replace("-1", "1")
+    text = text.replace(", color: red", "")
+    errors = _errors(text)
+    assert any(e.startswith("rules[1].id: duplicate rule id 'a'") for e in errors)
+    assert any(e.startswith("rules[1].check.claim: bad regex") for e in errors)
+    assert any(e.startswith("rules[3].check.expr: bad CEL") for e in errors)
+    assert len(errors) == 3
+    path_err = _errors(rules_text({"type": "entity_binding", "tool": "x", "argument": "a[?"}))
+    assert path_err[0].startswith("rules[0].check.argument: bad path")
+
+
+def test_yaml_syntax_and_top_level() -> None:
+    """Broken YAML names the line; a non-mapping document is a schema error, not a crash."""
+    errors = _errors("version: 1\nrules: [\n")
+    assert errors[0].startswith("line ")
+    assert _errors("- just a list") == ["<root>: ['just a list'] is not of type 'object'"]
+
+
+def test_size_caps() -> None:
+    """Untrusted files are bounded: bytes, rule count, regex and CEL length."""
+    assert "bytes, more than" in _errors("#" * (MAX_FILE_BYTES + 1))[0]
+    many = {
+        "version": 1,
+        "rules": [
+            {"id": f"r{i}", "layer": "budget", "check": {"type": "budget", "max_steps": 1}}
+            for i in range(MAX_RULES + 1)
+        ],
+    }
+    assert "rules, more than" in _errors(json.dumps(many))[0]
+    long_rx = rules_text({"type": "claim_evidence", "claim": "a" * 1001, "tool": "t"})
+    assert any("rules[0].check.claim" in e for e in _errors(long_rx))
+
+
+def test_regexes_run_in_linear_time() -> None:
+    """A catastrophic pattern cannot stall the engine: RE2 has no backtracking."""
+    check = {"type": "claim_evidence", "claim": "(a+)+$", "tool": "refund_api.create"}
+    engine = Engine(load_rules_text(rules_text(check)))
+    t0 = time.perf_counter()
+    v = engine.judge(make_run([], "a" * 100_000 + "b"))
+    assert time.perf_counter() - t0 < 0.5
+    assert v.verdict == "pass"
+    assert any("bad regex" in e for e in _errors(rules_text({**check, "claim": "(a)\\1"})))
+
+
+def test_cel_nesting_cap() -> None:
+    """Comprehensions nested three deep are rejected: cost would grow with steps cubed."""
+    assert cel_macro_nesting("run.steps.exists(a, a.ok)") == 1
+    assert cel_macro_nesting("run.steps.all(a, run.steps.exists(b, b.name == 'x(' ))") == 2
+    deep = "run.steps.all(a, run.steps.all(b, run.steps.exists(c, c.index > a.index)))"
+    errors = _errors(rules_text({"type": "cel", "expr": deep}))
+    assert "nested 3 deep" in errors[0]
+    undeclared = _errors(rules_text({"type": "cel", "expr": "open('/etc/passwd') == ''"}))
+    assert "bad CEL" in undeclared[0]
+
+
+def test_version_is_a_content_hash(tmp_path: Path) -> None:
+    """Verdicts cite the exact rules they were judged by."""
+    text = rules_text({"type": "no_loop"})
+    a = load_rules_text(text)
+    b = load_rules_text(text + "\n")
+    assert a.version.startswith("sha256:")
+    assert a.version != b.version
+    path = tmp_path / "rules.yaml"
+    path.write_text(text)
+    assert load_rules(path).version == a.version
+
+
+def test_unreadable_file_is_a_rules_error(tmp_path: Path) -> None:
+    """A missing file is a clear error, not an OSError traceback."""
+    with pytest.raises(RulesError) as info:
+        load_rules(tmp_path / "nope.yaml")
+    assert "cannot read" in info.value.errors[0]
+
+
+def test_schema_ships_in_the_package() -> None:
+    """The schema others validate against (and editors can use) is package data."""
+    doc = schema()
+    assert doc["title"] == "tracejudge rules file"
+    assert "baseline" in doc["$defs"]["check"]["properties"]["type"]["enum"]
+
+
+def test_example_rules_file_loads() -> None:
+    """The refund example is a real, valid rules file with at least the required coverage."""
+    rs = load_rules(Path(__file__).resolve().parents[2] / "examples" / "refund" / "rules.yaml")
+    types = {r.check_type for r in rs.rules}
+    assert {
+        "claim_evidence",
+        "entity_binding",
+        "step_pattern",
+        "approval",
+        "tool_access",
+        "sensitive_data",
+        "budget",
+        "baseline",
+    } <= types
+    assert {r.layer for r in rs.rules} == {"outcome", "trajectory", "policy", "budget"}
+
+
+def test_select_attributes() -> None:
+    """Rules can be scoped by root attributes (equal or matching a regex)."""
+    check = {"type": "forbidden_steps", "tools": ["send_email"]}
+    run = make_run(
+        [tool("send_email", {}, {})], root_attributes={"env": "prod", "region": "eu-west"}
+    )
+    sel = {"attributes": {"env": "prod"}, "attributes_match": {"region": "^eu-"}}
+    engine = Engine(load_rules_text(rules_text(check, select=sel)))
+    assert engine.judge(run).verdict == "fail"
+    run.root_attributes["env"] = "staging"
+    assert engine.judge(run).verdict == "pass"
