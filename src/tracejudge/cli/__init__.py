@@ -20,3 +20,15 @@ main.add_command(serve)
 from tracejudge.cli.demo import demo  # noqa: E402
 
 main.add_command(demo)
+from tracejudge.cli.eval import eval_command  # noqa: E402
+
+main.add_command(eval_command)
+from tracejudge.cli.rules import rules_group  # noqa: E402
+
+main.add_command(rules_group)
+from tracejudge.cli.baseline import baseline_group  # noqa: E402
+
+main.add_command(baseline_group)
+from tracejudge.cli.report import report_command  # noqa: E402
+
+main.add_command(report_command)

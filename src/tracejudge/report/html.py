@@ -320,7 +320,7 @@ def _timeline_row(row: TimelineRow) -> str:
     extra = ""
     if row.run_findings:
         items = "".join(_finding_item(f) for f in row.run_findings)
-        extra = f'<ul class="muted">{items}</ul>'
+        extra = f'<div class="muted">findings not on a step:<ul>{items}</ul></div>'
     elif not row.steps:
         extra = '<p class="muted">no model or tool calls in this run</p>'
     return head + "".join(svg) + extra + "</div>"

@@ -17,8 +17,9 @@ from tracejudge.report.summary import GroupRate, Summary, case_of, variant_of
 
 VERDICT_COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "error": "magenta"}
 EVAL_HEADERS = ("run", "agent", "case", "variant", "verdict", "primary", "span", "explanation")
-RUN_ID_CHARS = 12
-"""Trace ids are shown shortened in tables; the JSON output carries them whole."""
+RUN_ID_CHARS = 32
+"""Trace ids are shown whole: generators such as X-Ray put a timestamp in the leading
+bytes and counters leave leading zeros, so a prefix would not tell runs apart."""
 
 
 def table(

@@ -1,0 +1,156 @@
+"""``tracejudge eval``: judge agent runs from trace files against a rules file.
+
+Exit status is the CI contract: 0 when every run passed (``warn`` included), 1 when any
+run failed a hard gate or could not be judged, 2 for usage or input errors (bad rules,
+unreadable or malformed trace files, no runs at all). Input errors win over failures so
+a broken pipeline is never mistaken for a regression.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from tracejudge.engine.verdict import Verdict
+from tracejudge.model.run import Run
+from tracejudge.report.loading import load_runs
+from tracejudge.report.records import VerdictRecord
+from tracejudge.report.summary import summarize
+from tracejudge.report.text import eval_footer, eval_table
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INPUT = 2
+
+
+def error_verdict(run: Run, message: str) -> Verdict:
+    """The verdict of a run the engine could not judge: never dropped, never passed."""
+    return Verdict(
+        trace_id=run.trace_id,
+        root_span_id=run.root_span_id,
+        verdict="error",
+        layers={},
+        agent=run.agent_name,
+        case_id=run.case_id,
+        variant=run.variant_id,
+        run_id=run.run_id,
+        experiment_id=run.experiment_id,
+        error=message,
+    )
+
+
+def echo_errors(command: str, errors: list[str]) -> None:
+    """Each problem on its own stderr line, prefixed with the command."""
+    for message in errors:
+        click.echo(f"tracejudge {command}: {message}", err=True)
+
+
+@click.command("eval")
+@click.option(
+    "--rules",
+    "rules_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Rules file (YAML).",
+)
+@click.option(
+    "--baselines",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory of golden trajectories (from `tracejudge baseline record`).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: aligned text; json: one verdict object per line per run.",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None,
+    help="Also write the verdicts as JSON lines to this file (input for `tracejudge report`).",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None,
+    help="Write a self-contained HTML report with each run's trajectory.",
+)
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+def eval_command(
+    rules_path: Path,
+    baselines: Path | None,
+    fmt: str,
+    output: Path | None,
+    html_path: Path | None,
+    files: tuple[Path, ...],
+) -> None:
+    """Judge the agent runs in FILES (OTLP/JSON, JSON lines or protobuf; gzipped or not)."""
+    from tracejudge.engine import Engine, RulesError, load_rules
+
+    try:
+        ruleset = load_rules(rules_path)
+    except RulesError as exc:
+        echo_errors("eval", [f"{rules_path}: {e}" for e in exc.errors])
+        sys.exit(EXIT_INPUT)
+    except OSError as exc:
+        echo_errors("eval", [f"{rules_path}: cannot read rules: {exc.strerror or exc}"])
+        sys.exit(EXIT_INPUT)
+    store = None
+    if baselines is not None:
+        from tracejudge.engine import BaselineStore
+
+        store = BaselineStore(baselines)
+    engine = Engine(ruleset, baselines=store)
+
+    loaded = load_runs(list(files))
+    echo_errors("eval", loaded.errors)
+    verdicts: list[Verdict] = []
+    for run in loaded.runs:
+        try:
+            verdicts.append(engine.judge(run))
+        except Exception as exc:  # one bad run must not stop the others
+            verdicts.append(error_verdict(run, f"engine error: {type(exc).__name__}: {exc}"))
+    records = [VerdictRecord.from_verdict(v) for v in verdicts]
+
+    lines = [json.dumps(v.to_dict(), ensure_ascii=False, sort_keys=False) for v in verdicts]
+    if fmt == "json":
+        for line in lines:
+            click.echo(line)
+    elif records:
+        tty = sys.stdout.isatty()
+        width = shutil.get_terminal_size().columns if tty else None
+        click.echo(eval_table(records, colour=tty, width=width))
+        click.echo(eval_footer(records))
+    if output is not None:
+        _write(output, "".join(line + "\n" for line in lines))
+    if html_path is not None:
+        from tracejudge.report.html import render_html
+        from tracejudge.report.timeline import build_rows
+
+        rows, missing = build_rows(records, loaded.runs)
+        page = render_html(summarize(records), rows, undrawn=len(missing))
+        _write(html_path, page)
+        click.echo(f"HTML report written to {html_path}", err=True)
+
+    if not loaded.runs and not loaded.errors:
+        echo_errors("eval", ["no agent runs found in the given files"])
+    if loaded.errors or not loaded.runs:
+        sys.exit(EXIT_INPUT)
+    sys.exit(EXIT_FAILED if any(not r.passed for r in records) else EXIT_OK)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        echo_errors("eval", [f"{path}: cannot write: {exc.strerror or exc}"])
+        sys.exit(EXIT_INPUT)

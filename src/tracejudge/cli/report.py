@@ -1,0 +1,92 @@
+"""``tracejudge report``: statistics over many judged runs, as text and optionally HTML.
+
+Input is verdict JSON lines (``tracejudge eval --output`` / ``--format json``, or the
+collector's verdict stream). Verdict lines carry no steps, so trajectories are drawn only
+for runs whose trace files are also given with ``--traces``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from tracejudge.cli.eval import EXIT_INPUT, EXIT_OK, echo_errors
+from tracejudge.report.records import VerdictFileError, read_all
+from tracejudge.report.summary import DEFAULT_KS, summarize
+from tracejudge.report.text import summary_text
+
+
+@click.command("report")
+@click.argument("verdicts", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None,
+    help="Write one self-contained HTML page (bars, tables, trajectories).",
+)
+@click.option(
+    "--variants",
+    nargs=2,
+    type=str,
+    default=None,
+    metavar="A B",
+    help="Compare variant A against B, paired by case and repetition "
+    "(default: the two variants, when there are exactly two).",
+)
+@click.option(
+    "--traces",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Trace file whose runs the HTML draws as timelines (repeatable).",
+)
+@click.option(
+    "-k",
+    "ks",
+    multiple=True,
+    type=click.IntRange(min=1),
+    help=f"k for pass@k and pass^k (repeatable; default {', '.join(map(str, DEFAULT_KS))}).",
+)
+def report_command(
+    verdicts: tuple[Path, ...],
+    html_path: Path | None,
+    variants: tuple[str, str] | None,
+    traces: tuple[Path, ...],
+    ks: tuple[int, ...],
+) -> None:
+    """Summarize judged runs from VERDICTS (JSON lines, gzipped or not)."""
+    try:
+        records = read_all(verdicts)
+    except VerdictFileError as exc:
+        echo_errors("report", exc.errors)
+        sys.exit(EXIT_INPUT)
+    if not records:
+        echo_errors("report", ["no verdicts in the given files"])
+        sys.exit(EXIT_INPUT)
+    summary = summarize(records, variants=variants or None, ks=tuple(sorted(set(ks))) or DEFAULT_KS)
+    click.echo(summary_text(summary, colour=sys.stdout.isatty()))
+    status = EXIT_OK
+    if html_path is not None:
+        from tracejudge.report.html import render_html
+        from tracejudge.report.timeline import TimelineRow, build_rows
+
+        rows: list[TimelineRow] = []
+        missing = summary.records
+        if traces:
+            from tracejudge.report.loading import load_runs
+
+            loaded = load_runs(list(traces))
+            if loaded.errors:
+                echo_errors("report", loaded.errors)
+                status = EXIT_INPUT
+            rows, missing = build_rows(summary.records, loaded.runs)
+        page = render_html(summary, rows, undrawn=len(missing) if traces else 0)
+        try:
+            html_path.write_text(page, encoding="utf-8")
+        except OSError as exc:
+            echo_errors("report", [f"{html_path}: cannot write: {exc.strerror or exc}"])
+            sys.exit(EXIT_INPUT)
+        click.echo(f"HTML report written to {html_path}", err=True)
+    sys.exit(status)

@@ -1,0 +1,55 @@
+"""Trace files to runs for the offline tools, one file's failure never hiding the others.
+
+``eval``, ``baseline record`` and ``report --traces`` all start the same way: read each
+file, group spans by trace (a trace may be split across files), build runs. A malformed
+file is reported by name and skipped so the rest are still judged; the caller turns the
+collected problems into exit status 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tracejudge.model.build import build_runs
+from tracejudge.model.errors import OtlpDecodeError
+from tracejudge.model.files import group_by_trace, load_spans
+from tracejudge.model.run import Run
+from tracejudge.model.spans import SpanRecord
+
+
+@dataclass(slots=True)
+class LoadedRuns:
+    """Runs built from the readable files, and one message per file that was not."""
+
+    runs: list[Run] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    files_read: int = 0
+    spans: int = 0
+
+
+def load_runs(paths: Sequence[Path]) -> LoadedRuns:
+    """Decode every file, then build runs trace by trace (first-seen order)."""
+    out = LoadedRuns()
+    spans: list[SpanRecord] = []
+    for path in paths:
+        try:
+            file_spans = load_spans(path)
+        except OtlpDecodeError as exc:
+            out.errors.append(f"malformed trace file {exc}")
+            continue
+        except OSError as exc:
+            out.errors.append(f"{path}: cannot read: {exc.strerror or exc}")
+            continue
+        out.files_read += 1
+        if not file_spans:
+            out.errors.append(f"{path}: no spans in file")
+        spans.extend(file_spans)
+    out.spans = len(spans)
+    for trace_id, trace_spans in group_by_trace(spans).items():
+        try:
+            out.runs.extend(build_runs(trace_spans))
+        except Exception as exc:  # a builder bug must not hide the other traces
+            out.errors.append(f"trace {trace_id}: cannot build runs: {exc}")
+    return out
