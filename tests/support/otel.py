@@ -101,3 +101,24 @@ def histogram_points(reader: InMemoryMetricReader, name: str) -> list[HistogramD
                         p for p in metric.data.data_points if isinstance(p, HistogramDataPoint)
                     )
     return points
+
+
+PORT_MASK = "<port>"
+TTFC_MASK = "<ttfc>"
+
+
+def snap(span: ReadableSpan) -> dict[str, Any]:
+    """``snapshot`` with volatile values masked: the replay server's ephemeral
+    ``server.port`` and the measured ``gen_ai.response.time_to_first_chunk`` (checked to
+    be a non-negative float first)."""
+    data = snapshot(span)
+    attrs = data["attributes"]
+    if "server.port" in attrs:
+        assert isinstance(attrs["server.port"], int)
+        attrs["server.port"] = PORT_MASK
+    ttfc = attrs.get("gen_ai.response.time_to_first_chunk")
+    if ttfc is not None:
+        assert isinstance(ttfc, float)
+        assert ttfc >= 0
+        attrs["gen_ai.response.time_to_first_chunk"] = TTFC_MASK
+    return data

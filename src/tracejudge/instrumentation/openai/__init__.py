@@ -134,11 +134,12 @@ def _after(
     try:
         raw = _raw_mode(kwargs)
         streaming = kwargs.get("stream") is True
-        if raw == "stream" or (raw == "raw" and streaming):
+        if raw == "stream" or (raw is not None and streaming):
             # The body is the caller's to read; we cannot see it without consuming it.
             call.end()
             return result
-        if raw == "raw":
+        if raw is not None and callable(getattr(result, "parse", None)):
+            # with_raw_response ("true"; "raw" in older SDKs): a LegacyAPIResponse.
             endpoint.finish(call, result.parse())  # parse() caches: the caller gets the same
             call.end()
             return result
