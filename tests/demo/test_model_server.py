@@ -19,7 +19,7 @@ from tracejudge.demo.model_server import ScriptedModelServer
 from tracejudge.demo.refund_scripts import refund_script, refund_scripts
 from tracejudge.demo.script import Reply, Script, ToolRequest
 
-USER: dict[str, Any] = {"role": "user", "content": "I am dana.reyes@example.com, refund it"}
+USER: dict[str, Any] = {"role": "user", "content": "I am customer cus_7, refund it"}
 
 
 @pytest.fixture
@@ -45,10 +45,7 @@ def _calls(response: ChatCompletion) -> list[ChatCompletionMessageFunctionToolCa
 
 
 def _lookup_turn(order_ids: list[str], duplicate: str) -> list[dict[str, Any]]:
-    orders = [
-        {"order_id": o, "amount": 10.0, **({"duplicate_of": "x"} if o == duplicate else {})}
-        for o in order_ids
-    ]
+    orders = [{"id": o, "amount": 10.0, "is_duplicate": o == duplicate} for o in order_ids]
     call = {
         "id": "call_1",
         "type": "function",
@@ -69,7 +66,7 @@ def test_openai_tool_call_has_the_real_response_shape(server: ScriptedModelServe
     assert choice.finish_reason == "tool_calls"
     call = _calls(response)[0]
     assert call.function.name == "lookup_order"
-    assert json.loads(call.function.arguments) == {"customer_email": "dana.reyes@example.com"}
+    assert json.loads(call.function.arguments) == {"customer_id": "cus_7"}
     assert response.id.startswith("chatcmpl-")
     assert response.usage is not None
     assert response.usage.total_tokens == response.usage.prompt_tokens + (
@@ -138,7 +135,7 @@ def test_anthropic_tool_use_has_the_real_response_shape(server: ScriptedModelSer
     block = response.content[0]
     assert block.type == "tool_use"
     assert block.name == "lookup_order"
-    assert block.input == {"customer_email": "dana.reyes@example.com"}
+    assert block.input == {"customer_id": "cus_7"}
     assert response.usage.input_tokens > 0
 
 

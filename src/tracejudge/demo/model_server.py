@@ -263,8 +263,8 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, scripts: Mapping[str, Script]) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, scripts: Mapping[str, Script], port: int) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
         self.scripts = dict(scripts)
         self.requests = 0
 
@@ -276,15 +276,17 @@ class ScriptedModelServer:
     ...     client = openai.OpenAI(base_url=server.openai_base_url("s"), api_key="unused")
     """
 
-    def __init__(self, scripts: Iterable[Script]) -> None:
+    def __init__(self, scripts: Iterable[Script], port: int = 0) -> None:
+        """``port`` 0 picks a free one; a fixed port makes recorded spans reproducible."""
         self._scripts = {s.name: s for s in scripts}
+        self._port = port
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> ScriptedModelServer:
         """Bind 127.0.0.1 on an ephemeral port and serve in a daemon thread."""
         if self._server is None:
-            self._server = _Server(self._scripts)
+            self._server = _Server(self._scripts, self._port)
             self._thread = threading.Thread(
                 target=self._server.serve_forever,
                 kwargs={"poll_interval": 0.05},

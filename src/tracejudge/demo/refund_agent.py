@@ -101,7 +101,13 @@ def run_refund_agent(
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": request},
     ]
-    with tracejudge.agent(AGENT_NAME, case_id=case_id, variant_id=variant_id, run_id=run_id) as run:
+    with tracejudge.agent(
+        AGENT_NAME,
+        case_id=case_id,
+        variant_id=variant_id,
+        run_id=run_id,
+        user_id=world.customer_id,
+    ) as run:
         trace_id = _current_trace_id()
         for turn in range(1, max_turns + 1):
             message = _complete(client, model, messages, stream)

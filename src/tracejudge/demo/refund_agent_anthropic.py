@@ -38,7 +38,13 @@ def run_refund_agent_anthropic(
     world = world if world is not None else World()
     tools = build_tools(world)
     messages: list[dict[str, Any]] = [{"role": "user", "content": request}]
-    with tracejudge.agent(AGENT_NAME, case_id=case_id, variant_id=variant_id, run_id=run_id) as run:
+    with tracejudge.agent(
+        AGENT_NAME,
+        case_id=case_id,
+        variant_id=variant_id,
+        run_id=run_id,
+        user_id=world.customer_id,
+    ) as run:
         trace_id = _current_trace_id()
         for turn in range(1, max_turns + 1):
             response = client.messages.create(

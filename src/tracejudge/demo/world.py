@@ -3,42 +3,48 @@
 The tools are plain Python functions over this store, so "did the refund happen" has a
 ground truth (``World.refunds``) that the demo can print next to what the agent claimed.
 The customer was charged twice for one kettle: order ``ord_A1001`` is the real purchase,
-``ord_B1002`` is the duplicate charge (``duplicate_of`` names the original). The right
-action is one refund of the full amount of ``ord_B1002``.
+``ord_B1002`` is the duplicate charge (``is_duplicate``; ``duplicate_of`` names the
+original). The right action is one refund of the full amount of ``ord_B1002``. The field
+names are the ones ``examples/refund/rules.yaml`` reads (``orders[*].id``,
+``is_duplicate``, ``approved``).
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+CUSTOMER_ID = "cus_4821"
 CUSTOMER_EMAIL = "dana.reyes@example.com"
 ORIGINAL_ORDER = "ord_A1001"
 DUPLICATE_ORDER = "ord_B1002"
 CHARGE = 84.00
 
 USER_REQUEST = (
-    f"Hi, I'm Dana Reyes ({CUSTOMER_EMAIL}). I was charged twice for my blue kettle "
-    "last week. Please refund the duplicate charge."
+    f"Hi, I'm Dana Reyes (customer {CUSTOMER_ID}, {CUSTOMER_EMAIL}). I was charged twice "
+    "for my blue kettle last week. Please refund the duplicate charge."
 )
 
 _ORDERS: list[dict[str, Any]] = [
     {
-        "order_id": ORIGINAL_ORDER,
+        "id": ORIGINAL_ORDER,
         "item": "Blue enamel kettle",
         "amount": CHARGE,
         "currency": "USD",
         "charged_at": "2026-11-21T09:14:02Z",
         "status": "paid",
+        "is_duplicate": False,
     },
     {
-        "order_id": DUPLICATE_ORDER,
+        "id": DUPLICATE_ORDER,
         "item": "Blue enamel kettle",
         "amount": CHARGE,
         "currency": "USD",
         "charged_at": "2026-11-21T09:14:41Z",
         "status": "paid",
+        "is_duplicate": True,
         "duplicate_of": ORIGINAL_ORDER,
     },
 ]
@@ -52,7 +58,7 @@ class ToolInputError(ValueError):
 class World:
     """One customer's orders, and what the tools did to them."""
 
-    customer_id: str = "cus_4821"
+    customer_id: str = CUSTOMER_ID
     email: str = CUSTOMER_EMAIL
     orders: list[dict[str, Any]] = field(default_factory=lambda: copy.deepcopy(_ORDERS))
     refunds: list[dict[str, Any]] = field(default_factory=list)
@@ -60,14 +66,14 @@ class World:
 
     def _order(self, order_id: str) -> dict[str, Any]:
         for order in self.orders:
-            if order["order_id"] == order_id:
+            if order["id"] == order_id:
                 return order
         raise ToolInputError(f"no order {order_id!r} for customer {self.customer_id}")
 
-    def lookup_order(self, customer_email: str) -> dict[str, Any]:
+    def lookup_order(self, customer_id: str) -> dict[str, Any]:
         """The customer's recent orders (read)."""
-        if customer_email.strip().lower() != self.email:
-            raise ToolInputError(f"no customer with email {customer_email!r}")
+        if customer_id.strip() != self.customer_id:
+            raise ToolInputError(f"no customer {customer_id!r}")
         return {"customer_id": self.customer_id, "orders": copy.deepcopy(self.orders)}
 
     def check_policy(self, order_id: str, amount: float) -> dict[str, Any]:
@@ -78,6 +84,7 @@ class World:
         return {
             "order_id": order_id,
             "eligible": eligible,
+            "approved": eligible,
             "max_refund": refundable,
             "reason": "within the 30-day refund window" if eligible else "amount not refundable",
         }
@@ -94,7 +101,7 @@ class World:
             raise ToolInputError(f"cannot refund {amount:.2f} on {order_id}")
         order["refunded"] = round(order.get("refunded", 0.0) + amount, 2)
         refund = {
-            "refund_id": f"re_{len(self.refunds) + 1:04d}",
+            "refund_id": "re_" + hashlib.sha256(idempotency_key.encode()).hexdigest()[:12],
             "order_id": order_id,
             "amount": amount,
             "currency": order["currency"],
