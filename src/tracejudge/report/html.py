@@ -21,7 +21,8 @@ MAX_TIMELINES = 500
 """More rows than this make the page slow to open; the rest are counted, not drawn."""
 TIMELINE_WIDTH = 880
 LANE_HEIGHT = 18
-STATUS_FILL = {"ok": "#43a047", "error": "#e53935", "unset": "#9e9e9e"}
+STATUS_FILL = {"ok": "#43a047", "unset": "#8fb98b", "error": "#e53935"}
+STATUS_LABEL = {"ok": "ok", "unset": "unset (no error recorded)", "error": "error"}
 SEVERITY_FILL = {"fail": "#b71c1c", "warn": "#f9a825"}
 VERDICT_ORDER = {"fail": 0, "error": 1, "warn": 2, "pass": 3}
 
@@ -29,7 +30,8 @@ CSS = """
 body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#212121}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:4px 0} td,th{padding:3px 10px;text-align:left;
-border-bottom:1px solid #eee;vertical-align:top} th{background:#f5f5f5}
+border-bottom:1px solid #eee;vertical-align:top;white-space:nowrap} th{background:#f5f5f5}
+td:last-child{white-space:normal}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .v{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;font-size:12px}
 .v-pass{background:#43a047}.v-warn{background:#f9a825}.v-fail{background:#e53935}
@@ -271,7 +273,7 @@ def _timelines(rows: Sequence[TimelineRow], undrawn: int) -> str:
     legend = (
         '<p class="legend">'
         + "".join(
-            f'<span><i class="sw" style="background:{fill}"></i>{_e(status)}</span>'
+            f'<span><i class="sw" style="background:{fill}"></i>{_e(STATUS_LABEL[status])}</span>'
             for status, fill in STATUS_FILL.items()
         )
         + "<span>upper lane: model calls, lower lane: tool calls; dashed: inferred</span>"
