@@ -92,10 +92,12 @@ def test_unexpected_call_is_soft(store: BaselineStore) -> None:
 
 
 def test_no_baseline_is_insufficient_evidence(store: BaselineStore) -> None:
-    """A case never reviewed, a run without case id, or no store: never a silent pass."""
+    """A case never reviewed or no store: never a silent pass; no case id: not applicable."""
     other = make_run([], case_id="other-case")
     assert codes(judge_one(CHECK, other, baselines=store)) == ["F-EVIDENCE-NO_BASELINE"]
-    assert codes(judge_one(CHECK, make_run([]), baselines=store)) == ["F-EVIDENCE-NO_CASE_ID"]
+    no_case = judge_one(CHECK, make_run([]), baselines=store)
+    assert no_case.outcomes[0].result == "not_applicable"
+    assert no_case.layers["trajectory"] == "not_applicable"
     assert codes(judge_one(CHECK, refund_run("healthy"))) == ["F-EVIDENCE-NO_BASELINE"]
 
 
