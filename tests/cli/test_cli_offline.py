@@ -230,6 +230,25 @@ class TestBaselineRecord:
         assert "ab" * 16 in result.stderr
 
 
+def test_recorded_baseline_judges_later_runs(tmp_path: Path, mixed: tuple[Path, Path]) -> None:
+    """Record a golden run, then a run that skips its refund fails the baseline diff."""
+    out = tmp_path / "baselines"
+    recorded = _run("baseline", "record", "--case", "refund-ok", "--out", out, mixed[0])
+    assert recorded.exit_code == 0, recorded.output
+    rules = tmp_path / "baseline-rules.yaml"
+    rules.write_text(
+        "version: 1\nrules:\n  - {id: golden, layer: trajectory, check: {type: baseline}}\n"
+    )
+    result = _run("eval", "--rules", rules, "--baselines", out, "--format", "json", *mixed)
+    assert result.exit_code == 1, result.output
+    by_variant = {str(line["variant"]): line for line in _json_lines(result.stdout)}
+    assert by_variant["A"]["verdict"] == "pass"
+    findings = by_variant["B"]["findings"]
+    assert isinstance(findings, list)
+    codes = {f["code"] for f in findings}
+    assert any("BASELINE" in str(code) for code in codes)
+
+
 class _Tags(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
@@ -289,6 +308,17 @@ class TestReport:
         result = _run("eval", "--rules", rules, "--html", page, *mixed)
         assert result.exit_code == 1
         assert page.read_text().count('class="row" id="run-') == 3
+
+    def test_unreadable_trace_file_still_writes_the_page(
+        self, rules: Path, mixed: tuple[Path, Path], tmp_path: Path
+    ) -> None:
+        """A missing --traces file is reported (exit 2) but the statistics page is written."""
+        verdicts = self._verdicts(rules, mixed, tmp_path)
+        page = tmp_path / "r.html"
+        result = _run("report", verdicts, "--html", page, "--traces", tmp_path / "gone.json")
+        assert result.exit_code == 2
+        assert "gone.json" in result.stderr
+        assert "3 judged run(s) have no trace here to draw" in page.read_text()
 
     def test_bad_verdict_lines_are_located(self, tmp_path: Path) -> None:
         """A hand-edited verdict file gets file:line errors and exit 2."""

@@ -268,6 +268,8 @@ def _codes(summary: Summary) -> str:
 def _timelines(rows: Sequence[TimelineRow], undrawn: int) -> str:
     if not rows:
         msg = "no trajectories: pass the trace files (<code>--traces</code>) to draw them"
+        if undrawn:
+            msg = f"{undrawn} judged run(s) have no trace here to draw"
         return f'<p class="muted">{msg}</p>'
     ordered = sorted(rows, key=lambda r: VERDICT_ORDER.get(r.record.verdict, 9))
     legend = (
