@@ -64,6 +64,9 @@ def build_row(record: VerdictRecord, run: Run) -> TimelineRow:
     it stays visible instead of stretching the axis.
     """
     span_times = {s.span_id: (s.start_ns, s.end_ns) for s in run.spans}
+    for step in run.steps:  # an inferred call names a model call's span: use its times
+        if step.start_ns > 0 and step.end_ns >= step.start_ns:
+            span_times.setdefault(step.span_id, (step.start_ns, step.end_ns))
     start = run.start_ns
     if start <= 0:
         start = min((s.start_ns for s in run.steps if s.start_ns > 0), default=0)
