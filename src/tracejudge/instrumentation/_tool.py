@@ -268,9 +268,10 @@ def tool(func: F, /) -> F: ...
 
 @overload
 def tool(
-    name: str | None = None,
+    tool_name: str | None = None,
     /,
     *,
+    name: str | None = None,
     effect: str = "unknown",
     description: str | None = None,
     idempotency_key: str | None = None,
