@@ -56,6 +56,7 @@ def demo(
 ) -> None:
     """Run the example refund agent (real OpenAI SDK, local scripted model, no key, no
     network) in four variants through an embedded collector and print the verdicts."""
+    from tracejudge.collector.config import ConfigError, check_forward_url
     from tracejudge.demo.paths import default_baselines, default_rules
     from tracejudge.demo.runner import DemoOptions, run_demo
     from tracejudge.demo.table import render_table
@@ -68,7 +69,9 @@ def demo(
             ui_url=ui_url,
             stream=stream,
         )
-    except FileNotFoundError as exc:
+        for url in forward:
+            check_forward_url(url)
+    except (FileNotFoundError, ConfigError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(
         f"tracejudge demo: refund agent x {len(options.variants)} variants, rules {options.rules}"
@@ -83,8 +86,11 @@ def demo(
         write_html_report(html, outcome)
         click.echo(f"report: {html}")
     if forward:
-        sent = outcome.collector_stats.get("spans", {})
-        click.echo(f"forwarded to {', '.join(forward)} ({sent})")
+        counts = outcome.collector_stats.get("spans", {})
+        click.echo(
+            f"forwarded {counts.get('forwarded', 0)} judged spans to {', '.join(forward)}"
+            + (f"; {counts['dropped']} could not be delivered" if counts.get("dropped") else "")
+        )
     click.echo(f"{len(outcome.rows)} runs judged in {outcome.elapsed_s:.2f}s")
     broken = [r.variant for r in outcome.rows if r.verdict == "error"]
     if broken:

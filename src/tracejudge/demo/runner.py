@@ -36,6 +36,7 @@ from tracejudge.demo.model_server import ScriptedModelServer
 from tracejudge.demo.refund_agent import AgentResult, run_refund_agent
 from tracejudge.demo.refund_scripts import VARIANTS, refund_scripts
 from tracejudge.demo.table import DemoRow
+from tracejudge.engine import BaselineStore, Engine, load_rules
 
 SERVICE_NAME = "refund-agent"
 
@@ -84,9 +85,16 @@ def _collector_config(options: DemoOptions) -> CollectorConfig:
     config.decision_wait_after_root = 0.2
     config.tick = 0.02
     config.shutdown_timeout = 5.0
-    if options.baselines is not None and hasattr(config, "baselines"):
-        config.baselines = options.baselines
     return config
+
+
+def _judge(options: DemoOptions) -> Judge:
+    """The engine for the rules, with the baselines the ``baseline`` rule diffs against."""
+    if options.judge is not None:
+        return options.judge
+    store = BaselineStore(options.baselines) if options.baselines is not None else None
+    engine: Judge = Engine(load_rules(options.rules), baselines=store)
+    return engine
 
 
 def _run_variant(
@@ -136,7 +144,7 @@ def run_demo(options: DemoOptions) -> DemoOutcome:
     """Run every variant through the embedded collector and return the judged rows."""
     started = time.perf_counter()
     memory = InMemorySpanExporter()
-    with EmbeddedCollector(_collector_config(options), options.judge) as collector:
+    with EmbeddedCollector(_collector_config(options), _judge(options)) as collector:
         provider = TracerProvider(resource=Resource({"service.name": SERVICE_NAME}))
         provider.add_span_processor(SimpleSpanProcessor(memory))
         exporter = OTLPSpanExporter(endpoint=collector.otlp_http_traces_url, timeout=10)
@@ -151,7 +159,7 @@ def run_demo(options: DemoOptions) -> DemoOutcome:
             provider.shutdown()
         trace_ids = {r.trace_id for r, _ in results.values() if r is not None and r.trace_id}
         records = collector.verdicts(trace_ids, options.verdict_timeout)
-        stats = collector.snapshot()
+    stats = collector.snapshot()  # after close: forwarding has been flushed
     spans = list(memory.get_finished_spans())
     names = {format(s.context.span_id, "016x"): s.name for s in spans if s.context is not None}
     by_trace = {str(r.get("trace_id")): r for r in records}

@@ -16,7 +16,7 @@ HINTS: dict[str, str] = {
         "what its result says"
     ),
     "F-ACTION-ARG-ENTITY_BINDING": (
-        "refund the order the lookup marked as the duplicate (duplicate_of), not another one"
+        "refund the order the lookup marked as the duplicate (is_duplicate), not another one"
     ),
     "F-BASELINE-ARG_DRIFT": (
         "the refund amount drifted from the reviewed baseline: refund the full duplicate "
