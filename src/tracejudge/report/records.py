@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 from tracejudge.engine.verdict import Verdict
 
 VERDICT_VALUES = ("pass", "warn", "fail", "error")
+_HEX = re.compile(r"[0-9a-f]+")
 
 
 class VerdictFileError(Exception):
@@ -217,6 +219,6 @@ def _opt_hex(data: dict[str, Any], key: str, where: str) -> str | None:
 
 def _check_hex(value: str, key: str, where: str) -> str:
     lowered = value.lower()
-    if not lowered or any(ch not in "0123456789abcdef" for ch in lowered):
+    if _HEX.fullmatch(lowered) is None:
         raise ValueError(f"{where}: {key} must be hex, got {value!r}")
     return lowered
