@@ -12,9 +12,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from cli_traces import RULES_YAML, RunSpec, record_runs, write_json, write_jsonl, write_pb
 from click.testing import CliRunner, Result
 
+from tests.cli.cli_traces import RULES_YAML, RunSpec, record_runs, write_json, write_jsonl, write_pb
 from tracejudge.cli import main
 
 HEX32 = re.compile(r"^[0-9a-f]{32}$")

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from collector_support import LoopThread, Sink, config, start_collector
 
+from tests.collector.collector_support import LoopThread, Sink, config, start_collector
 from tracejudge.collector import Collector
 
 

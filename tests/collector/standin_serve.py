@@ -1,6 +1,6 @@
 """Run a Collector with the stand-in judge as its own process (for SIGTERM/SIGKILL tests).
 
-Usage: ``python standin_serve.py '<config JSON>'``. Prints one JSON line with the bound
+Usage: ``python -m tests.collector.standin_serve CONFIG_JSON``. Prints one JSON line with the bound
 ports once serving. The stand-in judge keeps these tests about delivery, not rules.
 """
 
@@ -10,8 +10,7 @@ import asyncio
 import json
 import sys
 
-from collector_support import StandInJudge
-
+from tests.collector.collector_support import StandInJudge
 from tracejudge.collector import Collector, build_config
 
 

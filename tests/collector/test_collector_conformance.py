@@ -12,10 +12,18 @@ from collections.abc import Callable
 
 import grpc
 import pytest
-from collector_support import Sink, attrs, make_request, make_span, new_ids, post, wait_for
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from tests.collector.collector_support import (
+    Sink,
+    attrs,
+    make_request,
+    make_span,
+    new_ids,
+    post,
+    wait_for,
+)
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 

@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 from click.testing import CliRunner
-from collector_support import (
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from tests.collector.collector_support import (
     LoopThread,
     Sink,
     StandInJudge,
@@ -20,9 +23,6 @@ from collector_support import (
     post,
     wait_for,
 )
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-
 from tracejudge import semconv as sc
 from tracejudge.cli import main
 from tracejudge.collector import Collector, ConfigError, build_config

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from collector_support import Sink, attrs, make_request, make_span, new_ids, post, wait_for
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
     OTLPSpanExporter as GrpcExporter,
 )
@@ -19,6 +18,15 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import Status, StatusCode
 
+from tests.collector.collector_support import (
+    Sink,
+    attrs,
+    make_request,
+    make_span,
+    new_ids,
+    post,
+    wait_for,
+)
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 
@@ -138,7 +146,7 @@ def test_late_span_carries_cached_verdict(
     """A span arriving after the decision is forwarded at once, marked late, with the
     verdict its trace already got (not a second, different judgement)."""
     judge_calls: list[int] = []
-    from collector_support import StandInJudge
+    from tests.collector.collector_support import StandInJudge
 
     judge = StandInJudge()
     c = collector_factory(judge=judge)

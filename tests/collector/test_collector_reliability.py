@@ -14,7 +14,8 @@ from pathlib import Path
 
 import grpc
 import pytest
-from collector_support import (
+
+from tests.collector.collector_support import (
     LoopThread,
     Sink,
     attrs,
@@ -24,7 +25,6 @@ from collector_support import (
     post,
     wait_for,
 )
-
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 
@@ -172,10 +172,10 @@ def sink_on_port(lt: LoopThread) -> Iterator[Callable[[int], Sink]]:
 
 def _spawn(cfg: dict[str, object]) -> tuple[subprocess.Popen[str], dict[str, int]]:
     proc = subprocess.Popen(
-        [sys.executable, str(HERE / "standin_serve.py"), json.dumps(cfg)],
+        [sys.executable, "-m", "tests.collector.standin_serve", json.dumps(cfg)],
         stdout=subprocess.PIPE,
         text=True,
-        cwd=HERE,
+        cwd=HERE.parents[1],
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from e2e.backends import JaegerInstance
+from tests.e2e.backends import JaegerInstance
 from tracejudge import semconv as sc
 
 pytestmark = pytest.mark.e2e

@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from e2e.backends import JaegerInstance, OtelcolFactory
+from tests.e2e.backends import JaegerInstance, OtelcolFactory
 from tracejudge import semconv as sc
 
 pytestmark = pytest.mark.e2e

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from engine_runs import (
+
+from tests.engine.engine_runs import (
     REFUND_TOOLS,
     codes,
     judge_one,
@@ -16,7 +17,6 @@ from engine_runs import (
     span,
     tool,
 )
-
 from tracejudge.engine import BaselineError, BaselineStore, load_rules_text
 from tracejudge.engine.context import ToolMeta
 from tracejudge.model.run import ToolCall

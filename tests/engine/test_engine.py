@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from engine_runs import ORDERS, REFUND_TOOLS, make_run, model, span, tool
-
+from tests.engine.engine_runs import ORDERS, REFUND_TOOLS, make_run, model, span, tool
 from tracejudge.engine import Engine, load_rules_text
 from tracejudge.engine.verdict import EXPLANATION_MAX_BYTES
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from engine_runs import FINAL, codes, judge_one, make_run, model, span, tool
-
+from tests.engine.engine_runs import FINAL, codes, judge_one, make_run, model, span, tool
 from tracejudge.model.run import Step
 
 REFUND = tool(

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from engine_runs import ORDERS, ROOT, codes, judge_one, make_run, span, tool
-
+from tests.engine.engine_runs import ORDERS, ROOT, codes, judge_one, make_run, span, tool
 from tracejudge.engine.checks.policy import luhn_ok
 
 LOOKUP = tool("lookup_order", {"customer_id": "u1"}, ORDERS)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from engine_runs import FINAL, refund_run, span
 
+from tests.engine.engine_runs import FINAL, refund_run, span
 from tracejudge.engine import BaselineStore, Engine, RuleSet, load_rules
 
 RULES = Path(__file__).resolve().parents[2] / "examples" / "refund" / "rules.yaml"

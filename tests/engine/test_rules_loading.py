@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 import pytest
-from engine_runs import make_run, rules_text, tool
 
+from tests.engine.engine_runs import make_run, rules_text, tool
 from tracejudge.engine import Engine, RulesError, load_rules, load_rules_text
 from tracejudge.engine.compile import cel_macro_nesting
 from tracejudge.engine.rules import MAX_FILE_BYTES, MAX_RULES, schema

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from engine_runs import ORDERS, ROOT, codes, judge_one, make_run, model, refund_run, span, tool
+from tests.engine.engine_runs import (
+    ORDERS,
+    ROOT,
+    codes,
+    judge_one,
+    make_run,
+    model,
+    refund_run,
+    span,
+    tool,
+)
 
 LOOKUP = tool("lookup_order", {"customer_id": "u1"}, ORDERS)
 REFUND_B = tool("refund_api.create", {"order_id": "B-200", "amount": 40.0}, {"id": "re_1"})

@@ -24,8 +24,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
-from tests.support.replay import ReplayServer
 
+from tests.support.replay import ReplayServer
 from tracejudge.instrumentation import instrument, uninstrument
 from tracejudge.instrumentation._context import claim_tool_call_id
 

@@ -23,8 +23,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
-from tests.support.replay import ReplayServer
 
+from tests.support.replay import ReplayServer
 from tracejudge.instrumentation import instrument, uninstrument
 
 JOKE = [{"role": "user", "content": "Tell me a joke about OpenTelemetry"}]

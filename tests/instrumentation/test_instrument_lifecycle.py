@@ -24,9 +24,9 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from tests.support.replay import ReplayServer
 
 import tracejudge
+from tests.support.replay import ReplayServer
 from tracejudge.instrumentation import MethodPatches, active_patchers
 from tracejudge.instrumentation import _patcher as patcher_mod
 from tracejudge.instrumentation import openai as tj_openai

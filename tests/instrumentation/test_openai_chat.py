@@ -15,6 +15,7 @@ from typing import Any
 import openai
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
 from tests.support.otel import PORT_MASK, TTFC_MASK, snap
 from tests.support.replay import ReplayServer
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import openai
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
 from tests.support.otel import PORT_MASK, TTFC_MASK, snap
 from tests.support.replay import ReplayServer
 

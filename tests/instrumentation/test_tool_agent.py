@@ -17,10 +17,10 @@ import openai
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from tests.support.otel import snap
-from tests.support.replay import ReplayServer
 
 import tracejudge
+from tests.support.otel import snap
+from tests.support.replay import ReplayServer
 
 pytestmark = pytest.mark.usefixtures("instrumented")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from model_helpers import Recorder, recorder
 from opentelemetry.trace import Status, StatusCode
 
+from tests.model.model_helpers import Recorder, recorder
 from tracejudge import semconv as sc
 from tracejudge.model import (
     ModelCall,

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from model_helpers import recorder, to_otlp_json
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from tests.model.model_helpers import recorder, to_otlp_json
 from tracejudge import semconv as sc
 from tracejudge.model import (
     OtlpDecodeError,

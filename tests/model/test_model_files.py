@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from model_helpers import recorder, to_otlp_json
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tests.model.model_helpers import recorder, to_otlp_json
 from tracejudge.model import OtlpDecodeError, load_spans, load_traces, spans_from_proto_request
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 
-from model_helpers import recorder
-
+from tests.model.model_helpers import recorder
 from tracejudge import semconv as sc
 from tracejudge.model import ModelCall, ToolCall, build_runs, spans_from_sdk
 

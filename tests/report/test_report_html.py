@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
-from report_builders import make_record, make_run
-
+from tests.report.report_builders import make_record, make_run
 from tracejudge.engine.verdict import Finding, Verdict
 from tracejudge.report.html import render_html
 from tracejudge.report.records import VerdictRecord

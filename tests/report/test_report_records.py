@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from report_builders import make_record
 
+from tests.report.report_builders import make_record
 from tracejudge.engine.verdict import Finding, Verdict
 from tracejudge.report.records import VerdictFileError, VerdictRecord, read_all, read_records
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from report_builders import make_record
 
+from tests.report.report_builders import make_record
 from tracejudge.report.summary import NO_CASE, summarize
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from report_builders import T0, make_run
-
+from tests.report.report_builders import T0, make_run
 from tracejudge.engine.verdict import Finding, Verdict
 from tracejudge.model.run import ToolCall
 from tracejudge.report.records import VerdictRecord
