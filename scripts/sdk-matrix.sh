@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the instrumentation tests against the OLDEST client SDKs tracejudge claims.
 #
-# Why: pyproject's extras claim openai>=1.40 and anthropic>=0.40 (the previous majors),
-# while the dev environment (.venv) tests today's majors (openai 3.x, anthropic 2.x).
+# Why: pyproject's extras claim openai>=1.109 (the last 1.x) and anthropic>=0.40, while
+# the dev environment (.venv) tests today's majors (openai 3.x, anthropic 2.x).
 # The patchers cope with the surfaces that differ (httpx vs httpx2, keyword params that
 # moved into extra_body, MessageStream building its own raw stream, no SDK-own spans);
 # this script proves it on the oldest versions by running the same tests in a second
@@ -12,12 +12,14 @@
 #   bash scripts/sdk-matrix.sh -k stream  # extra arguments go to pytest
 #
 # Versions can be overridden (OPENAI_OLDEST, ANTHROPIC_OLDEST). httpx is held below
-# 0.28 because those SDK releases predate it (0.28 removed the `proxies` argument the
-# old clients pass). uv's cache makes a refresh take seconds after the first run.
+# 0.28 because anthropic 0.40 predates it (0.28 removed the `proxies` argument clients
+# of that era pass). uv's cache makes a refresh take seconds after the first run.
+# openai 1.40 (the claim before) was measured to fail: no Responses API and
+# chat.completions was a module, not a package, so the 1.x floor is the last 1.x.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-OPENAI_OLDEST=${OPENAI_OLDEST:-1.40.0}
+OPENAI_OLDEST=${OPENAI_OLDEST:-1.109.1}
 ANTHROPIC_OLDEST=${ANTHROPIC_OLDEST:-0.40.0}
 VENV=${SDK_MATRIX_VENV:-.venv-sdk-oldest}
 UV=.venv/bin/uv

@@ -1,0 +1,39 @@
+"""The instrumentation suite on the oldest client SDKs tracejudge claims.
+
+pyproject's extras claim ``openai>=1.109`` and ``anthropic>=0.40`` while the dev
+environment holds today's majors; scripts/sdk-matrix.sh builds .venv-sdk-oldest with
+exactly those oldest versions (real packages from the index, cached by uv) and runs
+tests/instrumentation there. Running it from here puts the matrix under the one test
+command, so a patcher change that breaks an older SDK surface fails CI.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OLDEST = {"openai": "1.109.1", "anthropic": "0.40.0"}
+
+
+def test_instrumentation_suite_passes_on_oldest_claimed_sdks() -> None:
+    """The versions we advertise must work: the same instrumentation tests pass on
+    the oldest openai/anthropic releases pyproject claims."""
+    proc = subprocess.run(
+        ["bash", "scripts/sdk-matrix.sh"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-6000:]
+    versions = f"anthropic {OLDEST['anthropic']}, openai {OLDEST['openai']}"
+    assert f"sdk-matrix: {versions}" in proc.stdout
+    summary = re.search(r"(\d+) passed", proc.stdout)
+    assert summary is not None, output[-3000:]
+    assert int(summary.group(1)) > 0
+    assert " failed" not in proc.stdout
+    assert " skipped" not in proc.stdout, "a skip would hide an untested SDK surface"
