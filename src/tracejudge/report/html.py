@@ -19,6 +19,8 @@ from tracejudge.report.timeline import TimelineRow, TimelineStep
 
 MAX_TIMELINES = 500
 """More rows than this make the page slow to open; the rest are counted, not drawn."""
+MAX_FAILURE_ROWS = 1000
+"""Failing runs listed on the page; the text report lists them all."""
 TIMELINE_WIDTH = 880
 LANE_HEIGHT = 18
 STATUS_FILL = {"ok": "#43a047", "unset": "#8fb98b", "error": "#e53935"}
@@ -238,9 +240,11 @@ def _comparison(c: Comparison) -> str:
     return head + _table(headers, rows, {1, 2, 3, 4, 5})
 
 
-def _failures(failures: Sequence[VerdictRecord]) -> str:
-    if not failures:
+def _failures(all_failures: Sequence[VerdictRecord]) -> str:
+    if not all_failures:
         return '<p class="muted">none</p>'
+    failures = all_failures[:MAX_FAILURE_ROWS]
+    more = len(all_failures) - len(failures)
     rows = [
         (
             _badge(r.verdict),
@@ -252,7 +256,11 @@ def _failures(failures: Sequence[VerdictRecord]) -> str:
         )
         for r in failures
     ]
-    return _table(("verdict", "case", "variant", "trace", "primary", "explanation"), rows, set())
+    headers = ("verdict", "case", "variant", "trace", "primary", "explanation")
+    note = (
+        f'<p class="muted">{more} more not listed (the text report lists all)</p>' if more else ""
+    )
+    return _table(headers, rows, set()) + note
 
 
 def _codes(summary: Summary) -> str:
