@@ -123,6 +123,7 @@ class TestGenAi:
         assert tool.inferred is False
         assert run.final_answer == "Your refund is on its way."
         assert run.final_answer_span_id == run.root_span_id
+        assert run.final_answer_step_index == 2  # the last chat call wrote the text
         assert any("final answer: gen_ai.output.messages of agent span" in n for n in run.notes)
         assert len(run.spans) == 4
         assert run.duration_ns > 0
@@ -134,6 +135,7 @@ class TestGenAi:
             (run,) = build_runs(spans_from_sdk(rec.spans()))
         assert run.final_answer == "Refund R9 is on its way."
         assert run.final_answer_span_id == run.model_calls[-1].span_id
+        assert run.final_answer_step_index == 2
         assert f"final answer: output of the last model call {run.final_answer_span_id}" in (
             run.notes
         )

@@ -365,6 +365,15 @@ def _infer_tool_calls(steps: list[Step], notes: list[str]) -> list[Step]:
 
 
 def _final_answer(run: Run, agent_root: SpanRecord | None, notes: list[str]) -> None:
+    for index in range(len(run.steps) - 1, -1, -1):
+        step = run.steps[index]
+        if (
+            isinstance(step, ModelCall)
+            and step.operation != _OP.EMBEDDINGS
+            and last_assistant_text(step.output_messages) is not None
+        ):
+            run.final_answer_step_index = index
+            break
     if agent_root is not None:
         attrs = agent_root.attributes
         text = last_assistant_text(

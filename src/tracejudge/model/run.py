@@ -105,6 +105,10 @@ class Run:
     steps: list[Step] = field(default_factory=list)
     final_answer: str | None = None
     final_answer_span_id: str | None = None
+    final_answer_step_index: int | None = None
+    """Index in ``steps`` of the model call that produced the answer's text (the last model
+    call with text output), also when the answer itself is read from the agent span; it
+    places the claim in time for causal ordering. None when no model call produced text."""
     start_ns: int = 0
     end_ns: int = 0
     root_attributes: dict[str, AttrValue] = field(default_factory=dict)
