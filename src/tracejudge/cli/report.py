@@ -57,6 +57,8 @@ def report_command(
     ks: tuple[int, ...],
 ) -> None:
     """Summarize judged runs from VERDICTS (JSON lines, gzipped or not)."""
+    if variants is not None and variants[0] == variants[1]:
+        raise click.BadParameter("name two different variants", param_hint="--variants")
     try:
         records = read_all(verdicts)
     except VerdictFileError as exc:
