@@ -109,6 +109,7 @@ class ModelCallTelemetry:
 
     __slots__ = (
         "_ended",
+        "_event",
         "_token",
         "input_tokens",
         "metric_attributes",
@@ -156,6 +157,7 @@ class ModelCallTelemetry:
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
         self._token: object | None = None
+        self._event: dict[str, AttributeValue] | None = None
         self._ended = False
 
     # --- context -----------------------------------------------------------------
@@ -258,7 +260,10 @@ class ModelCallTelemetry:
         if mode.on_span:
             self.span.set_attributes(attrs)
         if mode.on_event:
-            self.span.add_event(semconv.EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS, attrs)
+            # One details event per operation, emitted when the call ends.
+            if self._event is None:
+                self._event = {}
+            self._event.update(attrs)
 
     # --- end ---------------------------------------------------------------------
 
@@ -272,6 +277,10 @@ class ModelCallTelemetry:
         if self._ended:
             return
         self._ended = True
+        if self._event:
+            self.span.add_event(
+                semconv.EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS, self._event
+            )
         self.runtime.stamp_content_stats(self.span, self.stats)
         self.runtime.record_metrics(
             time.perf_counter() - self.start,

@@ -1,0 +1,263 @@
+"""Content capture modes, redaction, size caps and the message JSON schemas.
+
+Calls go through the real ``openai`` SDK to recorded responses (loopback HTTP); message
+JSON is validated against the GenAI conventions' own schema files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import openai
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import tracejudge
+from tests.support.replay import ReplayServer
+from tracejudge.instrumentation import CaptureMode, Redactor
+from tracejudge.instrumentation._content import (
+    CAPTURE_ENV,
+    ContentEncoder,
+    ContentStats,
+    dumps,
+    parse_capture_mode,
+)
+
+Replay = Callable[..., ReplayServer]
+SCHEMAS = Path("/work/shared/reference/semconv-genai/model/gen-ai")
+WEATHER: list[Any] = [
+    {"role": "system", "content": "You're a helpful assistant."},
+    {"role": "user", "content": "What's the weather in Seattle and San Francisco today?"},
+]
+SECRET_MSG: list[Any] = [
+    {
+        "role": "user",
+        "content": "my key is sk-proj-abcdefghijklmnopqrstuvwx, card 4111 1111 1111 1111",
+    }
+]
+DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+
+
+@pytest.fixture(autouse=True)
+def _uninstrument() -> Iterator[None]:
+    yield
+    tracejudge.uninstrument()
+
+
+def _call(server: ReplayServer, messages: list[Any]) -> None:
+    c = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+    c.chat.completions.create(model="gpt-4o-mini", messages=messages)
+
+
+def _only_span(exporter: InMemorySpanExporter) -> ReadableSpan:
+    [span] = exporter.get_finished_spans()
+    return span
+
+
+@pytest.mark.parametrize(
+    ("value", "mode"),
+    [
+        ("NO_CONTENT", CaptureMode.NO_CONTENT),
+        ("span_only", CaptureMode.SPAN_ONLY),
+        ("EVENT_ONLY", CaptureMode.EVENT_ONLY),
+        (" SPAN_AND_EVENT ", CaptureMode.SPAN_AND_EVENT),
+        ("true", CaptureMode.SPAN_ONLY),
+        ("False", CaptureMode.NO_CONTENT),
+        ("", CaptureMode.NO_CONTENT),
+        (True, CaptureMode.SPAN_ONLY),
+    ],
+)
+def test_capture_mode_values(value: str | bool, mode: CaptureMode) -> None:
+    """The four util-genai names (any case) and the older true/false form are accepted."""
+    assert parse_capture_mode(value) is mode
+
+
+def test_capture_mode_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an explicit argument the mode comes from the conventional variable, and
+    an unknown value there is an error naming the accepted ones."""
+    monkeypatch.setenv(CAPTURE_ENV, "SPAN_AND_EVENT")
+    assert parse_capture_mode(None) is CaptureMode.SPAN_AND_EVENT
+    monkeypatch.setenv(CAPTURE_ENV, "everything")
+    with pytest.raises(ValueError, match="NO_CONTENT"):
+        parse_capture_mode(None)
+
+
+def test_no_content_keeps_only_tool_call_parts(
+    tracer_provider: TracerProvider, replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """In NO_CONTENT mode no message text is recorded, but the requested tool calls are
+    (the judge needs which tools were asked for), and no details event is emitted."""
+    tracejudge.instrument(tracer_provider=tracer_provider, capture_content="NO_CONTENT")
+    _call(replay("openai/test_chat_completion_tool_calls_with_content.yaml"), WEATHER)
+    span = _only_span(span_exporter)
+    attrs = dict(span.attributes or {})
+    assert "gen_ai.input.messages" not in attrs
+    assert "gen_ai.tool.definitions" not in attrs
+    out = json.loads(str(attrs["gen_ai.output.messages"]))
+    assert [p["type"] for p in out[0]["parts"]] == ["tool_call", "tool_call"]
+    assert list(span.events) == []
+
+
+def test_no_content_plain_answer_has_no_output(
+    tracer_provider: TracerProvider, replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """A text-only answer in NO_CONTENT mode leaves no content attribute at all."""
+    tracejudge.instrument(tracer_provider=tracer_provider, capture_content=False)
+    _call(replay("openai/test_chat_completion_with_content.yaml"), WEATHER)
+    attrs = dict(_only_span(span_exporter).attributes or {})
+    assert not [k for k in attrs if k.endswith(("messages", "instructions", "definitions"))]
+
+
+@pytest.mark.parametrize(
+    ("mode", "on_span", "on_event"),
+    [("SPAN_ONLY", True, False), ("EVENT_ONLY", False, True), ("SPAN_AND_EVENT", True, True)],
+)
+def test_span_and_event_modes(
+    mode: str,
+    on_span: bool,
+    on_event: bool,
+    tracer_provider: TracerProvider,
+    replay: Replay,
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    """SPAN_* modes put messages on span attributes; *_EVENT modes put them on a
+    ``gen_ai.client.inference.operation.details`` event of the span."""
+    tracejudge.instrument(tracer_provider=tracer_provider, capture_content=mode)
+    _call(replay("openai/test_chat_completion_with_content.yaml"), WEATHER)
+    span = _only_span(span_exporter)
+    attrs = dict(span.attributes or {})
+    assert ("gen_ai.input.messages" in attrs) is on_span
+    assert ("gen_ai.output.messages" in attrs) is on_span
+    events = [e for e in span.events if e.name == DETAILS_EVENT]
+    assert bool(events) is on_event
+    if on_event:
+        keys = set((events[0].attributes or {}).keys())
+        assert keys == {"gen_ai.input.messages", "gen_ai.output.messages"}
+
+
+def test_messages_validate_against_convention_schemas(
+    tracer_provider: TracerProvider, replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """Input/output messages and tool definitions we emit validate against the JSON
+    schemas shipped with the GenAI conventions."""
+    tracejudge.instrument(tracer_provider=tracer_provider, capture_content="SPAN_ONLY")
+    server = replay("openai/test_chat_completion_tool_calls_with_content.yaml", sequential=True)
+    c = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+    tools: list[Any] = [
+        {"type": "function", "function": {"name": "get_current_weather", "parameters": {}}}
+    ]
+    first = c.chat.completions.create(model="gpt-4o-mini", messages=WEATHER, tools=tools)
+    calls = first.choices[0].message.tool_calls or []
+    history: list[Any] = [
+        *WEATHER,
+        first.choices[0].message,
+        *({"role": "tool", "content": "rain", "tool_call_id": tc.id} for tc in calls),
+    ]
+    c.chat.completions.create(model="gpt-4o-mini", messages=history)
+    schema_for = {
+        "gen_ai.input.messages": "gen-ai-input-messages.json",
+        "gen_ai.output.messages": "gen-ai-output-messages.json",
+        "gen_ai.tool.definitions": "gen-ai-tool-definitions.json",
+    }
+    checked = 0
+    for span in span_exporter.get_finished_spans():
+        for key, file in schema_for.items():
+            value = (span.attributes or {}).get(key)
+            if value is None:
+                continue
+            schema = json.loads((SCHEMAS / file).read_text())
+            jsonschema.validate(json.loads(str(value)), schema)
+            checked += 1
+    assert checked == 5
+
+
+def test_secrets_redacted_and_counted(
+    tracer_provider: TracerProvider, replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """API keys and Luhn-valid card numbers never leave the process; the span says how
+    many secrets were redacted."""
+    tracejudge.instrument(tracer_provider=tracer_provider, capture_content="SPAN_ONLY")
+    _call(replay("openai/test_chat_completion_with_content.yaml"), SECRET_MSG)
+    attrs = dict(_only_span(span_exporter).attributes or {})
+    text = str(attrs["gen_ai.input.messages"])
+    assert "sk-proj" not in text
+    assert "4111" not in text
+    assert text.count("[REDACTED]") == 2
+    assert attrs["tracejudge.content.redacted"] == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Authorization: Bearer abc.def-123456", "Authorization: Bearer [REDACTED]"),
+        ('{"password":"hunter2","user":"bob"}', '{"password":"[REDACTED]","user":"bob"}'),
+        ("login?password=hunter2&user=bob", "login?password=[REDACTED]&user=bob"),
+        ("api_key: abc123xyz", "api_key: [REDACTED]"),
+        ("card 4111-1111-1111-1111 ok", "card [REDACTED] ok"),
+        ("order 4111 1111 1111 1112 ok", "order 4111 1111 1111 1112 ok"),
+        ("max_tokens=5 and 1700000000000", "max_tokens=5 and 1700000000000"),
+        ("AKIAABCDEFGHIJKLMNOP", "[REDACTED]"),
+    ],
+)
+def test_default_redaction_patterns(text: str, expected: str) -> None:
+    """Each default pattern hides the secret and keeps the surrounding text; numbers that
+    fail the Luhn check and ordinary ``*_tokens`` keys are left alone."""
+    assert Redactor().redact(text)[0] == expected
+
+
+def test_custom_redaction_pattern(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    """``redact_patterns`` adds patterns; a group named ``s`` limits what is replaced."""
+    tracejudge.instrument(
+        tracer_provider=tracer_provider, redact_patterns=[r"ssn (?P<s>\d{3}-\d{2}-\d{4})"]
+    )
+
+    @tracejudge.tool
+    def lookup(query: str) -> str:
+        return "found ssn 123-45-6789"
+
+    lookup("who")
+    attrs = dict(_only_span(span_exporter).attributes or {})
+    assert attrs["gen_ai.tool.call.result"] == '"found ssn [REDACTED]"'
+    assert attrs["tracejudge.content.redacted"] == 1
+
+
+def test_size_cap_truncates_and_flags(
+    tracer_provider: TracerProvider, replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """Content over ``max_attribute_bytes`` is cut (on a character boundary) and the span
+    is flagged ``tracejudge.content.truncated``."""
+    tracejudge.instrument(
+        tracer_provider=tracer_provider, capture_content="SPAN_ONLY", max_attribute_bytes=128
+    )
+    _call(
+        replay("openai/test_chat_completion_with_content.yaml"),
+        [{"role": "user", "content": "é" * 500}],
+    )
+    attrs = dict(_only_span(span_exporter).attributes or {})
+    value = str(attrs["gen_ai.input.messages"])
+    assert len(value.encode("utf-8")) <= 128
+    assert value.endswith("…[truncated]")
+    assert attrs["tracejudge.content.truncated"] is True
+
+
+def test_encoder_never_raises() -> None:
+    """Values JSON cannot encode (cycles, broken ``__repr__``) still give a string."""
+
+    class BadRepr:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    encoder = ContentEncoder(Redactor())
+    stats = ContentStats()
+    assert "unrepresentable" in encoder.encode({"x": BadRepr()}, stats)
+    assert isinstance(encoder.encode(cyclic, stats), str)
+    assert dumps({"b": b"\x00\x01"}) == '{"b":"AAE="}'
