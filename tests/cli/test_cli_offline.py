@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -327,3 +329,22 @@ class TestReport:
         result = _run("report", path)
         assert result.exit_code == 2
         assert f"{path}:2: not valid JSON" in result.stderr
+
+
+def test_installed_command_runs_as_a_process(rules: Path, mixed: tuple[Path, Path]) -> None:
+    """CI calls the console script, not click in-process: its exit code and streams count."""
+    script = Path(sys.executable).with_name("tracejudge")
+    proc = subprocess.run(
+        [str(script), "eval", "--rules", str(rules), "--format", "json", *map(str, mixed)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert [json.loads(line)["verdict"] for line in proc.stdout.splitlines()] == [
+        "pass",
+        "fail",
+        "fail",
+    ]
+    assert "\x1b[" not in proc.stdout
