@@ -348,3 +348,26 @@ def test_installed_command_runs_as_a_process(rules: Path, mixed: tuple[Path, Pat
         "fail",
     ]
     assert "\x1b[" not in proc.stdout
+
+
+def test_refund_example_traces(tmp_path: Path) -> None:
+    """The shipped refund example: the healthy run passes, the silent failure is caught."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "refund"
+    out = tmp_path / "v.jsonl"
+    result = _run(
+        "eval",
+        "--rules",
+        example / "rules.yaml",
+        "--baselines",
+        example / "baselines",
+        "--output",
+        out,
+        example / "traces" / "healthy.json",
+        example / "traces" / "silent_failure.json",
+    )
+    assert result.exit_code == 1, result.output
+    verdicts = {str(line["variant"]): line["verdict"] for line in _json_lines(out.read_text())}
+    assert verdicts == {"healthy": "pass", "silent_failure": "fail"}
+    report = _run("report", out, "--variants", "healthy", "silent_failure")
+    assert report.exit_code == 0, report.output
+    assert "A wins 1, B wins 0" in report.stdout
