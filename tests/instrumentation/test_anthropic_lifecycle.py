@@ -272,3 +272,58 @@ def test_unknown_blocks_are_kept_not_dropped(pipeline: Pipeline) -> None:
             ],
         }
     ]
+
+
+def test_with_raw_response_is_traced_and_parses_once(pipeline: Pipeline) -> None:
+    """Agents read rate-limit headers through ``with_raw_response``; those calls are
+    model calls too. The span must carry the response, and the application must get
+    the very same parsed Message / Stream object the SDK caches."""
+    pipeline.instrument()
+    with ReplayServer([CREATE]) as server:
+        raw = client(server.origin).messages.with_raw_response.create(
+            model="claude-3-opus-20240229", max_tokens=1024, messages=JOKE
+        )
+        message = raw.parse()
+    assert message is raw.parse()
+    with ReplayServer([STREAM]) as server:
+        raw_stream = client(server.origin).messages.with_raw_response.create(
+            model="claude-3-haiku-20240307", max_tokens=1024, messages=JOKE, stream=True
+        )
+        events = list(raw_stream.parse())
+    first, second = pipeline.spans()
+    assert (first.attributes or {})["gen_ai.response.id"] == message.id
+    assert (first.attributes or {})["gen_ai.usage.output_tokens"] == 220
+    assert (second.attributes or {})["gen_ai.response.id"] == "msg_01MXWxhWoPSgrYhjTuMDM6F1"
+    assert (second.attributes or {})["gen_ai.response.finish_reasons"] == ("stop",)
+    assert events[-1].type == "message_stop"
+
+
+def test_with_streaming_response_leaves_the_body_to_the_application(pipeline: Pipeline) -> None:
+    """A ``with_streaming_response`` body is the application's to read; tracing must
+    not read it, and the span still ends (request side only) instead of leaking."""
+    pipeline.instrument()
+    with (
+        ReplayServer([CREATE]) as server,
+        client(server.origin).messages.with_streaming_response.create(
+            model="claude-3-opus-20240229", max_tokens=1024, messages=JOKE
+        ) as response,
+    ):
+        assert not response.http_response.is_closed
+        body = json.loads(response.read())
+    (span,) = pipeline.spans()
+    assert body["id"] == "msg_01TPXhkPo8jy6yQMrMhjpiAE"
+    assert "gen_ai.response.id" not in (span.attributes or {})
+    assert (span.attributes or {})["gen_ai.request.model"] == "claude-3-opus-20240229"
+
+
+def test_beta_messages_are_traced_like_messages(pipeline: Pipeline) -> None:
+    """``client.beta.messages`` is the same Messages API with beta features; agents
+    using it must not fall out of judging (nor get the SDK's non-conformant span)."""
+    pipeline.instrument()
+    with ReplayServer([CREATE]) as server:
+        reply = client(server.origin).beta.messages.create(
+            model="claude-3-opus-20240229", max_tokens=1024, messages=JOKE
+        )
+    (span,) = pipeline.spans()
+    assert span.name == "chat claude-3-opus-20240229"
+    assert (span.attributes or {})["gen_ai.response.id"] == reply.id

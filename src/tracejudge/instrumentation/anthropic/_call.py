@@ -10,6 +10,7 @@ runtime's guard: telemetry errors are logged, never raised into the app.
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 from collections.abc import Mapping
@@ -75,6 +76,7 @@ class AnthropicCall:
             server_address=address,
             server_port=port,
         )
+        self.stream = stream
         self.start_ns = time.time_ns()
         self._lock = threading.RLock()  # a GC finaliser may re-enter on this thread
         self._acc: MessageAccumulator | None = None
@@ -119,15 +121,58 @@ class AnthropicCall:
     def returned(self, result: Any, *, is_async: bool) -> None:
         """The SDK call returned: a Message, a stream, or a raw-response wrapper."""
         with self.runtime.guard:
-            if cv.get(result, "type") == "message" and cv.get(result, "content") is not None:
-                self._finish(result, complete=True)
-            elif hasattr(result, "response") and (
-                hasattr(result, "__iter__") or hasattr(result, "__aiter__")
-            ):
-                self.watch(result, is_async=is_async)
-            else:
-                # with_raw_response & co.: the body is the application's to parse; the
-                # span keeps the request side and ends now rather than never.
+            if not self._record_result(result, is_async=is_async):
+                parsed = self._raw_parse(result)
+                if inspect.isawaitable(parsed):  # defensive: never leave a coroutine
+                    getattr(parsed, "close", lambda: None)()
+                    parsed = None
+                self._record_result(parsed, is_async=is_async)
+        self._end_if_unwatched()
+
+    async def returned_async(self, result: Any) -> None:
+        """``returned`` for async clients, whose raw responses parse asynchronously."""
+        with self.runtime.guard:
+            if not self._record_result(result, is_async=True):
+                parsed = self._raw_parse(result)
+                if inspect.isawaitable(parsed):
+                    parsed = await parsed
+                self._record_result(parsed, is_async=True)
+        self._end_if_unwatched()
+
+    def _record_result(self, result: Any, *, is_async: bool) -> bool:
+        """Record a Message or start watching a stream; False for anything else."""
+        if result is None:
+            return False
+        if cv.get(result, "type") == "message" and cv.get(result, "content") is not None:
+            self._finish(result, complete=True)
+            return True
+        if hasattr(result, "response") and (
+            hasattr(result, "__iter__") or hasattr(result, "__aiter__")
+        ):
+            self.watch(result, is_async=is_async)
+            return True
+        return False
+
+    def _raw_parse(self, result: Any) -> Any:
+        """The parsed body of a ``with_raw_response`` result, when reading it is free.
+
+        The SDK caches ``parse()``, so the application later gets the same Message or
+        the same (now observed) Stream. A ``with_streaming_response`` body that is still
+        unread belongs to the application and is left alone: the span then keeps only
+        the request side.
+        """
+        http = getattr(result, "http_response", None)
+        parse = getattr(result, "parse", None)
+        if http is None or not callable(parse):
+            return None
+        if not (self.stream or getattr(http, "is_closed", False) is True):
+            return None
+        return parse()
+
+    def _end_if_unwatched(self) -> None:
+        """End now unless a stream took over the span (also after a guarded failure)."""
+        with self.runtime.guard:
+            if self._acc is None and not self.telemetry.ended:
                 self.telemetry.end()
 
     def watch(self, stream: Any, *, is_async: bool) -> None:

@@ -168,7 +168,7 @@ def _wrap_acreate(runtime: Runtime) -> Callable[[Any], Any]:
                 call.failed(exc)
                 raise
             call.exit()
-            call.returned(result, is_async=True)
+            await call.returned_async(result)
             return result
 
         return create
@@ -206,18 +206,39 @@ class AnthropicPatcher:
         return sdk_importable("anthropic")
 
     def patch(self, runtime: Runtime) -> None:
-        """Wrap the Messages surface; raises AttributeError/ImportError if it moved."""
+        """Wrap the Messages surface; raises AttributeError/ImportError if it moved.
+
+        ``create`` and ``stream`` are required (every claimed SDK has them); ``parse``
+        (2.x structured outputs) and the beta Messages resource are wrapped where the
+        installed SDK has them — their shapes are the same Messages API.
+        """
         from anthropic.resources.messages import AsyncMessages, Messages
 
-        self._patches.patch_method(Messages, "create", _wrap_create(runtime))
-        self._patches.patch_method(AsyncMessages, "create", _wrap_acreate(runtime))
-        self._patches.patch_method(Messages, "stream", _wrap_stream(runtime, is_async=False))
-        self._patches.patch_method(AsyncMessages, "stream", _wrap_stream(runtime, is_async=True))
-        if "parse" in Messages.__dict__:  # 2.x structured outputs return a ParsedMessage
-            self._patches.patch_method(Messages, "parse", _wrap_create(runtime))
-        if "parse" in AsyncMessages.__dict__:
-            self._patches.patch_method(AsyncMessages, "parse", _wrap_acreate(runtime))
+        self._wrap_resource(Messages, AsyncMessages, runtime, required=("create", "stream"))
+        try:
+            from anthropic.resources.beta.messages import AsyncMessages as BetaAsync
+            from anthropic.resources.beta.messages import Messages as BetaMessages
+        except ImportError:  # an SDK without the beta resource: nothing to trace there
+            pass
+        else:
+            self._wrap_resource(BetaMessages, BetaAsync, runtime, required=())
         self._suppressor.install()
+
+    def _wrap_resource(
+        self, sync: type, async_: type, runtime: Runtime, *, required: tuple[str, ...]
+    ) -> None:
+        wrappers: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+            "create": (_wrap_create(runtime), _wrap_acreate(runtime)),
+            "parse": (_wrap_create(runtime), _wrap_acreate(runtime)),
+            "stream": (
+                _wrap_stream(runtime, is_async=False),
+                _wrap_stream(runtime, is_async=True),
+            ),
+        }
+        for method, (make_sync, make_async) in wrappers.items():
+            for owner, make in ((sync, make_sync), (async_, make_async)):
+                if method in required or method in owner.__dict__:
+                    self._patches.patch_method(owner, method, make)
 
     def unpatch(self) -> None:
         """Restore every original (safe after a partial patch or none)."""
