@@ -97,3 +97,11 @@ def test_read_all_collects_errors_across_files(tmp_path: Path) -> None:
 def test_builder_records_are_valid() -> None:
     """The helper used across these tests produces records the reader accepts."""
     assert make_record(3, verdict="warn").passed
+
+
+def test_a_trace_file_given_as_verdicts_gets_a_hint(tmp_path: Path) -> None:
+    """Mixing up trace files and verdict files is the likeliest mistake: say which is which."""
+    path = tmp_path / "traces.json"
+    path.write_text('{"resourceSpans": []}\n', encoding="utf-8")
+    with pytest.raises(VerdictFileError, match="OTLP trace export, not a verdict line"):
+        read_records(path)

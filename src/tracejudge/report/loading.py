@@ -44,7 +44,7 @@ def load_runs(paths: Sequence[Path]) -> LoadedRuns:
             continue
         out.files_read += 1
         if not file_spans:
-            out.errors.append(f"{path}: no spans in file")
+            out.errors.append(f"{path}: no spans in file (is it an OTLP trace export?)")
         spans.extend(file_spans)
     out.spans = len(spans)
     for trace_id, trace_spans in group_by_trace(spans).items():

@@ -96,6 +96,11 @@ def parse_record(data: Any, where: str) -> VerdictRecord:
     """Validate one decoded JSON object; raises ``ValueError`` naming ``where`` and the field."""
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    if "resourceSpans" in data or "resource_spans" in data:
+        raise ValueError(
+            f"{where}: an OTLP trace export, not a verdict line; judge it with "
+            "`tracejudge eval --output`, or give it to `report --traces`"
+        )
     trace_id = _hex(data, "trace_id", where)
     root_span_id = _hex(data, "root_span_id", where)
     verdict = data.get("verdict")
