@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tracejudge import semconv as sc
+from tracejudge.model.build import build_runs, group_by_trace
 from tracejudge.model.decode_json import json_to_proto, spans_from_json
 from tracejudge.model.decode_proto import spans_from_proto_request
 
@@ -119,6 +120,13 @@ def main() -> None:
         "json_format.Parse (text -> protobuf)",
         n,
         lambda: json_format.Parse(pb_json, ExportTraceServiceRequest()),
+        args.repeat,
+    )
+    traces = list(group_by_trace(spans_from_proto_request(blob)).values())
+    rate(
+        f"build_runs ({n // len(traces)} spans/trace)",
+        n,
+        lambda: [build_runs(t) for t in traces],
         args.repeat,
     )
 
