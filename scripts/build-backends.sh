@@ -2,7 +2,9 @@
 # Build the real trace backends that tracejudge's end-to-end tests run against,
 # from the Go module proxy at pinned versions, into a cache OUTSIDE the repo.
 #
-#   scripts/build-backends.sh [all|jaeger|otelcol]...    (default: all)
+#   scripts/build-backends.sh [--no-build] [all|jaeger|otelcol]...  (default: all)
+#
+#   --no-build   only report: exit 3 if a requested binary is not built yet.
 #
 # - Jaeger v2 (`jaeger`, the OTel-collector-based v2 line; in-memory storage,
 #   OTLP receiver, query API). Jaeger v2 releases are tagged v2.X.Y, but the Go
@@ -47,16 +49,18 @@ die() { printf 'build-backends: ERROR: %s\n' "$*" >&2; exit 1; }
 
 want_jaeger=0
 want_otelcol=0
-if [ "$#" -eq 0 ]; then set -- all; fi
+no_build=0
 for arg in "$@"; do
   case "$arg" in
+    --no-build) no_build=1 ;;
     all) want_jaeger=1; want_otelcol=1 ;;
     jaeger) want_jaeger=1 ;;
     otelcol) want_otelcol=1 ;;
-    -h|--help) sed -n '2,30p' "${BASH_SOURCE[0]}" >&2; exit 0 ;;
-    *) die "unknown argument '$arg' (expected: all, jaeger, otelcol)" ;;
+    -h|--help) sed -n '2,32p' "${BASH_SOURCE[0]}" >&2; exit 0 ;;
+    *) die "unknown argument '$arg' (expected: --no-build, all, jaeger, otelcol)" ;;
   esac
 done
+if [ "$want_jaeger" = 0 ] && [ "$want_otelcol" = 0 ]; then want_jaeger=1; want_otelcol=1; fi
 
 # The manifest's hash is part of the collector's "is it built" check, so editing
 # the component list rebuilds it (the version alone would not notice).
@@ -82,6 +86,14 @@ needs_build() {
 if ! needs_build; then
   print_paths
   exit 0
+fi
+
+if [ "$no_build" = 1 ]; then
+  log "not built yet (run scripts/build-backends.sh without --no-build): $(
+    { [ "$want_jaeger" = 1 ] && ! have_jaeger && printf '%s ' "$JAEGER_BIN"; } || true
+    { [ "$want_otelcol" = 1 ] && ! have_otelcol && printf '%s ' "$OTELCOL_BIN"; } || true
+  )"
+  exit 3
 fi
 
 # ---- slow path: build -------------------------------------------------------------
@@ -144,9 +156,12 @@ build_otelcol() {
     mv -f "$WORK_DIR/gobin/builder" "$OCB_BIN"
   fi
   out="$WORK_DIR/otelcol"
+  # Point dist.output_path at the temp dir so nothing is written in the repo.
+  sed "s|^\([[:space:]]*output_path:\).*|\1 $out|" "$MANIFEST" >"$WORK_DIR/builder-config.yaml"
+  grep -q "output_path: $out\$" "$WORK_DIR/builder-config.yaml" \
+    || die "otelcol: could not set dist.output_path in a copy of $MANIFEST"
   log "otelcol $OTELCOL_VERSION: ocb --config $MANIFEST (takes several minutes cold)"
-  # The manifest's dist.output_path is overridden so nothing is written in the repo.
-  "$OCB_BIN" --config "$MANIFEST" --output-path "$out" >&2 \
+  "$OCB_BIN" --config "$WORK_DIR/builder-config.yaml" >&2 \
     || die "otelcol: the collector builder failed (see output above)"
   [ -x "$out/otelcol-tracejudge" ] || die "otelcol: builder finished but $out/otelcol-tracejudge is missing"
   mv -f "$out/otelcol-tracejudge" "$OTELCOL_BIN"
