@@ -287,6 +287,20 @@ class TestBadInput:
         assert "cut above span 0000000000000004" in notes
         assert run.spans[2].start_ns == 3  # the first copy of the duplicate was kept
 
+    def test_defects_outside_agent_runs_are_still_reported(self) -> None:
+        """A duplicated container span above the agent is not part of the run, but its
+        defect is noted on the run rather than dropped."""
+        agent = {sc.GEN_AI_OPERATION_NAME: "invoke_agent"}
+        spans = [
+            _rec("0000000000000001", None, 1, 9),
+            _rec("0000000000000001", None, 1, 9),
+            _rec("0000000000000002", "0000000000000001", 2, 8, **agent),
+        ]
+        (run,) = build_runs(spans)
+        assert run.root_span_id == "0000000000000002"
+        assert [s.span_id for s in run.spans] == ["0000000000000002"]
+        assert any("appears 2 times" in n for n in run.notes)
+
     def test_missing_attributes_and_garbage_messages(self) -> None:
         """Model spans with no usable content yield calls with None fields and a note."""
         spans = [

@@ -211,6 +211,13 @@ def _build_trace(spans: Sequence[SpanRecord]) -> list[Run]:
             text += f"; model/tool spans among them: {_listed(stepish)}"
         for run in runs:
             run.notes.append(text)
+    # Defects of spans outside every run (a duplicated or looping container) still matter.
+    in_runs = {sid for ids in runs_spans.values() for sid in ids}
+    stray = [
+        note for sid, notes in trace.span_notes.items() if sid not in in_runs for note in notes
+    ]
+    for run in runs:
+        run.notes.extend(stray)
     return runs
 
 
