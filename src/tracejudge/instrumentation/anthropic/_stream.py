@@ -7,9 +7,10 @@ raw ``Stream`` internally (``_raw_stream``) for ``__iter__``, ``text_stream``,
 their own class (built once per SDK class, cached) lets every consumption path go
 through one observer while ``isinstance`` checks, attributes and the SDK's own
 internals keep working — a wrapping proxy would break ``isinstance(x, Stream)`` and
-miss the manager's internal reads. If the SDK ever makes re-classing impossible
-(``__slots__``), the call is ended at once with what the request told us, so no span
-leaks and the application's stream is untouched.
+miss the manager's internal reads. Where an SDK's metaclass defeats ``isinstance`` for
+subclasses (0.x), the instance's ``_iterator``/``close`` are wrapped instead. If the
+SDK ever makes both impossible (``__slots__``), the call is ended at once with what
+the request told us, so no span leaks and the application's stream is untouched.
 
 Every end path — exhaustion, an error event, ``close()``/``__exit__``, an early
 ``break`` (generator close), or the stream being garbage collected — reaches the
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Protocol
@@ -260,10 +260,15 @@ def _async_subclass(base: type) -> type:
 
 
 def observe_stream(stream: Any, observer: StreamObserver, *, is_async: bool) -> bool:
-    """Make ``stream`` report to ``observer``; False when it cannot be re-classed.
+    """Make ``stream`` report to ``observer``; False when it cannot be observed.
 
-    A stream the application drops without closing is reported closed when it is
-    collected (``weakref.finalize``), so an abandoned stream still ends its span.
+    Re-classing is the first choice. Some SDK releases (anthropic 0.3x-0.4x) give
+    ``Stream`` a metaclass whose ``isinstance`` answers False for every subclass
+    instance; there the stream keeps its class and its private ``_iterator`` and its
+    ``close`` are wrapped on the instance instead, so ``isinstance(s, Stream)`` holds
+    in every SDK. A stream the application drops without closing is reported closed
+    when it is collected (``weakref.finalize``), so an abandoned stream still ends
+    its span.
     """
     base = type(stream)
     if base in _SYNC_CLASSES.values() or base in _ASYNC_CLASSES.values():
@@ -272,7 +277,11 @@ def observe_stream(stream: Any, observer: StreamObserver, *, is_async: bool) -> 
     try:
         sub = _async_subclass(base) if is_async else _sync_subclass(base)
         stream.__class__ = sub
-        stream.__dict__[_CALL_ATTR] = observer
+        if not isinstance(stream, base):
+            stream.__class__ = base
+            _observe_instance(stream, observer, is_async=is_async)
+        else:
+            stream.__dict__[_CALL_ATTR] = observer
     except (TypeError, AttributeError):
         return False
     # Not weak-referenceable: close/exhaustion still end the span.
@@ -281,6 +290,54 @@ def observe_stream(stream: Any, observer: StreamObserver, *, is_async: bool) -> 
     return True
 
 
-def now_ns() -> int:
-    """Wall clock in ns, the unit span timestamps and time-to-first-chunk use."""
-    return time.time_ns()
+def _observe_instance(stream: Any, observer: StreamObserver, *, is_async: bool) -> None:
+    """Wrap the stream's ``_iterator`` and ``close`` on the instance (see above);
+    raises AttributeError when the stream has no ``_iterator`` to wrap."""
+    inner = stream._iterator
+    close = stream.close
+    if is_async:
+
+        async def events() -> AsyncIterator[Any]:
+            try:
+                async for item in inner:
+                    observer.on_event(item)
+                    yield item
+            except Exception as exc:
+                observer.on_error(exc)
+                raise
+            else:
+                observer.on_done()
+            finally:
+                observer.on_close()
+
+        async def aclose() -> None:
+            try:
+                await close()
+            finally:
+                observer.on_close()
+
+        stream.__dict__["_iterator"] = events()
+        stream.__dict__["close"] = aclose
+        return
+
+    def sync_events() -> Iterator[Any]:
+        try:
+            for item in inner:
+                observer.on_event(item)
+                yield item
+        except Exception as exc:
+            observer.on_error(exc)
+            raise
+        else:
+            observer.on_done()
+        finally:
+            observer.on_close()
+
+    def sync_close() -> None:
+        try:
+            close()
+        finally:
+            observer.on_close()
+
+    stream.__dict__["_iterator"] = sync_events()
+    stream.__dict__["close"] = sync_close
