@@ -96,7 +96,7 @@ class CollectorConfig:
     health_port: int | None = None
     decision_wait_after_root: float = 2.0
     decision_wait: float = 30.0
-    tick: float = 0.05
+    tick: float = 0.02
     """How often the decision timer runs; latency beyond the waits is at most one tick."""
     drop_content: bool = False
     passthrough: bool = False

@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
 from tracejudge.model.decode_proto import spans_from_resource_spans
 from tracejudge.model.spans import SpanRecord
@@ -57,13 +57,24 @@ def parse_request(data: bytes) -> ExportTraceServiceRequest:
 
 
 def split_by_trace(request: ExportTraceServiceRequest) -> SplitResult:
-    """Group valid spans by trace id; spans with invalid ids are rejected (partial success)."""
+    """Group valid spans by trace id; spans with invalid ids are rejected (partial success).
+
+    Fragments are assembled as bytes (each span serialized once, then framed into its
+    ``ScopeSpans`` and ``ResourceSpans``), which is several times faster than building new
+    protobuf messages and copying spans into them.
+    """
     out = SplitResult()
     reasons: list[str] = []
     for rs in request.resource_spans:
-        groups: dict[bytes, list[tuple[ScopeSpans, list[Span]]]] = {}
+        head = _field(1, rs.resource.SerializeToString()) if rs.HasField("resource") else b""
+        tail = _field(3, rs.schema_url.encode()) if rs.schema_url else b""
+        groups: dict[bytes, list[bytes]] = {}
+        counts: dict[bytes, int] = {}
+        roots: set[bytes] = set()
         for ss in rs.scope_spans:
-            per_trace: dict[bytes, list[Span]] = {}
+            scope = _field(1, ss.scope.SerializeToString()) if ss.HasField("scope") else b""
+            scope_tail = _field(3, ss.schema_url.encode()) if ss.schema_url else b""
+            per_trace: dict[bytes, list[bytes]] = {}
             for span in ss.spans:
                 tid = span.trace_id
                 sid = span.span_id
@@ -78,25 +89,22 @@ def split_by_trace(request: ExportTraceServiceRequest) -> SplitResult:
                     if len(reasons) < 3:
                         reasons.append(f"trace {tid.hex()}: invalid span_id or parent_span_id")
                     continue
+                if not pid:
+                    roots.add(tid)
+                framed = _field(2, span.SerializeToString())
                 bucket = per_trace.get(tid)
                 if bucket is None:
-                    per_trace[tid] = [span]
+                    per_trace[tid] = [framed]
                 else:
-                    bucket.append(span)
+                    bucket.append(framed)
             for tid, spans in per_trace.items():
-                groups.setdefault(tid, []).append((ss, spans))
+                body = scope + b"".join(spans) + scope_tail
+                groups.setdefault(tid, []).append(_field(2, body))
+                counts[tid] = counts.get(tid, 0) + len(spans)
         for tid, parts in groups.items():
-            frag = ResourceSpans(resource=rs.resource, schema_url=rs.schema_url)
-            count = 0
-            root = False
-            for ss, spans in parts:
-                new_ss = frag.scope_spans.add(scope=ss.scope, schema_url=ss.schema_url)
-                new_ss.spans.extend(spans)
-                count += len(spans)
-                if not root:
-                    root = any(not s.parent_span_id for s in spans)
-            out.fragments.append(TraceFragment(tid, frag.SerializeToString(), count, root))
-            out.accepted += count
+            data = head + b"".join(parts) + tail
+            out.fragments.append(TraceFragment(tid, data, counts[tid], tid in roots))
+            out.accepted += counts[tid]
     if out.rejected:
         more = "" if out.rejected <= len(reasons) else f" (and {out.rejected - len(reasons)} more)"
         out.error_message = "; ".join(reasons) + more
@@ -127,6 +135,11 @@ def _varint(n: int) -> bytes:
         else:
             out.append(bits)
             return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (wire type 2)."""
+    return bytes(((number << 3) | 2,)) + _varint(len(payload)) + payload
 
 
 def frame(fragment: bytes) -> bytes:

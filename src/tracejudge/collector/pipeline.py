@@ -29,8 +29,8 @@ from tracejudge.engine.verdict import Verdict
 
 log = logging.getLogger("tracejudge.collector")
 
-_CHUNK = 64
-"""Traces decided between yields to the event loop."""
+_CHUNK = 8
+"""Traces decided between yields to the event loop (and between enqueues to forwarders)."""
 
 
 class Throttled(Exception):

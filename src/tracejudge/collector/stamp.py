@@ -8,6 +8,7 @@ judged. Only fragments that changed are re-serialized by the caller.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Iterable, Sequence
@@ -17,7 +18,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 
 from tracejudge import semconv as sc
-from tracejudge.engine.verdict import Verdict, clip_explanation
+from tracejudge.engine.verdict import RuleOutcome, Verdict, clip_explanation
 
 _SEVERITY = {"pass": 0, "not_applicable": 0, "warn": 1, "error": 2, "fail": 3}
 
@@ -74,11 +75,23 @@ def _value(v: object) -> AnyValue:
 
 def set_attr(span: Span, key: str, value: object) -> None:
     """Set (replace) one attribute on a protobuf span."""
-    for kv in span.attributes:
-        if kv.key == key:
-            kv.value.CopyFrom(_value(value))
-            return
-    span.attributes.append(KeyValue(key=key, value=_value(value)))
+    set_attrs(span, [(key, value)])
+
+
+def set_attrs(span: Span, pairs: Sequence[tuple[str, object]]) -> None:
+    """Set (replace) several attributes with one scan of the span's existing keys."""
+    wanted = {k for k, _ in pairs}
+    hits = [kv for kv in span.attributes if kv.key in wanted]
+    if hits:
+        by_key = {kv.key: kv for kv in hits}
+        for key, value in pairs:
+            existing = by_key.get(key)
+            if existing is not None:
+                existing.value.CopyFrom(_value(value))
+            else:
+                span.attributes.append(KeyValue(key=key, value=_value(value)))
+        return
+    span.attributes.extend(KeyValue(key=k, value=_value(v)) for k, v in pairs)
 
 
 def overall(verdicts: Sequence[Verdict]) -> str:
@@ -114,25 +127,31 @@ def verdict_attributes(v: Verdict) -> list[tuple[str, object]]:
     return attrs
 
 
-def _add_outcome_events(span: Span, v: Verdict, span_id_hex: str, default: bool) -> None:
+@functools.lru_cache(maxsize=4096)
+def _event_bytes(rule_id: str, score: float | None, label: str, explanation: str) -> bytes:
+    """A serialized ``gen_ai.evaluation.result`` event (cached: outcomes repeat across runs)."""
+    ev = Span.Event(name=sc.EVENT_GEN_AI_EVALUATION_RESULT)
+    ev.attributes.append(KeyValue(key=sc.GEN_AI_EVALUATION_NAME, value=_value(rule_id)))
+    if score is not None:
+        ev.attributes.append(KeyValue(key=sc.GEN_AI_EVALUATION_SCORE_VALUE, value=_value(score)))
+    ev.attributes.append(KeyValue(key=sc.GEN_AI_EVALUATION_SCORE_LABEL, value=_value(label)))
+    if explanation:
+        ev.attributes.append(
+            KeyValue(key=sc.GEN_AI_EVALUATION_EXPLANATION, value=_value(explanation))
+        )
+    out: bytes = ev.SerializeToString()
+    return out
+
+
+def _add_outcome_events(span: Span, outcomes: Sequence[RuleOutcome]) -> None:
     when = span.end_time_unix_nano or span.start_time_unix_nano or time.time_ns()
-    for o in v.outcomes:
-        if o.span_id != span_id_hex and not (default and not o.span_id):
-            continue
-        ev = span.events.add(time_unix_nano=when, name=sc.EVENT_GEN_AI_EVALUATION_RESULT)
-        ev.attributes.append(KeyValue(key=sc.GEN_AI_EVALUATION_NAME, value=_value(o.rule_id)))
-        if o.score is not None:
-            ev.attributes.append(
-                KeyValue(key=sc.GEN_AI_EVALUATION_SCORE_VALUE, value=_value(float(o.score)))
-            )
-        ev.attributes.append(KeyValue(key=sc.GEN_AI_EVALUATION_SCORE_LABEL, value=_value(o.result)))
-        if o.explanation:
-            ev.attributes.append(
-                KeyValue(
-                    key=sc.GEN_AI_EVALUATION_EXPLANATION,
-                    value=_value(clip_explanation(o.explanation)),
-                )
-            )
+    for o in outcomes:
+        score = None if o.score is None else float(o.score)
+        ev = span.events.add()
+        ev.MergeFromString(
+            _event_bytes(o.rule_id, score, o.result, clip_explanation(o.explanation))
+        )
+        ev.time_unix_nano = when
 
 
 def index_spans(fragments: Sequence[ResourceSpans]) -> dict[bytes, tuple[int, Span]]:
@@ -175,12 +194,12 @@ def stamp(
             root_key = b""
         hit = index.get(root_key)
         if hit is not None:
-            frag_i, root = hit
-            for key, value in verdict_attributes(v):
-                set_attr(root, key, value)
-            _add_outcome_events(root, v, v.root_span_id, default=True)
-            changed.add(frag_i)
-        for sid in {o.span_id for o in v.outcomes if o.span_id and o.span_id != v.root_span_id}:
+            set_attrs(hit[1], verdict_attributes(v))
+            changed.add(hit[0])
+        by_span: dict[str, list[RuleOutcome]] = {}
+        for o in v.outcomes:
+            by_span.setdefault(o.span_id or v.root_span_id, []).append(o)
+        for sid, outcomes in by_span.items():
             try:
                 target = index.get(bytes.fromhex(sid))
             except ValueError:
@@ -188,7 +207,7 @@ def stamp(
             if target is None:
                 target = hit
             if target is not None:
-                _add_outcome_events(target[1], v, sid, default=False)
+                _add_outcome_events(target[1], outcomes)
                 changed.add(target[0])
     for sid_bin, codes in decision.codes_by_span.items():
         cited = index.get(sid_bin)
@@ -202,11 +221,14 @@ def stamp_late(fragment: ResourceSpans, decision: Decision) -> None:
     """Mark spans that arrived after their trace was judged, with the cached verdict."""
     for ss in fragment.scope_spans:
         for span in ss.spans:
-            set_attr(span, sc.TRACEJUDGE_LATE, True)
-            set_attr(span, sc.TRACEJUDGE_VERDICT, decision.verdict)
+            pairs: list[tuple[str, object]] = [
+                (sc.TRACEJUDGE_LATE, True),
+                (sc.TRACEJUDGE_VERDICT, decision.verdict),
+            ]
             codes = decision.codes_by_span.get(span.span_id)
             if codes:
-                set_attr(span, sc.TRACEJUDGE_FINDING_CODES, codes)
+                pairs.append((sc.TRACEJUDGE_FINDING_CODES, codes))
+            set_attrs(span, pairs)
 
 
 def _is_content(key: str) -> bool:
@@ -272,15 +294,12 @@ def verdict_span(fragment: ResourceSpans, v: Verdict) -> ResourceSpans | None:
         start_time_unix_nano=now,
         end_time_unix_nano=now,
     )
-    for key, value in verdict_attributes(v):
-        set_attr(span, key, value)
-    set_attr(span, sc.TRACEJUDGE_JUDGED_SPAN_ID, v.root_span_id)
+    set_attrs(span, [*verdict_attributes(v), (sc.TRACEJUDGE_JUDGED_SPAN_ID, v.root_span_id)])
     codes = codes_by_span([v])
     if codes:
         flat: list[str] = []
         for cs in codes.values():
             flat.extend(c for c in cs if c not in flat)
         set_attr(span, sc.TRACEJUDGE_FINDING_CODES, flat)
-    for o in v.outcomes:
-        _add_outcome_events(span, v, o.span_id, default=False)
+    _add_outcome_events(span, v.outcomes)
     return out

@@ -1,0 +1,307 @@
+"""Collector benchmark: one ``tracejudge serve`` process on one core, load from another.
+
+Measures, with the real refund rules and real recorded refund-agent traces (10 spans):
+- sustained spans/s received, judged and forwarded (closed-loop load over loopback gRPC and
+  HTTP; the collector pushes back when full, so the rate is what it can really finish),
+- p50/p99 time from a trace being finished (its decision deadline) to its forward being
+  acknowledged, at half the sustained rate,
+- memory per buffered span against its wire size (RSS growth while holding traces),
+- optionally the OpenTelemetry Collector with tail_sampling as an anchor (``--anchor``).
+
+Run: ``.venv/bin/python bench/bench_collector.py [--seconds 10] [--anchor]``. The collector
+is pinned to CPU 0; the load generator and the sink share CPU 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+TJ = str(Path(PY).with_name("tracejudge"))
+
+
+def free_port() -> int:
+    """A free loopback port."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class SinkThread:
+    """A cheap OTLP/HTTP backend: reads each body, answers 200, counts bytes."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        from aiohttp import web
+
+        self.port = free_port()
+        self.bytes = 0
+        self.requests = 0
+        self.loop = asyncio.new_event_loop()
+
+        async def post(request: web.Request) -> web.Response:
+            body = await request.read()
+            self.bytes += len(body)
+            self.requests += 1
+            return web.Response(body=b"", content_type="application/x-protobuf")
+
+        async def start() -> None:
+            app = web.Application(client_max_size=1 << 30)
+            app.router.add_post("/v1/traces", post)
+            runner = web.AppRunner(app, access_log=None)
+            await runner.setup()
+            await web.TCPSite(runner, "127.0.0.1", self.port).start()
+
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
+
+
+def record_templates(tmp: Path) -> list[Path]:
+    """Record one healthy and one failing refund run with the instrumented demo agent."""
+    out = []
+    for variant in ("healthy", "silent_failure"):
+        path = tmp / f"{variant}.json"
+        subprocess.run(
+            [PY, str(ROOT / "examples/refund/agent.py"), "--variant", variant, "--trace-out",
+             str(path)],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+        out.append(path)
+    return out
+
+
+def metrics(port: int) -> dict[str, Any]:
+    """The collector's /metrics JSON."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        out: dict[str, Any] = json.loads(r.read())
+        return out
+
+
+def rss_kib(pid: int) -> int:
+    """Resident set size of a process, KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+class Serve:
+    """A ``tracejudge serve`` process pinned to CPU 0."""
+
+    def __init__(self, sink: SinkThread, *extra: str) -> None:
+        self.grpc = free_port()
+        self.http = free_port()
+        self.proc = subprocess.Popen(
+            [TJ, "serve", "--rules", str(ROOT / "examples/refund/rules.yaml"),
+             "--forward", f"http://127.0.0.1:{sink.port}",
+             "--grpc-port", str(self.grpc), "--http-port", str(self.http), *extra],
+        )  # fmt: skip
+        os.sched_setaffinity(self.proc.pid, {0})
+        end = time.monotonic() + 30
+        while True:
+            try:
+                metrics(self.http)
+                break
+            except OSError:
+                if time.monotonic() > end or self.proc.poll() is not None:
+                    raise RuntimeError("tracejudge serve did not start") from None
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        """SIGTERM and wait."""
+        self.proc.terminate()
+        self.proc.wait(30)
+
+
+def loadgen(target: str, templates: list[Path], *args: str) -> subprocess.Popen[str]:
+    """Start the load generator pinned to CPU 1."""
+    cmd = [PY, str(ROOT / "bench/loadgen.py"), "--target", target]
+    for t in templates:
+        cmd += ["--template", str(t)]
+    proc = subprocess.Popen([*cmd, *args], stdout=subprocess.PIPE, text=True)
+    if (os.cpu_count() or 1) > 1:
+        os.sched_setaffinity(proc.pid, {1})
+    return proc
+
+
+def throughput(sink: SinkThread, templates: list[Path], transport: str, seconds: float,
+               wait: str) -> dict[str, Any]:  # fmt: skip
+    """Closed-loop load; rates over the window after a warm-up of a quarter of it."""
+    serve = Serve(sink, "--decision-wait-after-root", wait, "--decision-wait", "30s")
+    try:
+        port = serve.grpc if transport == "grpc" else serve.http
+        scheme = "grpc" if transport == "grpc" else "http"
+        gen = loadgen(f"{scheme}://127.0.0.1:{port}", templates, "--seconds", str(seconds))
+        time.sleep(seconds / 4)
+        m0, t0 = metrics(serve.http), time.monotonic()
+        time.sleep(seconds / 2)
+        m1, t1 = metrics(serve.http), time.monotonic()
+        sent = json.loads(gen.communicate(timeout=seconds + 60)[0])
+        dt = t1 - t0
+        return {
+            "transport": transport,
+            "received_spans_per_s": round((m1["spans"]["received"] - m0["spans"]["received"]) / dt),
+            "judged_traces_per_s": round((m1["traces_decided"] - m0["traces_decided"]) / dt),
+            "judged_spans_per_s": round(10 * (m1["traces_decided"] - m0["traces_decided"]) / dt),
+            "forwarded_spans_per_s": round(
+                (m1["spans"]["forwarded"] - m0["spans"]["forwarded"]) / dt
+            ),
+            "throttled_requests": sent["throttled"],
+            "loadgen": sent,
+        }
+    finally:
+        serve.stop()
+
+
+def latency(sink: SinkThread, templates: list[Path], rate: float, seconds: float,
+            wait: str) -> dict[str, Any]:  # fmt: skip
+    """Open-loop load at ``rate`` spans/s; decision latency percentiles beyond the wait."""
+    serve = Serve(sink, "--decision-wait-after-root", wait, "--decision-wait", "30s")
+    try:
+        gen = loadgen(
+            f"grpc://127.0.0.1:{serve.grpc}", templates, "--seconds", str(seconds),
+            "--rate", str(rate), "--traces-per-request", "10",
+        )  # fmt: skip
+        gen.communicate(timeout=seconds + 60)
+        time.sleep(float(wait.rstrip("s")) + 1.0)
+        m = metrics(serve.http)
+        lat = m["decision_latency_s"]
+        return {
+            "rate_spans_per_s": round(rate),
+            "p50_ms": round(lat["p50"] * 1000, 1),
+            "p99_ms": round(lat["p99"] * 1000, 1),
+            "traces": lat["count"],
+        }
+    finally:
+        serve.stop()
+
+
+def memory(sink: SinkThread, templates: list[Path], traces: int) -> dict[str, Any]:
+    """Hold ``traces`` traces (long waits) and compare RSS growth with their wire size."""
+    serve = Serve(sink, "--decision-wait-after-root", "300s", "--decision-wait", "300s")
+    try:
+        time.sleep(0.5)
+        before = rss_kib(serve.proc.pid)
+        gen = loadgen(
+            f"grpc://127.0.0.1:{serve.grpc}", templates, "--seconds", "120",
+            "--traces", str(traces), "--traces-per-request", "50",
+        )  # fmt: skip
+        sent = json.loads(gen.communicate(timeout=180)[0])
+        time.sleep(1.0)
+        after = rss_kib(serve.proc.pid)
+        m = metrics(serve.http)
+        wire = sent["wire_bytes"]
+        return {
+            "buffered_spans": m["buffered_spans"],
+            "wire_bytes": wire,
+            "buffered_bytes": m["buffered_bytes"],
+            "rss_growth_bytes": (after - before) * 1024,
+            "buffer_over_wire": round(m["buffered_bytes"] / wire, 2),
+            "rss_growth_over_wire": round((after - before) * 1024 / wire, 2),
+            "rss_bytes_per_span": round((after - before) * 1024 / max(1, m["buffered_spans"])),
+            "wire_bytes_per_span": round(wire / max(1, sent["sent_spans"])),
+        }
+    finally:
+        serve.stop()
+
+
+OTELCOL_CONFIG = """
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:${env:OTLP_GRPC_PORT}
+processors:
+  tail_sampling:
+    decision_wait: ${env:WAIT}
+    num_traces: 200000
+    policies:
+      - name: all
+        type: always_sample
+exporters:
+  otlphttp:
+    endpoint: http://127.0.0.1:${env:SINK_PORT}
+    compression: none
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [tail_sampling]
+      exporters: [otlphttp]
+"""
+
+
+def anchor(sink: SinkThread, templates: list[Path], seconds: float, wait: str) -> dict[str, Any]:
+    """The OpenTelemetry Collector (tail_sampling, always_sample) under the same load."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from e2e.backends import start_otelcol
+
+    col = start_otelcol(
+        OTELCOL_CONFIG,
+        ports=("otlp_grpc",),
+        env={"SINK_PORT": str(sink.port), "WAIT": wait, "GOMAXPROCS": "1"},
+    )
+    try:
+        os.sched_setaffinity(col.process.pid, {0})
+        gen = loadgen(f"grpc://{col.otlp_grpc_endpoint}", templates, "--seconds", str(seconds))
+        time.sleep(seconds / 4)
+        b0, t0 = sink.bytes, time.monotonic()
+        time.sleep(seconds / 2)
+        b1, t1 = sink.bytes, time.monotonic()
+        sent = json.loads(gen.communicate(timeout=seconds + 60)[0])
+        per_span = sent["wire_bytes"] / max(1, sent["sent_spans"])
+        return {
+            "forwarded_spans_per_s_est": round((b1 - b0) / per_span / (t1 - t0)),
+            "received_spans_per_s": round(sent["sent_spans"] / sent["seconds"]),
+            "note": "forwarded rate estimated from forwarded bytes / wire bytes per span",
+        }
+    finally:
+        col.stop()
+
+
+def main() -> int:
+    """Run every phase and print a JSON report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--wait", default="0.5s", help="decision_wait_after_root")
+    parser.add_argument("--memory-traces", type=int, default=5000)
+    parser.add_argument("--anchor", action="store_true", help="also run otelcol tail_sampling")
+    args = parser.parse_args()
+    sink = SinkThread()
+    report: dict[str, Any] = {"cpus": os.cpu_count()}
+    with tempfile.TemporaryDirectory() as tmp:
+        templates = record_templates(Path(tmp))
+        report["throughput"] = [
+            throughput(sink, templates, t, args.seconds, args.wait) for t in ("grpc", "http")
+        ]
+        print(json.dumps(report["throughput"], indent=1), flush=True)
+        best = max(r["forwarded_spans_per_s"] for r in report["throughput"])
+        report["latency"] = latency(sink, templates, best / 2, args.seconds, args.wait)
+        print(json.dumps(report["latency"], indent=1), flush=True)
+        report["memory"] = memory(sink, templates, args.memory_traces)
+        print(json.dumps(report["memory"], indent=1), flush=True)
+        if args.anchor:
+            report["otelcol_tail_sampling"] = anchor(sink, templates, args.seconds, args.wait)
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
