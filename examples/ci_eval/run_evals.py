@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from support_agent import handle_ticket
 
 import tracejudge
+from tracejudge import semconv
 from tracejudge.demo.model_server import ScriptedModelServer
 from tracejudge.demo.recording import write_otlp_json
 from tracejudge.demo.refund_scripts import VARIANTS, refund_scripts
@@ -46,11 +47,17 @@ def main(argv: list[str] | None = None) -> int:
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracejudge.instrument(tracer_provider=provider, capture_content=True)  # <- the one line
 
+    # One span per case so that the case's model calls share a trace (in production, the
+    # request span of your web framework plays this part). This is harness code, not agent code.
+    tracer = provider.get_tracer("eval-harness")
     with ScriptedModelServer(refund_scripts()) as server:
         client = openai.OpenAI(base_url=server.openai_base_url(args.variant), api_key="ci")
         for case in range(1, args.cases + 1):
             memory.clear()
-            answer = handle_ticket(client, World())
+            world = World()
+            with tracer.start_as_current_span(f"eval case duplicate-charge-{case}") as span:
+                span.set_attribute(semconv.USER_ID, world.customer_id)  # who the case acts for
+                answer = handle_ticket(client, world)
             path = args.out / f"duplicate-charge-{case}.json"
             write_otlp_json(path, memory.get_finished_spans())
             print(f"{path}: {answer[:70]}")

@@ -168,7 +168,7 @@ def anthropic_message(
         "id": f"msg_{_digest(script.name, conversation.turn)[:24]}",
         "type": "message",
         "role": "assistant",
-        "model": script.model,
+        "model": str(body.get("model") or script.model),
         "content": content,
         "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
         "stop_sequence": None,

@@ -20,7 +20,7 @@ from tracejudge.demo.refund_agent import (
 from tracejudge.demo.refund_tools import SYSTEM_PROMPT, anthropic_tools, build_tools, call_tool
 from tracejudge.demo.world import USER_REQUEST, World
 
-DEFAULT_MODEL = "claude-sonnet-4-6"
+DEFAULT_MODEL = "claude-haiku-4-5"
 
 
 def run_refund_agent_anthropic(

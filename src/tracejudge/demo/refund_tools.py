@@ -94,21 +94,21 @@ def anthropic_tools() -> list[dict[str, Any]]:
 def build_tools(world: World) -> dict[str, Callable[..., Any]]:
     """The instrumented tool functions over ``world``, by tool name."""
 
-    @tracejudge.tool("lookup_order", effect="read")
+    @tracejudge.tool(name="lookup_order", effect="read")
     def lookup_order(customer_id: str) -> dict[str, Any]:
         return world.lookup_order(customer_id)
 
-    @tracejudge.tool("check_policy", effect="read")
+    @tracejudge.tool(name="check_policy", effect="read")
     def check_policy(order_id: str, amount: float) -> dict[str, Any]:
         return world.check_policy(order_id, amount)
 
-    @tracejudge.tool("refund_api.create", effect="write")
+    @tracejudge.tool(name="refund_api.create", effect="write")
     def refund_create(
         order_id: str, amount: float, reason: str, idempotency_key: str
     ) -> dict[str, Any]:
         return world.create_refund(order_id, amount, reason, idempotency_key)
 
-    @tracejudge.tool("send_email", effect="notify")
+    @tracejudge.tool(name="send_email", effect="notify")
     def send_email(to: str, subject: str, body: str) -> dict[str, Any]:
         return world.send_email(to, subject, body)
 

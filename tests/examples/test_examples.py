@@ -1,0 +1,147 @@
+"""Every example runs as users run it: a subprocess, real SDKs, real local servers.
+
+The traces the examples write are then judged by the real ``tracejudge eval`` command, so
+these tests hold the whole offline path together: instrumentation → OTLP/JSON file →
+decoder → run builder → engine → exit status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tracejudge import semconv
+
+from ..demo.otlp_sink import OtlpSink
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+RULES = EXAMPLES / "refund" / "rules.yaml"
+BASELINES = EXAMPLES / "refund" / "baselines"
+BIN = Path(sys.executable).parent
+
+
+def _run(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _python(script: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    done = _run(sys.executable, script, *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def _eval(*files: Path, baselines: bool = True) -> subprocess.CompletedProcess[str]:
+    extra: list[str | Path] = ["--baselines", BASELINES] if baselines else []
+    return _run(BIN / "tracejudge", "eval", "--rules", RULES, *extra, "--format", "json", *files)
+
+
+def _verdicts(done: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def test_refund_agent_prints_its_answer_and_its_trace_is_judged(tmp_path: Path) -> None:
+    """The OpenAI example (plain and streamed) writes traces that eval judges correctly."""
+    healthy, wrong = tmp_path / "healthy.json", tmp_path / "wrong.json"
+    agent = EXAMPLES / "refund" / "agent.py"
+    out = _python(agent, "--variant", "healthy", "--trace-out", healthy).stdout
+    assert "answer: Your refund for order ord_B1002 has been processed: $84.00" in out
+    assert "'order_id': 'ord_B1002', 'amount': 84.0" in out
+    _python(agent, "--variant", "wrong_order", "--stream", "--trace-out", wrong)
+    done = _eval(healthy, wrong)
+    assert done.returncode == 1, done.stdout + done.stderr
+    by_variant = {v["variant"]: v for v in _verdicts(done)}
+    assert by_variant["healthy"]["verdict"] == "pass"
+    assert by_variant["wrong_order"]["primary"]["code"] == "F-ACTION-ARG-ENTITY_BINDING"
+
+
+def test_refund_agent_exports_to_the_configured_otlp_endpoint() -> None:
+    """Without --trace-out, instrument() exports OTLP to OTEL_EXPORTER_OTLP_ENDPOINT."""
+    with OtlpSink() as sink:
+        done = _run(
+            sys.executable,
+            EXAMPLES / "refund" / "agent.py",
+            env={"OTEL_EXPORTER_OTLP_ENDPOINT": sink.url},
+        )
+        spans = sink.spans
+    assert done.returncode == 0, done.stdout + done.stderr
+    trace_id = re.search(r"trace: ([0-9a-f]{32})", done.stdout)
+    assert trace_id is not None
+    names = {s.name for s in spans if s.trace_id == trace_id.group(1)}
+    assert {"invoke_agent refund-agent", "execute_tool refund_api.create"} <= names
+
+
+def test_anthropic_refund_agent_is_judged_by_the_same_rules(tmp_path: Path) -> None:
+    """The Anthropic flavour passes the same rules and baseline as the OpenAI agent."""
+    trace = tmp_path / "anthropic.json"
+    out = _python(EXAMPLES / "anthropic_refund" / "agent.py", "--trace-out", trace).stdout
+    assert "answer: Your refund for order ord_B1002 has been processed" in out
+    done = _eval(trace)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (verdict,) = _verdicts(done)
+    assert verdict["verdict"] == "pass", verdict
+    spans = json.loads(trace.read_text())["resourceSpans"][0]["scopeSpans"]
+    providers = {
+        a["value"].get("stringValue")
+        for scope in spans
+        for span in scope["spans"]
+        for a in span["attributes"]
+        if a["key"] == semconv.GEN_AI_PROVIDER_NAME
+    }
+    assert "anthropic" in providers
+
+
+def test_ci_eval_example_passes_and_a_regression_fails(tmp_path: Path) -> None:
+    """The CI recipe: an uninstrumented agent + one line; eval exits 0, then 1 on a regression."""
+    script = EXAMPLES / "ci_eval" / "run_evals.py"
+    _python(script, "--out", tmp_path / "good", "--cases", "1")
+    _python(script, "--out", tmp_path / "bad", "--cases", "1", "--variant", "silent_failure")
+    good = _eval(*sorted((tmp_path / "good").glob("*.json")), baselines=False)
+    assert good.returncode == 0, good.stdout + good.stderr
+    bad = _eval(*sorted((tmp_path / "bad").glob("*.json")), baselines=False)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    (verdict,) = _verdicts(bad)
+    assert verdict["primary"]["code"] == "F-OUTPUT-UNSUPPORTED_CLAIM"
+    workflow = (EXAMPLES / "ci_eval" / "github-workflow.yml").read_text()
+    assert "tracejudge eval --rules examples/refund/rules.yaml" in workflow
+    assert "examples/ci_eval/run_evals.py" in workflow
+
+
+def test_committed_traces_are_what_make_traces_records(tmp_path: Path) -> None:
+    """Regenerating the example traces is byte-identical, so they are provably recorded."""
+    _python(EXAMPLES / "refund" / "make_traces.py", "--out", tmp_path)
+    for committed in sorted((EXAMPLES / "refund" / "traces").glob("*.json")):
+        fresh = tmp_path / "traces" / committed.name
+        assert fresh.read_bytes() == committed.read_bytes(), committed.name
+    for committed in sorted(BASELINES.glob("*.json")):
+        fresh_doc = json.loads((tmp_path / "baselines" / committed.name).read_text())
+        committed_doc = json.loads(committed.read_text())
+        fresh_doc.pop("recorded_at")
+        committed_doc.pop("recorded_at")
+        assert fresh_doc == committed_doc
+
+
+def test_committed_traces_get_the_documented_verdicts() -> None:
+    """The four recorded scenarios are judged as examples/refund/README.md says."""
+    done = _eval(*sorted((EXAMPLES / "refund" / "traces").glob("*.json")))
+    assert done.returncode == 1, done.stdout + done.stderr
+    by_variant = {v["variant"]: v for v in _verdicts(done)}
+    assert by_variant["healthy"]["verdict"] == "pass"
+    assert by_variant["wrong_order"]["primary"]["code"] == "F-ACTION-ARG-ENTITY_BINDING"
+    assert by_variant["half_amount"]["primary"]["code"] == "F-BASELINE-ARG_DRIFT"
+    silent = by_variant["silent_failure"]
+    assert silent["verdict"] == "fail"
+    assert "F-OUTPUT-UNSUPPORTED_CLAIM" in {f["code"] for f in silent["findings"]}
