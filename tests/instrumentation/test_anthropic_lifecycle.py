@@ -327,3 +327,64 @@ def test_beta_messages_are_traced_like_messages(pipeline: Pipeline) -> None:
     (span,) = pipeline.spans()
     assert span.name == "chat claude-3-opus-20240229"
     assert (span.attributes or {})["gen_ai.response.id"] == reply.id
+
+
+_ERROR_STREAM = (
+    "event: message_start\n"
+    'data: {"type":"message_start","message":{"id":"msg_err","type":"message",'
+    '"role":"assistant","model":"claude-3-haiku-20240307","content":[],"stop_reason":null,'
+    '"stop_sequence":null,"usage":{"input_tokens":17,"output_tokens":1}}}\n\n'
+    "event: content_block_start\n"
+    'data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n'
+    "event: content_block_delta\n"
+    'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}\n\n'
+    "event: error\n"
+    'data: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
+)
+
+
+def test_error_event_mid_stream_fails_the_span_with_the_api_error_type(
+    pipeline: Pipeline, tmp_path: Any
+) -> None:
+    """An overloaded API can fail a stream after it started (HTTP 200, then an
+    ``error`` event); the span must be ERROR with the API's error type (not "200"),
+    keep the partial output, and the application must get the SDK's exception.
+
+    The cassette is written here (no recording of this failure exists in the shared
+    fixtures); its events follow the API's documented SSE shapes, and the real SDK
+    parses them from a real socket."""
+    cassette = tmp_path / "error_stream.yaml"
+    cassette.write_text(
+        json.dumps(
+            {
+                "interactions": [
+                    {
+                        "request": {
+                            "method": "POST",
+                            "uri": "https://api.anthropic.com/v1/messages",
+                        },
+                        "response": {
+                            "status": {"code": 200, "message": "OK"},
+                            "headers": {"Content-Type": ["text/event-stream; charset=utf-8"]},
+                            "body": {"string": _ERROR_STREAM},
+                        },
+                    }
+                ]
+            }
+        )
+    )
+    pipeline.instrument()
+    with ReplayServer([cassette]) as server:
+        stream = create(client(server.origin), model="claude-3-haiku-20240307", stream=True)
+        with pytest.raises(anthropic.APIStatusError):
+            for _ in stream:
+                pass
+    (span,) = pipeline.spans()
+    attrs = dict(span.attributes or {})
+    assert span.status.status_code is StatusCode.ERROR
+    assert attrs["error.type"] == "overloaded_error"
+    assert attrs["gen_ai.response.id"] == "msg_err"
+    assert json.loads(str(attrs["gen_ai.output.messages"])) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "Hel"}]}
+    ]
+    assert [e.name for e in span.events] == ["exception"]

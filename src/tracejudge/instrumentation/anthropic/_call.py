@@ -57,6 +57,20 @@ def tool_calls_of(message: Any) -> list[PendingToolCall]:
     return calls
 
 
+def stream_error_type(error: BaseException) -> str | None:
+    """``error.type`` of an ``error`` event inside a 200 stream: the API's error type.
+
+    The SDK raises it as an ``APIStatusError`` carrying the stream's status (200), which
+    as an ``error.type`` would read as success; the envelope's ``overloaded_error`` &
+    co. are the low-cardinality, provider-defined class the conventions ask for.
+    """
+    status = getattr(error, "status_code", None)
+    if not isinstance(status, int) or status >= 400:
+        return None
+    kind = cv.get(cv.get(getattr(error, "body", None), "error"), "type")
+    return kind if isinstance(kind, str) and kind else None
+
+
 class AnthropicCall:
     """Span lifecycle of one call; also the ``StreamObserver`` of its stream."""
 
@@ -257,7 +271,12 @@ class AnthropicCall:
                 return
             if self._acc is not None and self._acc.started:
                 self._record(self._acc.message, complete=False)
-            self.telemetry.fail(error)
+            envelope = stream_error_type(error)
+            if envelope is None:
+                self.telemetry.fail(error)
+                return
+            self.telemetry.span.record_exception(error)
+            self.telemetry.abandon(envelope, str(error)[:512] or envelope)
 
     def on_close(self) -> None:
         with self.runtime.guard:
