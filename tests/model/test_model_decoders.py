@@ -235,6 +235,34 @@ class TestJson:
                 decode(copy.deepcopy(doc))
             assert str(info.value) == message
 
+    def test_absurd_nesting_is_a_decode_error_not_a_crash(self) -> None:
+        """Deeply nested arrayValues (hostile or buggy senders) end in OtlpDecodeError."""
+        value: dict[str, Any] = {"stringValue": "x"}
+        for _ in range(5000):
+            value = {"arrayValue": {"values": [value]}}
+        doc = {
+            "resourceSpans": [
+                {
+                    "scopeSpans": [
+                        {
+                            "spans": [
+                                {
+                                    "traceId": "1" * 32,
+                                    "spanId": "2" * 16,
+                                    "attributes": [{"key": "deep", "value": value}],
+                                }
+                            ]
+                        }
+                    ]
+                }
+            ]
+        }
+        for decode in (spans_from_json, json_to_proto):
+            with pytest.raises(OtlpDecodeError, match="nested too deeply"):
+                decode(doc)
+        with pytest.raises(OtlpDecodeError, match="nested too deeply"):
+            spans_from_json("[" * 100_000 + "]" * 100_000)
+
     def test_not_json_and_wrong_top_level(self) -> None:
         """A body that is not JSON, or not an object, is rejected cleanly."""
         with pytest.raises(OtlpDecodeError, match="invalid JSON"):

@@ -120,3 +120,33 @@ def test_fuzzed_traces_never_crash_and_keep_invariants() -> None:
             observed = [s for s in run.steps if not (isinstance(s, ToolCall) and s.inferred)]
             keys = [(s.start_ns, max(s.end_ns, s.start_ns), s.span_id) for s in observed]
             assert keys == sorted(keys)
+
+
+def test_absurdly_deep_attribute_values_do_not_crash() -> None:
+    """Tool arguments nested past the JSON parser's limit stay text (noted), and flattened
+    keys with thousands of segments are skipped instead of overflowing the stack."""
+    deep_args = "[" * 100_000 + "]" * 100_000
+    span = SpanRecord(
+        trace_id="d" * 32,
+        span_id="0000000000000001",
+        parent_span_id=None,
+        name="execute_tool t",
+        attributes={
+            sc.GEN_AI_OPERATION_NAME: "execute_tool",
+            sc.GEN_AI_TOOL_CALL_ARGUMENTS: deep_args,
+        },
+    )
+    model = SpanRecord(
+        trace_id="d" * 32,
+        span_id="0000000000000002",
+        parent_span_id="0000000000000001",
+        name="chat",
+        attributes={
+            sc.GEN_AI_OPERATION_NAME: "chat",
+            sc.FOREIGN_GEN_AI_PROMPT + ".0" + ".x" * 5000: "deep",
+        },
+    )
+    (run,) = build_runs([span, model])
+    (tool,) = run.tool_calls
+    assert tool.arguments_is_json is False
+    assert run.model_calls[0].input_messages is None

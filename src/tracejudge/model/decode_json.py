@@ -32,6 +32,7 @@ from tracejudge.model.spans import EventRecord, SpanRecord
 __all__ = ["json_to_proto", "parse_json_document", "spans_from_json"]
 
 _SPAN_KINDS = {name: int(num) for name, num in Span.SpanKind.items()}
+_TOO_DEEP = "values nested too deeply"
 _STATUS_CODES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 
 
@@ -228,6 +229,8 @@ def parse_json_document(data: str | bytes | bytearray) -> Any:
         return json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise OtlpDecodeError("", f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise OtlpDecodeError("", _TOO_DEEP) from None
 
 
 def _span_record(span: Any, resource: dict[str, Any], scope: str) -> SpanRecord:
@@ -309,6 +312,13 @@ def spans_from_json(obj: Any) -> list[SpanRecord]:
     ``obj`` is the ``json.loads`` result, or the JSON text itself. Raises
     ``OtlpDecodeError`` for anything malformed.
     """
+    try:
+        return _spans_from_json(obj)
+    except RecursionError:
+        raise OtlpDecodeError("", _TOO_DEEP) from None
+
+
+def _spans_from_json(obj: Any) -> list[SpanRecord]:
     out: list[SpanRecord] = []
     append = out.append
     for ri, rs in enumerate(_resource_spans(obj)):
@@ -483,6 +493,13 @@ def json_to_proto(obj: Any) -> ExportTraceServiceRequest:
     version and attributes, schema URLs), so the collector can buffer and forward the
     protobuf without losing what the sender sent.
     """
+    try:
+        return _json_to_proto(obj)
+    except RecursionError:
+        raise OtlpDecodeError("", _TOO_DEEP) from None
+
+
+def _json_to_proto(obj: Any) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
     for ri, rs in enumerate(_resource_spans(obj)):
         try:

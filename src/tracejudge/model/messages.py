@@ -74,7 +74,7 @@ def parse_json_text(value: Any) -> tuple[Any, bool]:
     if isinstance(value, str):
         try:
             return json.loads(value), True
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
             return value, False
     return value, True
 
@@ -187,11 +187,15 @@ def normalize_messages(value: Any, default_role: str = ROLE_USER) -> list[dict[s
     return out
 
 
+_MAX_SEGMENTS = 32
+
+
 def unflatten(attributes: Mapping[str, Any], prefix: str) -> Any:
     """Rebuild ``prefix.0.a.b = v`` style attributes into nested lists/dicts.
 
     Numeric segments become list positions (sorted by number; gaps are skipped), so
     ``llm.input_messages.1.message.role`` -> ``[..., {"message": {"role": ...}}]``.
+    Keys nested deeper than 32 segments are skipped (no instrumentation nests that deep).
     """
     head = prefix + "."
     tree: dict[str, Any] = {}
@@ -200,6 +204,8 @@ def unflatten(attributes: Mapping[str, Any], prefix: str) -> Any:
             continue
         node = tree
         segments = key[len(head) :].split(".")
+        if len(segments) > _MAX_SEGMENTS:  # no real convention nests this deep
+            continue
         for seg in segments[:-1]:
             child = node.get(seg)
             if not isinstance(child, dict):
