@@ -61,6 +61,19 @@ def test_json_lines_group_by_trace(tmp_path: Path) -> None:
     assert len(traces[expected_second[0].trace_id]) == 1
 
 
+def test_collector_file_exporter_proto_framing(tmp_path: Path) -> None:
+    """The Collector file exporter's proto format frames each request with its 4-byte
+    big-endian size; every frame is read."""
+    first, second = _two_traces()
+    blob = b"".join(
+        len(m).to_bytes(4, "big") + m for m in (r.SerializeToString() for r in (first, second))
+    )
+    path = tmp_path / "traces.pb"
+    path.write_bytes(blob)
+    expected = spans_from_proto_request(first) + spans_from_proto_request(second)
+    assert load_spans(path) == expected
+
+
 def test_bad_files_name_the_file_and_line(tmp_path: Path) -> None:
     """A broken line, corrupt gzip or bad protobuf raises OtlpDecodeError naming where."""
     first, _ = _two_traces()

@@ -2,7 +2,8 @@
 
 ``tracejudge eval`` reads whatever people have lying around: an OTLP/JSON export, the
 OpenTelemetry Collector file exporter's output (one request per line, often named
-``.json``), a binary ``.pb`` dump, any of them gzipped. Gzip is detected by its magic bytes
+``.json``; in its proto format, requests framed by a 4-byte big-endian size), a binary
+``.pb`` dump, any of them gzipped. Gzip is detected by its magic bytes
 (so a ``.json`` that is really gzipped still loads); JSON vs protobuf by the extension,
 falling back to sniffing the first byte when the extension says nothing.
 """
@@ -54,6 +55,27 @@ def _format_of(path: Path, data: bytes) -> str:
     return "json" if head in (b"{", b"[") else "proto"
 
 
+def _length_prefixed(data: bytes) -> list[bytes] | None:
+    """Split the Collector file exporter's protobuf framing (each request preceded by its
+    size as a 4-byte big-endian integer); None when the bytes are not framed that way.
+
+    A plain serialized request cannot be mistaken for it: its first byte is a field tag
+    (0x0a), which would announce a frame of at least 160 MiB.
+    """
+    frames: list[bytes] = []
+    pos = 0
+    while pos < len(data):
+        if pos + 4 > len(data):
+            return None
+        size = int.from_bytes(data[pos : pos + 4], "big")
+        pos += 4
+        if pos + size > len(data):
+            return None
+        frames.append(data[pos : pos + size])
+        pos += size
+    return frames or None
+
+
 def _decode_json_text(text: str) -> list[SpanRecord]:
     try:
         doc = json.loads(text)
@@ -95,7 +117,17 @@ def load_spans(path: str | Path) -> list[SpanRecord]:
             except (OSError, EOFError, zlib.error) as exc:
                 raise OtlpDecodeError("", f"corrupt gzip data: {exc}") from None
         if _format_of(file, data) == "proto":
-            return spans_from_proto_request(data)
+            frames = _length_prefixed(data)
+            if frames is None:
+                return spans_from_proto_request(data)
+            out: list[SpanRecord] = []
+            for number, frame in enumerate(frames, 1):
+                try:
+                    out.extend(spans_from_proto_request(frame))
+                except OtlpDecodeError as exc:
+                    path = f"message {number}: {exc.path}" if exc.path else f"message {number}"
+                    raise OtlpDecodeError(path, exc.reason) from None
+            return out
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
