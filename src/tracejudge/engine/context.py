@@ -7,11 +7,16 @@ per rule.
 
 from __future__ import annotations
 
+import functools
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+import orjson
+
 from tracejudge.engine.compile import Path, cel_activation
-from tracejudge.model.run import ModelCall, Run, Step, ToolCall
+from tracejudge.model.run import ModelCall, Run, ToolCall
 
 if TYPE_CHECKING:
     from tracejudge.engine.baseline import BaselineStore
@@ -82,14 +87,36 @@ class Report:
         self.items.append(Item(code, span_ids, explanation, step, True, True))
 
 
+_ORJSON_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def canonical(value: Any) -> str:
+    """A stable text form of JSON-like values (for equality, duplicates and scanning).
+
+    orjson on the hot path (about 8x ``json.dumps``); the stdlib for what orjson refuses
+    (integers beyond 64 bits), ``repr`` as the last resort.
+    """
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value, default=str, option=_ORJSON_OPTS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        try:
+            return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+        except (TypeError, ValueError):
+            return repr(value)
+
+
 class RunContext:
     """A run plus the indexes checks share."""
 
     __slots__ = (
         "_activation",
+        "_texts",
         "_view",
         "baselines",
         "by_name",
+        "cel_fields",
         "final_index",
         "kinds",
         "prices",
@@ -104,7 +131,9 @@ class RunContext:
         tools: dict[str, ToolMeta],
         prices: dict[str, Price],
         baselines: BaselineStore | None = None,
+        cel_fields: frozenset[str] | None = None,
     ) -> None:
+        self.cel_fields = cel_fields
         self.run = run
         self.tools = tools
         self.prices = prices
@@ -122,6 +151,23 @@ class RunContext:
         """Step index given to findings about the final answer: after every step."""
         self._view: dict[str, Any] | None = None
         self._activation: Any = None
+        self._texts: dict[int, str] = {}
+
+    def args_text(self, i: int, call: ToolCall) -> str | None:
+        """Step ``i``'s arguments as text (canonical JSON), computed once per run."""
+        text = self._texts.get(2 * i)
+        if text is None and call.arguments is not None:
+            v = call.arguments
+            text = self._texts[2 * i] = v if isinstance(v, str) else canonical(v)
+        return text
+
+    def result_text(self, i: int, call: ToolCall) -> str | None:
+        """Step ``i``'s result as text (canonical JSON), computed once per run."""
+        text = self._texts.get(2 * i + 1)
+        if text is None and call.result is not None:
+            v = call.result
+            text = self._texts[2 * i + 1] = v if isinstance(v, str) else canonical(v)
+        return text
 
     @property
     def root(self) -> tuple[str, ...]:
@@ -136,7 +182,7 @@ class RunContext:
     def view(self) -> dict[str, Any]:
         """The run as plain JSON-like data: what CEL predicates see as ``run``."""
         if self._view is None:
-            self._view = run_view(self.run, self.kinds)
+            self._view = run_view(self.run, self.kinds, self.cel_fields)
         return self._view
 
     def activation(self) -> Any:
@@ -161,56 +207,81 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _step_view(i: int, step: Step, kind: str | None) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "index": i,
-        "span_id": step.span_id,
-        "status": step.status,
-        "error_type": step.error_type,
-        "duration_ms": max(0, step.end_ns - step.start_ns) / 1e6,
-    }
-    if isinstance(step, ModelCall):
-        base.update(
-            kind="model",
-            name=step.operation,
-            model=step.response_model or step.request_model,
-            input_tokens=step.input_tokens,
-            output_tokens=step.output_tokens,
-            ok=step.status != "error",
-        )
-    else:
-        base.update(
-            kind="tool",
-            name=step.name,
-            tool_kind=kind,
-            args=_jsonable(step.arguments),
-            args_is_json=step.arguments_is_json,
-            result=_jsonable(step.result),
-            approval_granted=step.approval_granted,
-            ok=ok(step),
-        )
-    return base
+Getter: TypeAlias = Callable[[int, Any, "str | None"], Any]
+
+_COMMON: dict[str, Getter] = {
+    "index": lambda i, s, k: i,
+    "span_id": lambda i, s, k: s.span_id,
+    "status": lambda i, s, k: s.status,
+    "error_type": lambda i, s, k: s.error_type,
+    "duration_ms": lambda i, s, k: max(0, s.end_ns - s.start_ns) / 1e6,
+}
+_MODEL: dict[str, Getter] = {
+    **_COMMON,
+    "kind": lambda i, s, k: "model",
+    "name": lambda i, s, k: s.operation,
+    "model": lambda i, s, k: s.response_model or s.request_model,
+    "input_tokens": lambda i, s, k: s.input_tokens,
+    "output_tokens": lambda i, s, k: s.output_tokens,
+    "ok": lambda i, s, k: s.status != "error",
+}
+_TOOL: dict[str, Getter] = {
+    **_COMMON,
+    "kind": lambda i, s, k: "tool",
+    "name": lambda i, s, k: s.name,
+    "tool_kind": lambda i, s, k: k,
+    "args": lambda i, s, k: s.arguments,  # parsed JSON already: no conversion needed
+    "args_is_json": lambda i, s, k: s.arguments_is_json,
+    "result": lambda i, s, k: s.result,
+    "approval_granted": lambda i, s, k: s.approval_granted,
+    "ok": lambda i, s, k: ok(s),
+}
 
 
-def run_view(run: Run, kinds: dict[int, ToolKind | None]) -> dict[str, Any]:
-    """The dict view of a run (documented in docs/rules.md, section CEL)."""
-    steps = [_step_view(i, s, kinds.get(i)) for i, s in enumerate(run.steps)]
-    tools = [s for s in steps if s["kind"] == "tool"]
-    in_tok = sum(s["input_tokens"] or 0 for s in steps if s["kind"] == "model")
-    out_tok = sum(s["output_tokens"] or 0 for s in steps if s["kind"] == "model")
-    return {
-        "trace_id": run.trace_id,
-        "agent": run.agent_name,
-        "case_id": run.case_id,
-        "user_id": run.user_id,
-        "tenant_id": run.tenant_id,
-        "final_answer": run.final_answer,
-        "steps": steps,
-        "tools": tools,
-        "tool_calls": len(tools),
-        "model_calls": len(steps) - len(tools),
-        "duration_ms": run.duration_ns / 1e6,
-        "input_tokens": in_tok,
-        "output_tokens": out_tok,
-        "attributes": _jsonable(run.root_attributes),
+@functools.cache
+def _getters(fields: frozenset[str] | None) -> tuple[tuple[tuple[str, Getter], ...], ...]:
+    def keep(table: dict[str, Getter]) -> tuple[tuple[str, Getter], ...]:
+        return tuple((k, g) for k, g in table.items() if fields is None or k in fields)
+
+    return keep(_MODEL), keep(_TOOL)
+
+
+def run_view(
+    run: Run, kinds: dict[int, ToolKind | None], fields: frozenset[str] | None = None
+) -> dict[str, Any]:
+    """The dict view of a run (documented in docs/rules.md, section CEL).
+
+    ``fields``: build only these keys (top level and per step); None builds everything.
+    cel-cpp converts the whole view the first time a run's activation is used, so the
+    view's size is the cost of CEL rules: the rule set passes the names its CEL mentions.
+    ``tools`` and ``models`` are disjoint lists, so no step is converted twice.
+    """
+    model_get, tool_get = _getters(fields)
+    tools: list[dict[str, Any]] = []
+    models: list[dict[str, Any]] = []
+    in_tok = out_tok = 0
+    for i, s in enumerate(run.steps):
+        if isinstance(s, ModelCall):
+            models.append({k: g(i, s, None) for k, g in model_get})
+            in_tok += s.input_tokens or 0
+            out_tok += s.output_tokens or 0
+        else:
+            tools.append({k: g(i, s, kinds.get(i)) for k, g in tool_get})
+    top: dict[str, Callable[[], Any]] = {
+        "trace_id": lambda: run.trace_id,
+        "agent": lambda: run.agent_name,
+        "case_id": lambda: run.case_id,
+        "user_id": lambda: run.user_id,
+        "tenant_id": lambda: run.tenant_id,
+        "final_answer": lambda: run.final_answer,
+        "tools": lambda: tools,
+        "models": lambda: models,
+        "step_count": lambda: len(run.steps),
+        "tool_calls": lambda: len(tools),
+        "model_calls": lambda: len(models),
+        "duration_ms": lambda: run.duration_ns / 1e6,
+        "input_tokens": lambda: in_tok,
+        "output_tokens": lambda: out_tok,
+        "attributes": lambda: _jsonable(run.root_attributes),
     }
+    return {k: f() for k, f in top.items() if fields is None or k in fields}

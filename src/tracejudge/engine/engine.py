@@ -64,39 +64,49 @@ class Engine:
         return [self.judge(run) for run in build_runs(spans)]
 
     def _judge(self, run: Run) -> Verdict:
-        ctx = RunContext(run, self.ruleset.tools, self.ruleset.prices, self.baselines)
+        ctx = RunContext(
+            run, self.ruleset.tools, self.ruleset.prices, self.baselines, self.ruleset.cel_fields
+        )
+        root = run.root_span_id
         tool_names = ctx.by_name.keys()
         findings: list[Finding] = []
         outcomes: list[RuleOutcome] = []
         metrics: dict[str, float] = {}
-        layer_results: dict[str, list[RuleResult]] = {layer: [] for layer in LAYERS}
+        ranks = dict.fromkeys(LAYERS, 0)  # 0 not_applicable, 1 pass, 2 warn, 3 fail
+        report = Report()
         for rule in self.ruleset.rules:
-            if not rule.selector.matches(run, tool_names):
-                outcomes.append(
-                    RuleOutcome(rule.id, rule.layer, "not_applicable", run.root_span_id)
-                )
-                layer_results[rule.layer].append("not_applicable")
+            layer = rule.layer
+            if rule.selector is not None and not rule.selector.matches(run, tool_names):
+                outcomes.append(RuleOutcome(rule.id, layer, "not_applicable", root))
                 continue
-            report = Report()
             rule.check.evaluate(ctx, report)
-            result, rule_findings = _outcome(rule, report)
-            findings.extend(rule_findings)
-            metrics.update(report.metrics)
-            layer_results[rule.layer].append(result)
-            span = rule_findings[0].span_ids[0] if rule_findings else run.root_span_id
-            expl = rule_findings[0].explanation if rule_findings else ""
-            score = 1.0 if result == "pass" else 0.0 if result == "fail" else None
-            outcomes.append(
-                RuleOutcome(rule.id, rule.layer, result, span, score, clip_explanation(expl))
-            )
-        findings.sort(key=_order(len(run.steps), run.root_span_id.lower()))
+            if report.metrics:
+                metrics.update(report.metrics)
+                report.metrics = {}
+            if not report.items and not report.not_applicable:
+                outcomes.append(RuleOutcome(rule.id, layer, "pass", root, 1.0, ""))
+                if ranks[layer] < 1:
+                    ranks[layer] = 1
+            else:
+                result, rule_findings = _outcome(rule, report)
+                findings.extend(rule_findings)
+                rank = _RANK[result]
+                if ranks[layer] < rank:
+                    ranks[layer] = rank
+                span = rule_findings[0].span_ids[0] if rule_findings else root
+                expl = rule_findings[0].explanation if rule_findings else ""
+                score = 0.0 if result == "fail" else None
+                outcomes.append(RuleOutcome(rule.id, layer, result, span, score, expl))
+                report = Report()
+        if len(findings) > 1:
+            findings.sort(key=_order(len(run.steps), root.lower()))
         hard = any(f.severity == "fail" for f in findings)
         overall: Overall = "fail" if hard else "warn" if findings else "pass"
         return Verdict(
             trace_id=run.trace_id,
-            root_span_id=run.root_span_id,
+            root_span_id=root,
             verdict=overall,
-            layers={layer: _layer(results) for layer, results in layer_results.items()},
+            layers={layer: _LAYER_NAMES[r] for layer, r in ranks.items()},
             agent=run.agent_name,
             case_id=run.case_id,
             variant=run.variant_id,
@@ -108,6 +118,16 @@ class Engine:
             metrics=metrics,
             rules_version=self.ruleset.version,
         )
+
+
+_RANK: dict[RuleResult, int] = {
+    "not_applicable": 0,
+    "pass": 1,
+    "warn": 2,
+    "insufficient_evidence": 2,
+    "fail": 3,
+}
+_LAYER_NAMES: tuple[LayerResult, ...] = ("not_applicable", "pass", "warn", "fail")
 
 
 def _outcome(rule: Rule, report: Report) -> tuple[RuleResult, list[Finding]]:
@@ -156,13 +176,3 @@ def _order(n_steps: int, root: str) -> Callable[[Finding], tuple[int, int, int, 
         )
 
     return key
-
-
-def _layer(results: list[RuleResult]) -> LayerResult:
-    if "fail" in results:
-        return "fail"
-    if "warn" in results or "insufficient_evidence" in results:
-        return "warn"
-    if "pass" in results:
-        return "pass"
-    return "not_applicable"

@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path as FsPath
 from typing import Any
@@ -20,12 +21,14 @@ import jsonschema
 import yaml
 
 from tracejudge.engine.checks import FACTORIES, Check
+from tracejudge.engine.checks.custom import CelPredicate
 from tracejudge.engine.compile import Compiler, Regex
 from tracejudge.engine.context import Price, ToolMeta
 from tracejudge.engine.errors import RulesError
 from tracejudge.engine.verdict import Layer, Severity
 from tracejudge.model.run import Run
 
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_FILE_BYTES = 1 << 20
 MAX_RULES = 1000
 
@@ -68,7 +71,8 @@ class Rule:
     severity: Severity
     check_type: str
     check: Check
-    selector: Selector = field(default_factory=Selector)
+    selector: Selector | None = None
+    """None: the rule judges every run."""
     description: str = ""
 
 
@@ -81,6 +85,9 @@ class RuleSet:
     tools: dict[str, ToolMeta]
     prices: dict[str, Price]
     source: str = "<string>"
+    cel_fields: frozenset[str] | None = None
+    """Names the rule set's CEL predicates mention: the run view given to CEL keeps only
+    these fields (cel-cpp converts the whole view per run, so size is cost)."""
 
 
 @functools.cache
@@ -177,7 +184,11 @@ def load_rules_text(text: str, source: str = "<string>") -> RuleSet:
     if comp.errors:
         raise RulesError(source, comp.errors)
     digest = hashlib.sha256(raw).hexdigest()[:16]
-    return RuleSet(f"sha256:{digest}", tuple(rules), tools, prices, source)
+    fields: set[str] = set()
+    for rule in rules:
+        if isinstance(rule.check, CelPredicate):
+            fields.update(_IDENT.findall(rule.check.expr.source))
+    return RuleSet(f"sha256:{digest}", tuple(rules), tools, prices, source, frozenset(fields))
 
 
 def _tools(spec: dict[str, Any], comp: Compiler) -> dict[str, ToolMeta]:
@@ -199,13 +210,15 @@ def _rule(r: dict[str, Any], at: str, comp: Compiler, tools: dict[str, ToolMeta]
         rx = comp.regex(f"{at}.select.attributes_match.{key}", pattern)
         if rx is not None:
             attrs_match.append((key, rx))
-    selector = Selector(
-        agents=_names(sel.get("agent")),
-        cases=_names(sel.get("case")),
-        tools_present=_names(sel.get("tools_present")),
-        attributes=tuple((sel.get("attributes") or {}).items()),
-        attributes_match=tuple(attrs_match),
-    )
+    selector = None
+    if sel:
+        selector = Selector(
+            agents=_names(sel.get("agent")),
+            cases=_names(sel.get("case")),
+            tools_present=_names(sel.get("tools_present")),
+            attributes=tuple((sel.get("attributes") or {}).items()),
+            attributes_match=tuple(attrs_match),
+        )
     params = r["check"]
     check = FACTORIES[params["type"]](params, f"{at}.check", comp, tools)
     if check is None:

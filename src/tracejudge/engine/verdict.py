@@ -55,9 +55,13 @@ class Finding:
         }
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class RuleOutcome:
-    """The result of one rule on one run; becomes one ``gen_ai.evaluation.result`` event."""
+    """The result of one rule on one run; becomes one ``gen_ai.evaluation.result`` event.
+
+    Not frozen: one is built per rule per run on the collector's hot path, and a frozen
+    dataclass's ``__init__`` costs several times more. Treat it as read-only.
+    """
 
     rule_id: str
     layer: Layer

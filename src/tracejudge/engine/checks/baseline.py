@@ -11,9 +11,8 @@ from typing import Any
 
 from tracejudge.engine.baseline import BaselineError, terminal_action
 from tracejudge.engine.checks.base import Check, short
-from tracejudge.engine.checks.trajectory import canonical
 from tracejudge.engine.compile import Compiler
-from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
+from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
 from tracejudge.model.run import ToolCall
 
 ArgRule = str | float  # "ignore" or a relative tolerance
@@ -124,7 +123,7 @@ def _same(a: Any, b: Any, rule: ArgRule | None) -> bool:
         if isinstance(a, bool) or isinstance(b, bool):
             return a == b
         return abs(a - b) <= rule * abs(b)
-    return canonical(a) == canonical(b)
+    return bool(a == b) or canonical(a) == canonical(b)
 
 
 def build_baseline(

@@ -9,6 +9,14 @@ from tracejudge.engine.compile import Compiler
 from tracejudge.engine.context import Report, RunContext, ToolMeta
 from tracejudge.model.run import ModelCall
 
+_MODEL_LIMITS = (
+    ("max_model_calls", "F-BUDGET-MODEL_CALLS", "model calls"),
+    ("max_input_tokens", "F-BUDGET-TOKENS", "input tokens"),
+    ("max_output_tokens", "F-BUDGET-TOKENS", "output tokens"),
+    ("max_total_tokens", "F-BUDGET-TOKENS", "total tokens"),
+    ("max_cost_usd", "F-BUDGET-COST", "USD"),
+)
+
 
 class Budget:
     """Every limit in one pass over the steps; the step that crossed a limit is cited."""
@@ -73,6 +81,7 @@ class Budget:
         missing_tokens: str | None = None
         missing_price: str | None = None
         flagged: set[str] = set()
+        watch = [w for w in _MODEL_LIMITS if w[0] in lim]
         for i, step in enumerate(ctx.run.steps):
             if not isinstance(step, ModelCall):
                 continue
@@ -90,17 +99,23 @@ class Budget:
                     cost += (
                         step.input_tokens * price.input + step.output_tokens * price.output
                     ) / 1e6
-            for key, code, value, label in (
-                ("max_model_calls", "F-BUDGET-MODEL_CALLS", calls, "model calls"),
-                ("max_input_tokens", "F-BUDGET-TOKENS", tin, "input tokens"),
-                ("max_output_tokens", "F-BUDGET-TOKENS", tout, "output tokens"),
-                ("max_total_tokens", "F-BUDGET-TOKENS", tin + tout, "total tokens"),
-                ("max_cost_usd", "F-BUDGET-COST", cost, "USD"),
-            ):
-                if key in lim and key not in flagged and value > lim[key]:
+            if not watch:
+                continue
+            values = {
+                "max_model_calls": float(calls),
+                "max_input_tokens": float(tin),
+                "max_output_tokens": float(tout),
+                "max_total_tokens": float(tin + tout),
+                "max_cost_usd": cost,
+            }
+            for key, code, label in watch:
+                value = values[key]
+                if value > lim[key]:
                     flagged.add(key)
-                    shown = f"{value:.4f}" if isinstance(value, float) else str(value)
+                    shown = f"{value:.4f}" if key == "max_cost_usd" else f"{value:.0f}"
                     report.fail(code, (step.span_id,), f"{shown} {label} (at most {lim[key]:g})", i)
+            if flagged:
+                watch = [w for w in watch if w[0] not in flagged]
         wants_tokens = any(
             k in lim
             for k in ("max_input_tokens", "max_output_tokens", "max_total_tokens", "max_cost_usd")

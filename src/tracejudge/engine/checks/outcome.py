@@ -6,13 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracejudge.engine.checks.base import Check, names, short
-from tracejudge.engine.checks.trajectory import canonical
 from tracejudge.engine.compile import CelExpr, Compiler, Path, Regex, cel_activation
-from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else canonical(value)
+from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
 
 
 class ClaimEvidence:
@@ -75,13 +70,14 @@ class IdentifierEvidence:
             return
         texts: list[str] = []
         uncaptured = False
-        for _, call in ctx.tool_index:
+        for i, call in ctx.tool_index:
             if (self.tools and call.name not in self.tools) or not ok(call):
                 continue
-            if call.result is None:
+            text = ctx.result_text(i, call)
+            if text is None:
                 uncaptured = True
             else:
-                texts.append(_text(call.result))
+                texts.append(text)
         haystack = "\n".join(texts)
         for m in self.pattern.finditer(answer):
             ident = _capture(m)
@@ -157,7 +153,7 @@ class State:
                 why = f"{exp.path.source}={short(value)}, expected {short(exp.equals)}"
             else:
                 assert exp.cel is not None
-                got, err = exp.cel.evaluate(cel_activation(ctx.view(), value))
+                got, err = exp.cel.evaluate(cel_activation(None, value))
                 if err is not None:
                     report.insufficient(
                         "F-EVIDENCE-CEL_ERROR",

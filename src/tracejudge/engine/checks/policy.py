@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Any
 
 from tracejudge.engine.checks.base import Check, names, short
-from tracejudge.engine.checks.trajectory import canonical, flatten
+from tracejudge.engine.checks.trajectory import flatten
 from tracejudge.engine.compile import Compiler, Path, Regex
-from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
+from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
 from tracejudge.model.run import ToolCall
 
 
@@ -167,48 +168,56 @@ def luhn_ok(text: str) -> bool:
     return total % 10 == 0
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else canonical(value)
+_SEP = "\n\x00\n"
+"""Joins scanned texts; no detector can match across it."""
 
 
 class SensitiveData:
-    """Secrets and personal data in tool arguments, tool results or the final answer."""
+    """Secrets and personal data in tool arguments, tool results or the final answer.
+
+    All detectors are compiled into one RE2 alternation and every scanned text of the run
+    is joined, so a run costs one regex pass per rule, linear in its size.
+    """
 
     def __init__(
-        self, detectors: list[Detector], scan: frozenset[str], allow: dict[str, frozenset[str]]
+        self,
+        detectors: list[Detector],
+        combined: Regex,
+        scan: frozenset[str],
+        allow: dict[str, frozenset[str]],
     ) -> None:
         self.detectors = detectors
+        self.combined = combined
+        self.groups = [f"g{k}" for k in range(len(detectors))]
         self.scan = scan
         self.allow = allow
 
-    def _hits(self, text: str, tool: str | None) -> list[Detector]:
-        found = []
-        for det in self.detectors:
-            if tool is not None and tool in self.allow.get(det.name, frozenset()):
-                continue
-            for m in det.regex.finditer(text):
-                if not det.luhn or luhn_ok(m.group(0)):
-                    found.append(det)
-                    break
-        return found
-
-    def _emit(self, report: Report, hits: list[Detector], sid: str, where: str, step: int) -> None:
-        for det in hits:
-            code = (
-                "F-POLICY-SECRET_EXPOSURE" if det.category == "secret" else "F-POLICY-PII_EXPOSURE"
-            )
-            # never echo the matched value: the explanation itself lands in the trace store
-            report.fail(code, (sid,), f"{det.name} found in {where} (value withheld)", step)
-
     def evaluate(self, ctx: RunContext, report: Report) -> None:
         """Scan what was asked for; explanations name the detector, never the value."""
+        segments: list[tuple[int, str, str, str | None]] = []  # step, span, where, tool
+        texts: list[str] = []
+        starts: list[int] = []
+        pos = 0
+
+        def add(text: str | None, seg: tuple[int, str, str, str | None]) -> None:
+            nonlocal pos
+            if text is None:
+                return
+            segments.append(seg)
+            texts.append(text)
+            starts.append(pos)
+            pos += len(text) + len(_SEP)
+
         for i, call in ctx.tool_index:
-            if "arguments" in self.scan and call.arguments is not None:
-                hits = self._hits(_text(call.arguments), call.name)
-                self._emit(report, hits, call.span_id, f"arguments of {call.name}", i)
-            if "results" in self.scan and call.result is not None:
-                hits = self._hits(_text(call.result), call.name)
-                self._emit(report, hits, call.span_id, f"result of {call.name}", i)
+            if "arguments" in self.scan:
+                add(
+                    ctx.args_text(i, call),
+                    (i, call.span_id, f"arguments of {call.name}", call.name),
+                )
+            if "results" in self.scan:
+                add(
+                    ctx.result_text(i, call), (i, call.span_id, f"result of {call.name}", call.name)
+                )
         if "final_answer" in self.scan:
             if ctx.run.final_answer is None:
                 report.insufficient(
@@ -217,9 +226,27 @@ class SensitiveData:
                     "no final answer captured; cannot scan it",
                     ctx.final_index,
                 )
-                return
-            hits = self._hits(ctx.run.final_answer, None)
-            self._emit(report, hits, ctx.final_span()[0], "the final answer", ctx.final_index)
+            else:
+                final = (ctx.final_index, ctx.final_span()[0], "the final answer", None)
+                add(ctx.run.final_answer, final)
+        if not texts:
+            return
+        seen: set[tuple[int, int]] = set()
+        for m in self.combined.finditer(_SEP.join(texts)):
+            k = next(k for k, g in enumerate(self.groups) if m.group(g) is not None)
+            det = self.detectors[k]
+            seg = bisect.bisect_right(starts, m.start()) - 1
+            step, sid, where, tool = segments[seg]
+            if (k, seg) in seen or (tool is not None and tool in self.allow.get(det.name, ())):
+                continue
+            if det.luhn and not luhn_ok(m.group(0)):
+                continue
+            seen.add((k, seg))
+            code = (
+                "F-POLICY-SECRET_EXPOSURE" if det.category == "secret" else "F-POLICY-PII_EXPOSURE"
+            )
+            # never echo the matched value: the explanation itself lands in the trace store
+            report.fail(code, (sid,), f"{det.name} found in {where} (value withheld)", step)
 
 
 class IdentityScope:
@@ -320,7 +347,15 @@ def build_sensitive_data(
         if det_name not in known:
             c.error(f"{path}.allow.{det_name}", "not a detector used by this rule")
     scan = frozenset(p.get("scan", ["arguments", "results", "final_answer"]))
-    return SensitiveData(dets, scan, {k: names(v) for k, v in allow.items()})
+    if len(dets) != len(p.get("detectors", BUILTIN_DETECTORS)) + len(p.get("custom", [])):
+        return None
+    source = "|".join(f"(?P<g{k}>{d.regex.source})" for k, d in enumerate(dets))
+    combined = c.regex(path, source, limit=len(source)) if dets else None
+    if combined is None:
+        if not dets:
+            c.error(path, "no detectors")
+        return None
+    return SensitiveData(dets, combined, scan, {k: names(v) for k, v in allow.items()})
 
 
 def build_identity_scope(

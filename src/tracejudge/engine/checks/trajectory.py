@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from tracejudge.engine.checks.base import Check, names, short
 from tracejudge.engine.compile import CelExpr, Compiler, Path, Regex, cel_activation
-from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
+from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
 from tracejudge.model.run import ToolCall
 
 DEFAULT_ERROR_REPORT = (
     r"(?i)\b(sorry|unable|could not|couldn't|cannot|can't|failed|error|problem|unavailable)\b"
 )
-
-
-def canonical(value: Any) -> str:
-    """A stable text form of JSON-like arguments (for equality and duplicate detection)."""
-    try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        return repr(value)
 
 
 def flatten(value: Any) -> list[Any]:
@@ -247,7 +238,7 @@ class NoDuplicateSideEffect:
                 continue
             if not ok(call) or _idempotency_key(ctx, call) is not None:
                 continue
-            key = call.name + "\0" + canonical(call.arguments)
+            key = f"{call.name}\0{ctx.args_text(i, call)}"
             if key in seen:
                 report.fail(
                     "F-ACTION-DUPLICATE_SIDE_EFFECT",
@@ -279,7 +270,7 @@ class NoLoop:
         """Count calls per (tool, arguments); report each looping call once."""
         counts: dict[str, int] = {}
         for i, call in ctx.tool_index:
-            key = call.name + "\0" + canonical(call.arguments)
+            key = f"{call.name}\0{ctx.args_text(i, call)}"
             n = counts.get(key, 0) + 1
             counts[key] = n
             if n == self.max_repeats:
@@ -334,6 +325,11 @@ class Recovery:
 ARG_MODES = ("exact", "ignore", "subset")
 
 
+def _eq(a: Any, b: Any) -> bool:
+    """JSON equality; Python's deep ``==`` first (cheap), canonical text as the fallback."""
+    return bool(a == b) or canonical(a) == canonical(b)
+
+
 class Reference:
     """agentevals-style reference trajectory match, with per-run accuracy metrics."""
 
@@ -349,18 +345,19 @@ class Reference:
         self.args_mode = args_mode
         self.overrides = overrides
 
-    def _args_ok(self, ctx: RunContext, name: str, actual: Any, expected: Any) -> bool:
+    def _args_ok(self, name: str, actual: Any, expected: Any) -> bool:
         mode = self.overrides.get(name, self.args_mode)
         if isinstance(mode, CelExpr):
+            # predicates see ``value`` only (binding the whole run per call would be costly)
             value, err = mode.evaluate(
-                cel_activation(ctx.view(), {"actual": actual, "expected": expected})
+                cel_activation(None, {"actual": actual, "expected": expected})
             )
             return err is None and value is True
         if mode == "ignore" or expected is None:
             return True
         if mode == "subset" and isinstance(expected, dict) and isinstance(actual, dict):
-            return all(canonical(actual.get(k)) == canonical(v) for k, v in expected.items())
-        return canonical(actual) == canonical(expected)
+            return all(_eq(actual.get(k), v) for k, v in expected.items())
+        return _eq(actual, expected)
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
         """Match calls, then judge by mode; metrics are written even when the check passes."""
@@ -381,7 +378,7 @@ class Reference:
                     continue
                 if pos in used or call.name != name:
                     continue
-                if self._args_ok(ctx, name, call.arguments, args):
+                if self._args_ok(name, call.arguments, args):
                     used.add(pos)
                     pairs.append((e, pos))
                     break
