@@ -89,6 +89,10 @@ def test_bad_files_name_the_file_and_line(tmp_path: Path) -> None:
     corrupt.write_bytes(b"\x1f\x8b" + b"not gzip at all")
     with pytest.raises(OtlpDecodeError, match="corrupt gzip"):
         load_spans(corrupt)
+    empty = tmp_path / "empty.json"
+    empty.write_text("\n")
+    with pytest.raises(OtlpDecodeError, match="empty file"):
+        load_spans(empty)
     junk = tmp_path / "j.pb"
     junk.write_bytes(b"\x0a\xff\xff\xff\xff")
     with pytest.raises(OtlpDecodeError, match="invalid protobuf"):

@@ -111,6 +111,8 @@ def load_spans(path: str | Path) -> list[SpanRecord]:
     file = Path(path)
     data = file.read_bytes()
     try:
+        if not data.strip():
+            raise OtlpDecodeError("", "empty file")
         if data[:2] == _GZIP_MAGIC:
             try:
                 data = gzip.decompress(data)
