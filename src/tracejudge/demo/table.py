@@ -59,7 +59,7 @@ class DemoRow:
 def shorten(text: str, width: int) -> str:
     """One line of at most ``width`` characters (``…`` marks a cut)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
 
 
 def _span(row: DemoRow) -> str:
@@ -68,7 +68,7 @@ def _span(row: DemoRow) -> str:
     return f"{row.span_name or '?'} ({row.span_id})"
 
 
-def render_table(rows: Sequence[DemoRow], answer_width: int = 44) -> str:
+def render_table(rows: Sequence[DemoRow], answer_width: int = 60) -> str:
     """The table as text: a header, one line per run, then the hint and link lines."""
     header = ("run", "final answer", "verdict", "primary failure", "span")
     cells = [

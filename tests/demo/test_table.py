@@ -1,0 +1,50 @@
+"""The demo table: readable rows, hints for every code the refund variants produce."""
+
+from __future__ import annotations
+
+from tracejudge.demo.table import HINTS, PASS_HINT, DemoRow, hint_for, render_table, shorten
+
+
+def test_rows_line_up_and_carry_span_name_and_id() -> None:
+    """Each run is one aligned line naming the span that caused its verdict."""
+    rows = [
+        DemoRow("healthy", "All done.", "pass", None, None, None, "a" * 32),
+        DemoRow(
+            "wrong_order",
+            "Your refund for order ord_A1001 has been processed: $84.00 and more words here",
+            "fail",
+            "F-ACTION-ARG-ENTITY_BINDING",
+            "execute_tool refund_api.create",
+            "77faf498977e96bb",
+            "b" * 32,
+            explanation="order_id='ord_A1001' is not among the entities",
+            link="http://jaeger:16686/trace/" + "b" * 32,
+        ),
+    ]
+    lines = render_table(rows).splitlines()
+    header, rule, healthy, wrong = lines[:4]
+    assert header.split() == ["run", "final", "answer", "verdict", "primary", "failure", "span"]
+    assert header.index("verdict") == healthy.index("pass") == wrong.index("fail")
+    assert "$84.00…" in wrong
+    assert wrong.endswith("execute_tool refund_api.create (77faf498977e96bb)")
+    assert set(rule) == {"-", " "}
+    assert f"healthy: {PASS_HINT}" in lines
+    assert "    open: http://jaeger:16686/trace/" + "b" * 32 in lines
+    assert any(line.startswith("    why: order_id='ord_A1001'") for line in lines)
+
+
+def test_every_expected_code_has_a_specific_hint() -> None:
+    """The codes the demo is built to show get advice, unknown codes a docs pointer."""
+    for code in (
+        "F-OUTPUT-UNSUPPORTED_CLAIM",
+        "F-ACTION-ARG-ENTITY_BINDING",
+        "F-BASELINE-ARG_DRIFT",
+    ):
+        assert hint_for(code) == HINTS[code]
+    assert hint_for("F-NEW-THING") == "see docs/failure-codes.md#f-new-thing"
+
+
+def test_shorten_flattens_whitespace_and_marks_the_cut() -> None:
+    """Multi-line answers become one line; a cut is visible."""
+    assert shorten("a\n b   c", 10) == "a b c"
+    assert shorten("abcdefghij", 5) == "abcd…"
