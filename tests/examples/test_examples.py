@@ -125,7 +125,10 @@ def test_committed_traces_are_what_make_traces_records(tmp_path: Path) -> None:
     _python(EXAMPLES / "refund" / "make_traces.py", "--out", tmp_path)
     for committed in sorted((EXAMPLES / "refund" / "traces").glob("*.json")):
         fresh = tmp_path / "traces" / committed.name
-        assert fresh.read_bytes() == committed.read_bytes(), committed.name
+        assert fresh.read_bytes() == committed.read_bytes(), (
+            f"{committed.name} is stale: the agent or the instrumentation changed; run "
+            "`python examples/refund/make_traces.py` and review the diff"
+        )
     for committed in sorted(BASELINES.glob("*.json")):
         fresh_doc = json.loads((tmp_path / "baselines" / committed.name).read_text())
         committed_doc = json.loads(committed.read_text())
