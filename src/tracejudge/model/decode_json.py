@@ -255,7 +255,7 @@ def _span_record(span: Any, resource: dict[str, Any], scope: str) -> SpanRecord:
                 ev = _obj(ev, "")
                 events.append(
                     EventRecord(
-                        name=str(ev.get("name", "")),
+                        name=_v_string(ev.get("name", ""), "name"),
                         time_ns=_uint(_get(ev, "timeUnixNano", "time_unix_nano"), "timeUnixNano"),
                         attributes=_attrs(ev.get("attributes"), "attributes"),
                     )
