@@ -51,6 +51,8 @@ def get(value: Any, key: str) -> Any:
     """
     if value is None:
         return None
+    if type(value) is dict:  # the common case, without the ABC check below
+        return value.get(key)
     if isinstance(value, Mapping):
         return value.get(key)
     try:
