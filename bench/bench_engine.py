@@ -38,7 +38,11 @@ EXTRA_RULES = """
     check: {type: required_steps, tools: [send_email]}
   - id: no-test-orders
     layer: policy
-    check: {type: forbidden_arguments, tool: refund_api.create, argument: order_id, pattern: "^TEST-"}
+    check:
+      type: forbidden_arguments
+      tool: refund_api.create
+      argument: order_id
+      pattern: "^TEST-"
   - id: few-errors
     layer: trajectory
     severity: warn

@@ -13,12 +13,15 @@ compiled once at load, bounded in size, and safe to run on any input:
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import jmespath
 import jmespath.exceptions
 import re2
+
+from tracejudge.engine.jpath import compile_ast
 
 MAX_REGEX_CHARS = 1000
 MAX_CEL_CHARS = 2000
@@ -44,30 +47,26 @@ class Regex:
         return self.compiled.finditer(text)
 
 
-_DOTTED = re2.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
-
-
 @dataclass(slots=True, frozen=True)
 class Path:
     """A compiled JMESPath expression into JSON values.
 
-    Plain dotted names (``order_id``, ``args.order_id``) skip the JMESPath interpreter:
-    they are most paths in practice and a dict walk is ~20x cheaper.
+    ``fast`` is the same expression compiled to closures (``jpath``) when every node
+    of it is supported; the jmespath interpreter runs otherwise.
     """
 
     source: str
     compiled: Any
-    keys: tuple[str, ...] | None = None
+    fast: Callable[[Any], Any] | None = None
 
     def search(self, value: Any) -> Any:
         """The value(s) at this path, None when absent."""
-        if self.keys is None:
+        if self.fast is not None:
+            return self.fast(value)
+        try:
             return self.compiled.search(value)
-        for key in self.keys:
-            if not isinstance(value, dict):
-                return None
-            value = value.get(key)
-        return value
+        except (jmespath.exceptions.JMESPathError, TypeError, ValueError):
+            return None  # untrusted data of the wrong shape: the path finds nothing
 
 
 @dataclass(slots=True, frozen=True)
@@ -120,8 +119,7 @@ class Compiler:
             return None
         try:
             compiled = jmespath.compile(expression)
-            keys = tuple(expression.split(".")) if _DOTTED.search(expression) else None
-            return Path(expression, compiled, keys)
+            return Path(expression, compiled, compile_ast(dict(compiled.parsed)))
         except jmespath.exceptions.JMESPathError as exc:
             self.error(path, f"bad path {expression!r}: {str(exc).splitlines()[0]}")
             return None

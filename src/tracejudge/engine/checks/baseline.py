@@ -90,8 +90,10 @@ class BaselineDiff:
             )
 
     def _drift(self, report: Report, i: int, call: ToolCall, expected: Any) -> None:
-        rules = self.arguments.get(call.name, {})
         actual = call.arguments
+        if actual == expected:
+            return
+        rules = self.arguments.get(call.name, {})
         if isinstance(expected, dict) and isinstance(actual, dict):
             for key in sorted(set(expected) | set(actual)):
                 rule = rules.get(key)

@@ -74,52 +74,39 @@ class Budget:
         report.fail("F-BUDGET-TIME", (sid,), f"ran {secs:.3f}s (at most {limit:g}s)", at)
 
     def _model(self, ctx: RunContext, report: Report) -> None:
+        """One pass for totals; a second only to find where an exceeded limit was crossed."""
         lim = self.limits
-        calls = 0
-        tin = tout = 0
+        calls = tin = tout = 0
         cost = 0.0
         missing_tokens: str | None = None
         missing_price: str | None = None
-        flagged: set[str] = set()
-        watch = [w for w in _MODEL_LIMITS if w[0] in lim]
-        for i, step in enumerate(ctx.run.steps):
+        prices = ctx.prices
+        for step in ctx.run.steps:
             if not isinstance(step, ModelCall):
                 continue
             calls += 1
             if step.input_tokens is None or step.output_tokens is None:
                 missing_tokens = missing_tokens or step.span_id
-            else:
-                tin += step.input_tokens
-                tout += step.output_tokens
-                model = step.response_model or step.request_model or ""
-                price = ctx.prices.get(model) or ctx.prices.get(step.request_model or "")
-                if price is None:
-                    missing_price = missing_price or model or "<unknown model>"
-                else:
-                    cost += (
-                        step.input_tokens * price.input + step.output_tokens * price.output
-                    ) / 1e6
-            if not watch:
                 continue
-            values = {
-                "max_model_calls": float(calls),
-                "max_input_tokens": float(tin),
-                "max_output_tokens": float(tout),
-                "max_total_tokens": float(tin + tout),
-                "max_cost_usd": cost,
-            }
-            for key, code, label in watch:
-                value = values[key]
-                if value > lim[key]:
-                    flagged.add(key)
-                    shown = f"{value:.4f}" if key == "max_cost_usd" else f"{value:.0f}"
-                    report.fail(code, (step.span_id,), f"{shown} {label} (at most {lim[key]:g})", i)
-            if flagged:
-                watch = [w for w in watch if w[0] not in flagged]
-        wants_tokens = any(
-            k in lim
-            for k in ("max_input_tokens", "max_output_tokens", "max_total_tokens", "max_cost_usd")
-        )
+            tin += step.input_tokens
+            tout += step.output_tokens
+            model = step.response_model or step.request_model or ""
+            price = prices.get(model) or prices.get(step.request_model or "")
+            if price is None:
+                missing_price = missing_price or model or "<unknown model>"
+            else:
+                cost += (step.input_tokens * price.input + step.output_tokens * price.output) / 1e6
+        totals = {
+            "max_model_calls": float(calls),
+            "max_input_tokens": float(tin),
+            "max_output_tokens": float(tout),
+            "max_total_tokens": float(tin + tout),
+            "max_cost_usd": cost,
+        }
+        over = [w for w in _MODEL_LIMITS if w[0] in lim and totals[w[0]] > lim[w[0]]]
+        if over:
+            self._locate(ctx, report, over)
+        wants_tokens = any(k in lim for k in _TOKEN_LIMITS)
         if wants_tokens and missing_tokens is not None:
             report.insufficient(
                 "F-EVIDENCE-NO_TOKENS",
@@ -132,6 +119,43 @@ class Budget:
                 ctx.root,
                 f"no price for model {missing_price!r} in the rules file; cost is incomplete",
             )
+
+    def _locate(self, ctx: RunContext, report: Report, over: list[tuple[str, str, str]]) -> None:
+        lim = self.limits
+        calls = tin = tout = 0
+        cost = 0.0
+        pending = list(over)
+        for i, step in enumerate(ctx.run.steps):
+            if not isinstance(step, ModelCall):
+                continue
+            calls += 1
+            if step.input_tokens is not None and step.output_tokens is not None:
+                tin += step.input_tokens
+                tout += step.output_tokens
+                model = step.response_model or step.request_model or ""
+                price = ctx.prices.get(model) or ctx.prices.get(step.request_model or "")
+                if price is not None:
+                    cost += (
+                        step.input_tokens * price.input + step.output_tokens * price.output
+                    ) / 1e6
+            now = {
+                "max_model_calls": float(calls),
+                "max_input_tokens": float(tin),
+                "max_output_tokens": float(tout),
+                "max_total_tokens": float(tin + tout),
+                "max_cost_usd": cost,
+            }
+            for w in list(pending):
+                key, code, label = w
+                if now[key] > lim[key]:
+                    pending.remove(w)
+                    shown = f"{now[key]:.4f}" if key == "max_cost_usd" else f"{now[key]:.0f}"
+                    report.fail(code, (step.span_id,), f"{shown} {label} (at most {lim[key]:g})", i)
+            if not pending:
+                return
+
+
+_TOKEN_LIMITS = ("max_input_tokens", "max_output_tokens", "max_total_tokens", "max_cost_usd")
 
 
 def build_budget(

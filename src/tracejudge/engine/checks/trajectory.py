@@ -459,19 +459,13 @@ def build_precedence(
         before_path = c.path(f"{path}.bind.before", bind["before"])
         if after_path is None or before_path is None:
             return None
-    wrapped = _Wrap(before_path) if before_path is not None else None
+    wrapped = _wrap_result(before_path) if before_path is not None else None
     return Binding(p["after"], after_path, {p["before"]: wrapped}, False, p["before"])
 
 
-class _Wrap(Path):
-    """A source path evaluated against ``{args, result}`` (precedence binds read both)."""
-
-    def __init__(self, inner: Path) -> None:
-        super().__init__(inner.source, inner.compiled)
-
-    def search(self, value: Any) -> Any:
-        """Bound values; the source hands over the result only, so rewrap it."""
-        return self.compiled.search({"result": value})
+def _wrap_result(inner: Path) -> Path:
+    """A source path that reads ``{result: ...}`` (precedence binds name ``result.``)."""
+    return Path(inner.source, inner.compiled, lambda v: inner.search({"result": v}))
 
 
 def build_required(
