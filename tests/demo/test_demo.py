@@ -112,3 +112,13 @@ def test_streaming_and_plain_completions_get_the_same_verdicts(stream: bool) -> 
     )
     (row,) = outcome.rows
     assert (row.verdict, row.code) == ("fail", "F-ACTION-ARG-ENTITY_BINDING")
+
+
+def test_bad_rules_file_fails_fast_with_every_error(tmp_path: Path) -> None:
+    """A broken rules file stops the demo before anything runs, listing each problem."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("version: 1\nrules:\n  - id: x\n    layer: nope\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["demo", "--rules", str(rules)])
+    assert result.exit_code == 1
+    assert "rules[0].layer" in result.output
+    assert "rules[0]: 'check' is a required property" in result.output

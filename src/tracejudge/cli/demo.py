@@ -58,8 +58,9 @@ def demo(
     network) in four variants through an embedded collector and print the verdicts."""
     from tracejudge.collector.config import ConfigError, check_forward_url
     from tracejudge.demo.paths import default_baselines, default_rules
-    from tracejudge.demo.runner import DemoOptions, run_demo
+    from tracejudge.demo.runner import DemoOptions, build_judge, run_demo
     from tracejudge.demo.table import render_table
+    from tracejudge.engine import RulesError
 
     try:
         options = DemoOptions(
@@ -71,7 +72,8 @@ def demo(
         )
         for url in forward:
             check_forward_url(url)
-    except (FileNotFoundError, ConfigError) as exc:
+        options.judge = build_judge(options.rules, options.baselines)
+    except (FileNotFoundError, ConfigError, RulesError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(
         f"tracejudge demo: refund agent x {len(options.variants)} variants, rules {options.rules}"

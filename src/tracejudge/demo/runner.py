@@ -88,13 +88,21 @@ def _collector_config(options: DemoOptions) -> CollectorConfig:
     return config
 
 
+def build_judge(rules: Path, baselines: Path | None) -> Judge:
+    """The engine for ``rules``, with the baselines the ``baseline`` rule diffs against.
+
+    A bad rules file raises ``RulesError`` listing every problem (fail fast, before
+    anything runs).
+    """
+    store = BaselineStore(baselines) if baselines is not None else None
+    engine: Judge = Engine(load_rules(rules), baselines=store)
+    return engine
+
+
 def _judge(options: DemoOptions) -> Judge:
-    """The engine for the rules, with the baselines the ``baseline`` rule diffs against."""
     if options.judge is not None:
         return options.judge
-    store = BaselineStore(options.baselines) if options.baselines is not None else None
-    engine: Judge = Engine(load_rules(options.rules), baselines=store)
-    return engine
+    return build_judge(options.rules, options.baselines)
 
 
 def _run_variant(
