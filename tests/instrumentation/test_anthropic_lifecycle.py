@@ -16,6 +16,7 @@ from typing import Any
 
 import anthropic
 import pytest
+import yaml
 from anthropic.resources.messages import AsyncMessages, Messages
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
@@ -24,7 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from tests.support.replay import ReplayServer
+from tests.support.replay import CASSETTE_ROOT, ReplayServer
 from tracejudge.instrumentation import instrument, uninstrument
 
 JOKE = [{"role": "user", "content": "Tell me a joke about OpenTelemetry"}]
@@ -388,3 +389,33 @@ def test_error_event_mid_stream_fails_the_span_with_the_api_error_type(
         {"role": "assistant", "parts": [{"type": "text", "content": "Hel"}]}
     ]
     assert [e.name for e in span.events] == ["exception"]
+
+
+def test_vertex_client_reports_its_provider(pipeline: Pipeline, tmp_path: Any) -> None:
+    """The same Messages resource serves Vertex AI (and Bedrock); cost and policy
+    rules key on ``gen_ai.provider.name``, which must name the platform called.
+
+    The recorded create response is re-served under Vertex's rawPredict path (the
+    recording itself is unchanged); the real AnthropicVertex client sends to it."""
+    recorded = yaml.safe_load((CASSETTE_ROOT / CREATE).read_text(encoding="utf-8"))
+    path = "/projects/p/locations/us-east5/publishers/anthropic/models/claude-3-opus@20240229"
+    recorded["interactions"][0]["request"]["uri"] = f"https://vertex.invalid{path}:rawPredict"
+    cassette = tmp_path / "vertex.yaml"
+    cassette.write_text(yaml.safe_dump(recorded), encoding="utf-8")
+    pipeline.instrument()
+    with ReplayServer([cassette]) as server:
+        vertex: Any = anthropic.AnthropicVertex(
+            region="us-east5",
+            project_id="p",
+            access_token="test-token",
+            base_url=server.origin,
+            max_retries=0,
+        )
+        reply = vertex.messages.create(
+            model="claude-3-opus@20240229", max_tokens=1024, messages=JOKE
+        )
+    (span,) = pipeline.spans()
+    attrs = dict(span.attributes or {})
+    assert span.name == "chat claude-3-opus@20240229"
+    assert attrs["gen_ai.provider.name"] == "gcp.vertex_ai"
+    assert attrs["gen_ai.response.id"] == reply.id == "msg_01TPXhkPo8jy6yQMrMhjpiAE"

@@ -42,6 +42,25 @@ def server_of(resource: Any) -> tuple[str | None, int | None]:
     return host, port
 
 
+def provider_of(resource: Any) -> str:
+    """``gen_ai.provider.name`` for the client behind ``resource``.
+
+    The same Messages resource serves Anthropic's API, Bedrock and Vertex AI; the
+    conventions name the provider the client talks to. 2.x clients declare it
+    (``_gen_ai_provider_name``); older ones are told apart by their class.
+    """
+    client = getattr(resource, "_client", None)
+    declared = getattr(client, "_gen_ai_provider_name", None)
+    if isinstance(declared, str) and declared:
+        return declared
+    name = type(client).__name__
+    if "Bedrock" in name:
+        return sc.GenAiProviderNameValues.AWS_BEDROCK
+    if "Vertex" in name:
+        return sc.GenAiProviderNameValues.GCP_VERTEX_AI
+    return sc.GenAiProviderNameValues.ANTHROPIC
+
+
 def tool_calls_of(message: Any) -> list[PendingToolCall]:
     """The client tool calls (``tool_use`` blocks) a Message asks for, for the ledger."""
     calls: list[PendingToolCall] = []
@@ -84,7 +103,7 @@ class AnthropicCall:
         self.telemetry = ModelCallTelemetry(
             runtime,
             sc.GenAiOperationNameValues.CHAT,
-            sc.GenAiProviderNameValues.ANTHROPIC,
+            provider_of(resource),
             model if isinstance(model, str) else None,
             cv.request_attributes(params, stream=stream),
             server_address=address,

@@ -79,11 +79,9 @@ def request_params(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def request_attributes(params: Mapping[str, Any], *, stream: bool) -> dict[str, AttributeValue]:
-    """Span-start attributes from the request (sampling-relevant ones included)."""
-    attrs: dict[str, AttributeValue] = {
-        sc.GEN_AI_OPERATION_NAME: sc.GenAiOperationNameValues.CHAT,
-        sc.GEN_AI_PROVIDER_NAME: sc.GenAiProviderNameValues.ANTHROPIC,
-    }
+    """Span-start attributes read from the request; operation, provider and server
+    are added by ``ModelCallTelemetry`` (the provider depends on the client)."""
+    attrs: dict[str, AttributeValue] = {}
     for key, attr, typ in _REQUEST_PARAMS:
         value = params.get(key)
         if isinstance(value, bool) or not isinstance(value, typ):
