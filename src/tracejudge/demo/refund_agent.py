@@ -38,7 +38,8 @@ class AgentResult:
     model_calls: int
 
 
-def _current_trace_id() -> str | None:
+def current_trace_id() -> str | None:
+    """The hex id of the trace the caller is in (None outside a recording span)."""
     context = trace.get_current_span().get_span_context()
     return format(context.trace_id, "032x") if context.is_valid else None
 
@@ -108,7 +109,7 @@ def run_refund_agent(
         run_id=run_id,
         user_id=world.customer_id,
     ) as run:
-        trace_id = _current_trace_id()
+        trace_id = current_trace_id()
         for turn in range(1, max_turns + 1):
             message = _complete(client, model, messages, stream)
             if not message["tool_calls"]:

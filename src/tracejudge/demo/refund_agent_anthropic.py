@@ -15,7 +15,7 @@ from tracejudge.demo.refund_agent import (
     CASE_ID,
     AgentError,
     AgentResult,
-    _current_trace_id,
+    current_trace_id,
 )
 from tracejudge.demo.refund_tools import SYSTEM_PROMPT, anthropic_tools, build_tools, call_tool
 from tracejudge.demo.world import USER_REQUEST, World
@@ -45,7 +45,7 @@ def run_refund_agent_anthropic(
         run_id=run_id,
         user_id=world.customer_id,
     ) as run:
-        trace_id = _current_trace_id()
+        trace_id = current_trace_id()
         for turn in range(1, max_turns + 1):
             response = client.messages.create(
                 model=model,
