@@ -419,3 +419,24 @@ def test_vertex_client_reports_its_provider(pipeline: Pipeline, tmp_path: Any) -
     assert span.name == "chat claude-3-opus@20240229"
     assert attrs["gen_ai.provider.name"] == "gcp.vertex_ai"
     assert attrs["gen_ai.response.id"] == reply.id == "msg_01TPXhkPo8jy6yQMrMhjpiAE"
+
+
+def test_event_only_mode_puts_content_on_one_details_event(pipeline: Pipeline) -> None:
+    """Deployments that store content apart from traces use EVENT_ONLY; a streamed
+    call's input and rebuilt output must then arrive together on one
+    ``gen_ai.client.inference.operation.details`` event, not as span attributes."""
+    pipeline.instrument(capture="EVENT_ONLY")
+    with ReplayServer([STREAM]) as server:
+        for _ in create(client(server.origin), model="claude-3-haiku-20240307", stream=True):
+            pass
+    (span,) = pipeline.spans()
+    assert "gen_ai.input.messages" not in (span.attributes or {})
+    assert "gen_ai.output.messages" not in (span.attributes or {})
+    (event,) = [e for e in span.events if e.name == "gen_ai.client.inference.operation.details"]
+    details = dict(event.attributes or {})
+    assert json.loads(str(details["gen_ai.input.messages"])) == [
+        {"role": "user", "parts": [{"type": "text", "content": JOKE[0]["content"]}]}
+    ]
+    (output,) = json.loads(str(details["gen_ai.output.messages"]))
+    assert output["finish_reason"] == "stop"
+    assert output["parts"][0]["content"].startswith("Here's an OpenTelemetry")
