@@ -28,6 +28,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from tests.support.replay import ReplayServer
 from tracejudge.instrumentation import instrument, uninstrument
 from tracejudge.instrumentation._context import claim_tool_call_id
+from tracejudge.instrumentation.anthropic._convert import finish_reason, response_attributes
 
 CASSETTES = "anthropic/"
 JOKE = [{"role": "user", "content": "Tell me a joke about OpenTelemetry"}]
@@ -196,9 +197,19 @@ def test_request_parameters_and_system_instructions(otel: Otel) -> None:
             messages=JOKE,
             system="You are terse.",
             stop_sequences=["END"],
-            extra_body={"temperature": 0.2, "top_p": 0.9, "top_k": 40},
+            extra_body={
+                "temperature": 0.2,
+                "top_p": 0.9,
+                "top_k": 40,
+                "output_config": {
+                    "effort": "high",
+                    "format": {"type": "json_schema", "schema": {"type": "object"}},
+                },
+            },
         )
     attrs = snapshot(otel.only_span())
+    assert attrs["gen_ai.request.reasoning.level"] == "high"
+    assert attrs["gen_ai.output.type"] == "json"
     assert attrs["gen_ai.request.temperature"] == 0.2
     assert attrs["gen_ai.request.top_p"] == 0.9
     assert attrs["gen_ai.request.top_k"] == 40
@@ -505,3 +516,54 @@ def test_async_create_and_async_stream(otel: Otel) -> None:
         "gen_ai.usage.output_tokens": second["gen_ai.usage.output_tokens"],
         "gen_ai.output.messages": assistant([{"type": "text", "content": streamed}], "stop"),
     }
+
+
+def test_usage_counts_cached_tokens_as_input() -> None:
+    """Anthropic's ``input_tokens`` excludes cache reads and writes; the conventions
+    (and every budget rule) count them as input, so the three must be summed while
+    the cache counts are also reported on their own."""
+    attrs = response_attributes(
+        {
+            "id": "msg_1",
+            "model": "claude-x",
+            "stop_reason": "max_tokens",
+            "usage": {
+                "input_tokens": 10,
+                "cache_read_input_tokens": 5,
+                "cache_creation_input_tokens": 3,
+                "output_tokens": 7,
+                "output_tokens_details": {"thinking_tokens": 4},
+            },
+        }
+    )
+    assert attrs == {
+        "gen_ai.response.id": "msg_1",
+        "gen_ai.response.model": "claude-x",
+        "gen_ai.response.finish_reasons": ["length"],
+        "gen_ai.usage.input_tokens": 18,
+        "gen_ai.usage.cache_read.input_tokens": 5,
+        "gen_ai.usage.cache_creation.input_tokens": 3,
+        "gen_ai.usage.output_tokens": 7,
+        "gen_ai.usage.reasoning.output_tokens": 4,
+    }
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "finish"),
+    [
+        ("end_turn", "stop"),
+        ("stop_sequence", "stop"),
+        ("max_tokens", "length"),
+        ("model_context_window_exceeded", "length"),
+        ("tool_use", "tool_call"),
+        ("refusal", "content_filter"),
+        ("pause_turn", "pause_turn"),
+        (None, None),
+    ],
+)
+def test_stop_reasons_map_to_convention_finish_reasons(
+    stop_reason: str | None, finish: str | None
+) -> None:
+    """Rules compare finish reasons across providers, so Anthropic's stop reasons
+    use the conventions' words where one exists and pass through unchanged otherwise."""
+    assert finish_reason(stop_reason) == finish
