@@ -567,3 +567,33 @@ def test_stop_reasons_map_to_convention_finish_reasons(
     """Rules compare finish reasons across providers, so Anthropic's stop reasons
     use the conventions' words where one exists and pass through unchanged otherwise."""
     assert finish_reason(stop_reason) == finish
+
+
+def test_async_stream_true_closed_early_ends_span(otel: Otel) -> None:
+    """An async consumer that stops reading and closes the stream must end the span
+    right there (status unset, partial output kept), as the sync one does."""
+
+    async def run(server: ReplayServer) -> list[Any]:
+        stream = await async_client(server).messages.create(
+            model="claude-3-haiku-20240307", max_tokens=1024, messages=JOKE, stream=True
+        )
+        assert isinstance(stream, anthropic.AsyncStream)
+        seen = []
+        async for event in stream:
+            seen.append(event)
+            if len(seen) == 3:
+                break
+        await stream.close()
+        assert len(otel.spans()) == 1  # ended at close, not at garbage collection
+        return seen
+
+    with serve("test_async_anthropic_message_streaming_with_events_with_content.yaml") as server:
+        seen = asyncio.run(run(server))
+    span = otel.only_span()
+    attrs = snapshot(span)
+    assert span.status.status_code is StatusCode.UNSET
+    assert "gen_ai.response.finish_reasons" not in attrs
+    partial = "".join(e.delta.text for e in seen if e.type == "content_block_delta")
+    assert attrs["gen_ai.output.messages"] == [
+        {"role": "assistant", "parts": [{"type": "text", "content": partial}]}
+    ]
