@@ -141,7 +141,11 @@ def loadgen(target: str, templates: list[Path], *args: str) -> subprocess.Popen[
 def throughput(sink: SinkThread, templates: list[Path], transport: str, seconds: float,
                wait: str) -> dict[str, Any]:  # fmt: skip
     """Closed-loop load; rates over the window after a warm-up of a quarter of it."""
-    serve = Serve(sink, "--decision-wait-after-root", wait, "--decision-wait", "30s")
+    # A small buffer makes back-pressure engage within the warm-up, so the window measures
+    # the steady state (received = judged = forwarded), not a buffer filling up.
+    serve = Serve(
+        sink, "--decision-wait-after-root", wait, "--decision-wait", "30s", "--max-traces", "2000"
+    )
     try:
         port = serve.grpc if transport == "grpc" else serve.http
         scheme = "grpc" if transport == "grpc" else "http"
@@ -156,7 +160,12 @@ def throughput(sink: SinkThread, templates: list[Path], transport: str, seconds:
             "transport": transport,
             "received_spans_per_s": round((m1["spans"]["received"] - m0["spans"]["received"]) / dt),
             "judged_traces_per_s": round((m1["traces_decided"] - m0["traces_decided"]) / dt),
-            "judged_spans_per_s": round(10 * (m1["traces_decided"] - m0["traces_decided"]) / dt),
+            "judged_spans_per_s": round(
+                sent["sent_spans"]
+                / max(1, sent["sent_traces"])
+                * (m1["traces_decided"] - m0["traces_decided"])
+                / dt
+            ),
             "forwarded_spans_per_s": round(
                 (m1["spans"]["forwarded"] - m0["spans"]["forwarded"]) / dt
             ),
@@ -251,7 +260,7 @@ service:
 def anchor(sink: SinkThread, templates: list[Path], seconds: float, wait: str) -> dict[str, Any]:
     """The OpenTelemetry Collector (tail_sampling, always_sample) under the same load."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from e2e.backends import start_otelcol
+    from e2e.backends import start_otelcol  # type: ignore[import-not-found,unused-ignore]
 
     col = start_otelcol(
         OTELCOL_CONFIG,
@@ -292,7 +301,7 @@ def main() -> int:
             throughput(sink, templates, t, args.seconds, args.wait) for t in ("grpc", "http")
         ]
         print(json.dumps(report["throughput"], indent=1), flush=True)
-        best = max(r["forwarded_spans_per_s"] for r in report["throughput"])
+        best = min(r["forwarded_spans_per_s"] for r in report["throughput"])
         report["latency"] = latency(sink, templates, best / 2, args.seconds, args.wait)
         print(json.dumps(report["latency"], indent=1), flush=True)
         report["memory"] = memory(sink, templates, args.memory_traces)

@@ -137,7 +137,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 stats[outcome] += 1
                 if outcome == "error":
                     break
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(0.01)
 
     await asyncio.gather(*(worker() for _ in range(args.concurrency)))
     stats["seconds"] = round(time.monotonic() - start, 3)

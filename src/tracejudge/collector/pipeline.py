@@ -91,10 +91,9 @@ class Pipeline:
                     f"forward queue for {q.target.url} full", self.config.retry_after_hint
                 )
 
-    def throttled(self, n_spans: int) -> None:
-        """Count a refused request."""
+    def throttled(self) -> None:
+        """Count a refused request (refused before parsing, so its spans are not counted)."""
         self.stats.requests_throttled += 1
-        self.stats.count("throttled", n_spans)
 
     def ingest(self, request: ExportTraceServiceRequest) -> IngestResult:
         """Admit a request: validate and split it, buffer each trace, forward late spans."""

@@ -20,10 +20,7 @@ import grpc.aio
 from aiohttp import web
 from google.protobuf import json_format
 from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from tracejudge.collector.otlp import parse_request, response_bytes, status_bytes
 from tracejudge.collector.pipeline import Pipeline, Throttled
@@ -44,10 +41,6 @@ class BadEncoding(Exception):
     """The body is not valid gzip."""
 
 
-def _count_spans(request: ExportTraceServiceRequest) -> int:
-    return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-
-
 # --- gRPC ------------------------------------------------------------------------------
 
 
@@ -55,20 +48,21 @@ def grpc_handler(pipeline: Pipeline) -> grpc.GenericRpcHandler[bytes, bytes]:
     """A generic handler for Export that receives raw bytes (we parse them ourselves)."""
 
     async def export(data: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
-        try:
-            request = parse_request(data)
-        except ValueError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        # Capacity first: a throttled request costs no parsing.
         try:
             pipeline.check_capacity()
         except Throttled as exc:
-            pipeline.throttled(_count_spans(request))
+            pipeline.throttled()
             details = status_bytes(code_pb2.UNAVAILABLE, str(exc), exc.retry_after)
             await context.abort(
                 grpc.StatusCode.UNAVAILABLE,
                 str(exc),
                 trailing_metadata=(("grpc-status-details-bin", details),),
             )
+        try:
+            request = parse_request(data)
+        except ValueError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         result = pipeline.ingest(request)
         return response_bytes(result.rejected, result.error_message)
 
@@ -155,6 +149,11 @@ def traces_handler(pipeline: Pipeline, cap: int) -> Callable[[web.Request], Any]
                 415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}", ctype
             )
         try:
+            pipeline.check_capacity()
+        except Throttled as exc:
+            pipeline.throttled()
+            return _status_response(503, code_pb2.UNAVAILABLE, str(exc), ctype, exc.retry_after)
+        try:
             body = await read_body(request, encoding == "gzip", cap)
         except TooLarge:
             return _status_response(
@@ -166,11 +165,6 @@ def traces_handler(pipeline: Pipeline, cap: int) -> Callable[[web.Request], Any]
             parsed = json_to_proto(json.loads(body)) if ctype == JSON else parse_request(body)
         except (ValueError, UnicodeDecodeError) as exc:
             return _status_response(400, code_pb2.INVALID_ARGUMENT, str(exc)[:500], ctype)
-        try:
-            pipeline.check_capacity()
-        except Throttled as exc:
-            pipeline.throttled(_count_spans(parsed))
-            return _status_response(503, code_pb2.UNAVAILABLE, str(exc), ctype, exc.retry_after)
         result = pipeline.ingest(parsed)
         raw = response_bytes(result.rejected, result.error_message)
         if ctype == JSON:

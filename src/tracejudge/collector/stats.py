@@ -18,7 +18,7 @@ from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetr
 from tracejudge import semconv as sc
 from tracejudge.engine.verdict import Verdict
 
-STATES = ("received", "forwarded", "rejected", "late", "dropped", "throttled")
+STATES = ("received", "forwarded", "rejected", "late", "dropped")
 
 
 class Stats:
