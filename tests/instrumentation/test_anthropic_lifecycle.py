@@ -440,3 +440,16 @@ def test_event_only_mode_puts_content_on_one_details_event(pipeline: Pipeline) -
     (output,) = json.loads(str(details["gen_ai.output.messages"]))
     assert output["finish_reason"] == "stop"
     assert output["parts"][0]["content"].startswith("Here's an OpenTelemetry")
+
+
+def test_conversation_id_given_to_the_sdk_is_kept(pipeline: Pipeline) -> None:
+    """SDK 2.x lets the application name the conversation for the SDK's own span;
+    since ours replaces that span, the id must move to ours (and on SDKs without the
+    option none may be invented)."""
+    pipeline.instrument()
+    options = {"open_telemetry": {"conversation_id": "conv_42"}} if SDK_TRACES else {}
+    with ReplayServer([CREATE]) as server:
+        create(client(server.origin, **options))
+    (span,) = pipeline.spans()
+    expected = "conv_42" if SDK_TRACES else None
+    assert (span.attributes or {}).get("gen_ai.conversation.id") == expected

@@ -61,6 +61,15 @@ def provider_of(resource: Any) -> str:
     return sc.GenAiProviderNameValues.ANTHROPIC
 
 
+def conversation_of(resource: Any) -> str | None:
+    """The conversation id the application gave the SDK (2.x ``open_telemetry=
+    {"conversation_id": ...}``): ours replaces the SDK's span, so it must carry the id
+    the SDK's would have. Never synthesised, as the conventions require."""
+    options = getattr(getattr(resource, "_client", None), "open_telemetry", None)
+    conversation = options.get("conversation_id") if isinstance(options, Mapping) else None
+    return conversation if isinstance(conversation, str) and conversation else None
+
+
 def tool_calls_of(message: Any) -> list[PendingToolCall]:
     """The client tool calls (``tool_use`` blocks) a Message asks for, for the ledger."""
     calls: list[PendingToolCall] = []
@@ -100,12 +109,16 @@ class AnthropicCall:
         params = cv.request_params(kwargs)
         address, port = server_of(resource)
         model = params.get("model")
+        attributes = cv.request_attributes(params, stream=stream)
+        conversation = conversation_of(resource)
+        if conversation is not None:
+            attributes[sc.GEN_AI_CONVERSATION_ID] = conversation
         self.telemetry = ModelCallTelemetry(
             runtime,
             sc.GenAiOperationNameValues.CHAT,
             provider_of(resource),
             model if isinstance(model, str) else None,
-            cv.request_attributes(params, stream=stream),
+            attributes,
             server_address=address,
             server_port=port,
         )
