@@ -163,3 +163,21 @@ def test_select_attributes() -> None:
     assert engine.judge(run).verdict == "fail"
     run.root_attributes["env"] = "staging"
     assert engine.judge(run).verdict == "pass"
+
+
+def test_fast_regex_test_agrees_with_search() -> None:
+    """The yes/no matcher used on hot paths answers exactly like RE2's public search."""
+    from tracejudge.engine.compile import Compiler
+
+    comp = Compiler()
+    cases = {
+        "(?i)refund (is|was) issued": ["Your REFUND was issued.", "no refund", ""],
+        "\\bre_[A-Za-z0-9]{6,}": ["id re_ABC123 é", "re_short", "ünïcode re_ÀBC1234"],
+        "^$": ["", "x"],
+    }
+    for pattern, texts in cases.items():
+        rx = comp.regex("p", pattern)
+        assert rx is not None
+        assert rx.raw_test is not None
+        for text in texts:
+            assert rx.test(text) == (rx.search(text) is not None), (pattern, text)

@@ -13,6 +13,7 @@ compiled once at load, bounded in size, and safe to run on any input:
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,12 +32,41 @@ MAX_PATH_CHARS = 500
 _CEL_MACROS = ("exists", "all", "exists_one", "map", "filter")
 
 
+def _raw_matcher(compiled: Any) -> Callable[[str], bool] | None:
+    """A yes/no matcher on re2's C++ object, skipping the wrapper's offset decoding.
+
+    The public ``search`` builds Match objects and maps byte offsets back to characters
+    (~4x the cost of the match itself on short texts). Checks that only need "does it
+    match" use this; if the binding's internals ever change, we fall back to ``search``.
+    """
+    try:
+        regexp = compiled._regexp
+        anchor = importlib.import_module("re2._re2").RE2.Anchor.UNANCHORED
+        null = (-1, -1)
+
+        def test(text: str) -> bool:
+            raw = text.encode("utf-8")
+            return bool(regexp.Match(anchor, raw, 0, len(raw))[0] != null)
+
+        test("")
+        return test
+    except Exception:
+        return None
+
+
 @dataclass(slots=True, frozen=True)
 class Regex:
     """A compiled RE2 pattern and its source."""
 
     source: str
     compiled: Any
+    raw_test: Callable[[str], bool] | None = None
+
+    def test(self, text: str) -> bool:
+        """Whether ``text`` contains a match (the cheapest question to ask RE2)."""
+        if self.raw_test is not None:
+            return self.raw_test(text)
+        return self.compiled.search(text) is not None
 
     def search(self, text: str) -> Any:
         """The first match in ``text`` or None."""
@@ -104,7 +134,8 @@ class Compiler:
             self.error(path, f"regex longer than {limit} characters")
             return None
         try:
-            return Regex(pattern, _re2_compile(pattern))
+            compiled = _re2_compile(pattern)
+            return Regex(pattern, compiled, _raw_matcher(compiled))
         except Exception as exc:
             msg = exc.args[0] if exc.args else exc
             if isinstance(msg, bytes):

@@ -57,7 +57,7 @@ class Selector:
                 return False
         for key, rx in self.attributes_match:
             value = attrs.get(key)
-            if value is None or rx.search(str(value)) is None:
+            if value is None or not rx.test(str(value)):
                 return False
         return True
 

@@ -29,8 +29,7 @@ class ClaimEvidence:
                 ctx.final_index,
             )
             return
-        m = self.claim.search(answer)
-        if m is None:
+        if not self.claim.test(answer):
             return
         attempted = False
         for i, call in ctx.tool_index:
@@ -40,12 +39,14 @@ class ClaimEvidence:
                 if ok(call):
                     return
                 attempted = True
+        m = self.claim.search(answer)
         what = self.tool or f"{self.kind} tool"
         tail = " (it was attempted and failed)" if attempted else ""
         report.fail(
             "F-OUTPUT-UNSUPPORTED_CLAIM",
             ctx.final_span(),
-            f"the answer claims {short(m.group(0), 50)} but no successful {what} call ran{tail}",
+            f"the answer claims {short(m.group(0) if m else '', 50)} but no successful {what} "
+            f"call ran{tail}",
             ctx.final_index,
         )
 

@@ -119,7 +119,7 @@ class ForbiddenArguments:
                 continue
             for v in flatten(self.argument.search(call.arguments)):
                 text = v if isinstance(v, str) else canonical(v)
-                if canonical(v) in self.values or (self.pattern and self.pattern.search(text)):
+                if canonical(v) in self.values or (self.pattern and self.pattern.test(text)):
                     report.fail(
                         "F-POLICY-FORBIDDEN_ARGUMENT",
                         (call.span_id,),
@@ -231,8 +231,11 @@ class SensitiveData:
                 add(ctx.run.final_answer, final)
         if not texts:
             return
+        joined = _SEP.join(texts)
+        if not self.combined.test(joined):
+            return  # the common case: one RE2 pass, no match objects
         seen: set[tuple[int, int]] = set()
-        for m in self.combined.finditer(_SEP.join(texts)):
+        for m in self.combined.finditer(joined):
             k = next(k for k, g in enumerate(self.groups) if m.group(g) is not None)
             det = self.detectors[k]
             seg = bisect.bisect_right(starts, m.start()) - 1

@@ -310,7 +310,7 @@ class Recovery:
                 i,
             )
             return
-        if self.error_report.search(answer):
+        if self.error_report.test(answer):
             return
         for i, call in reversed(unrecovered):
             report.fail(
