@@ -128,11 +128,12 @@ class AnthropicCall:
         self._acc: MessageAccumulator | None = None
         self._first_chunk = False
         self._sdk_token: Token[bool] | None = None
-        self.telemetry.set_input(
-            cv.input_messages(params.get("messages")),
-            cv.system_instructions(params.get("system")),
-            cv.tool_definitions(params.get("tools")),
-        )
+        with runtime.guard:  # the span exists now: odd content must not orphan it
+            self.telemetry.set_input(
+                cv.input_messages(params.get("messages")),
+                cv.system_instructions(params.get("system")),
+                cv.tool_definitions(params.get("tools")),
+            )
 
     @classmethod
     def start(
