@@ -453,3 +453,29 @@ def test_conversation_id_given_to_the_sdk_is_kept(pipeline: Pipeline) -> None:
     (span,) = pipeline.spans()
     expected = "conv_42" if SDK_TRACES else None
     assert (span.attributes or {}).get("gen_ai.conversation.id") == expected
+
+
+def test_a_telemetry_failure_never_reaches_the_application(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Instrumentation must never break the agent it observes: if our own conversion
+    code fails, the call still returns the SDK's result, the span still ends, and the
+    failure is logged. (The failure is injected into our converter, the one fake
+    here: no real input makes correct code fail on purpose.)"""
+    from tracejudge.instrumentation.anthropic import _convert
+
+    def broken(message: Any) -> list[dict[str, Any]]:
+        raise RuntimeError("converter bug")
+
+    monkeypatch.setattr(_convert, "output_messages", broken)
+    instrument(
+        tracer_provider=pipeline.tracer_provider,
+        meter_provider=pipeline.meter_provider,
+        capture_content="SPAN_ONLY",
+    )
+    with ReplayServer([CREATE]) as server:
+        reply = create(client(server.origin))
+    assert reply.id == "msg_01TPXhkPo8jy6yQMrMhjpiAE"
+    (span,) = pipeline.spans()
+    assert span.end_time is not None
+    assert "converter bug" in caplog.text
