@@ -181,3 +181,23 @@ def test_fast_regex_test_agrees_with_search() -> None:
         assert rx.raw_test is not None
         for text in texts:
             assert rx.test(text) == (rx.search(text) is not None), (pattern, text)
+
+
+def test_captures_pick_the_id_group() -> None:
+    """Identifier captures: the ``id`` group, else group 1, else the match; UTF-8 safe."""
+    from tracejudge.engine.compile import Compiler
+
+    comp = Compiler()
+    named = comp.regex("p", "refund (?P<id>re_\\w+)")
+    first = comp.regex("p", "order #(\\d+)")
+    whole = comp.regex("p", "re_[A-Z0-9]+")
+    assert named is not None
+    assert first is not None
+    assert whole is not None
+    assert named.captures("é refund re_A1, refund re_B2") == ["re_A1", "re_B2"]
+    assert first.captures("order #12 and order #345") == ["12", "345"]
+    assert whole.captures("ünï re_X9 re_Y8") == ["re_X9", "re_Y8"]
+    assert whole.captures("nothing here") == []
+    empty = comp.regex("p", "x*")
+    assert empty is not None
+    assert empty.captures("axx") == ["", "xx", ""]

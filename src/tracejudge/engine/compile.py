@@ -32,6 +32,21 @@ MAX_PATH_CHARS = 500
 _CEL_MACROS = ("exists", "all", "exists_one", "map", "filter")
 
 
+def _raw_spans(compiled: Any) -> Callable[[bytes, int], Any] | None:
+    """``(raw, pos) -> spans`` on re2's C++ object (byte offsets), or None if unavailable."""
+    try:
+        regexp = compiled._regexp
+        anchor = importlib.import_module("re2._re2").RE2.Anchor.UNANCHORED
+
+        def spans(raw: bytes, pos: int) -> Any:
+            return regexp.Match(anchor, raw, pos, len(raw))
+
+        spans(b"", 0)
+        return spans
+    except Exception:
+        return None
+
+
 def _raw_matcher(compiled: Any) -> Callable[[str], bool] | None:
     """A yes/no matcher on re2's C++ object, skipping the wrapper's offset decoding.
 
@@ -61,12 +76,38 @@ class Regex:
     source: str
     compiled: Any
     raw_test: Callable[[str], bool] | None = None
+    raw_spans: Callable[[bytes, int], Any] | None = None
 
     def test(self, text: str) -> bool:
         """Whether ``text`` contains a match (the cheapest question to ask RE2)."""
         if self.raw_test is not None:
             return self.raw_test(text)
         return self.compiled.search(text) is not None
+
+    def captures(self, text: str) -> list[str]:
+        """For each match: the group named ``id``, else group 1, else the whole match.
+
+        Reads RE2's byte spans directly (UTF-8 slices decode exactly), avoiding the
+        wrapper's per-match objects.
+        """
+        spans_of = self.raw_spans
+        groups = self.compiled.groups
+        group = self.compiled.groupindex.get("id", 1 if groups >= 1 else 0)
+        if spans_of is None:
+            return [m.group(group) or "" for m in self.compiled.finditer(text)]
+        raw = text.encode("utf-8")
+        out: list[str] = []
+        pos = 0
+        while pos <= len(raw):
+            spans = spans_of(raw, pos)
+            start, end = spans[0]
+            if start < 0:
+                break
+            g0, g1 = spans[group]
+            if g0 >= 0:
+                out.append(raw[g0:g1].decode("utf-8"))
+            pos = end if end > start else end + 1
+        return out
 
     def search(self, text: str) -> Any:
         """The first match in ``text`` or None."""
@@ -135,7 +176,7 @@ class Compiler:
             return None
         try:
             compiled = _re2_compile(pattern)
-            return Regex(pattern, compiled, _raw_matcher(compiled))
+            return Regex(pattern, compiled, _raw_matcher(compiled), _raw_spans(compiled))
         except Exception as exc:
             msg = exc.args[0] if exc.args else exc
             if isinstance(msg, bytes):

@@ -80,8 +80,7 @@ class IdentifierEvidence:
             else:
                 texts.append(text)
         haystack = "\n".join(texts)
-        for m in self.pattern.finditer(answer):
-            ident = _capture(m)
+        for ident in self.pattern.captures(answer):
             if not ident or ident in haystack:
                 continue
             if uncaptured:
@@ -98,15 +97,6 @@ class IdentifierEvidence:
                 f"the answer reports {short(ident)} but no successful tool result contains it",
                 ctx.final_index,
             )
-
-
-def _capture(m: Any) -> str:
-    groups = m.groupdict() if hasattr(m, "groupdict") else {}
-    if groups.get("id"):
-        return str(groups["id"])
-    if m.re.groups >= 1 and m.group(1):
-        return str(m.group(1))
-    return str(m.group(0))
 
 
 @dataclass(slots=True, frozen=True)
