@@ -115,3 +115,22 @@ def test_outcomes_cover_every_rule_with_spans() -> None:
     assert [o.rule_id for o in v.outcomes] == ["claim", "bind", "loops", "steps"]
     assert all(o.span_id for o in v.outcomes)
     assert v.outcomes[0].score == 1.0
+
+
+def test_judge_spans_never_raises() -> None:
+    """Spans the run builder cannot handle give one error verdict, not an exception."""
+    from tracejudge.model.spans import SpanRecord
+
+    class Broken:
+        """Not a SpanRecord: the builder fails on it (a fake: no real span is this broken)."""
+
+        trace_id = "0af7651916cd43dd8448eb211c80319c"
+        span_id = "00f067aa0ba902b7"
+        parent_span_id = None
+
+    spans: list[SpanRecord] = [Broken()]  # type: ignore[list-item]
+    verdicts = _engine().judge_spans(spans)
+    assert len(verdicts) == 1
+    assert verdicts[0].verdict == "error"
+    assert verdicts[0].trace_id == "0af7651916cd43dd8448eb211c80319c"
+    assert verdicts[0].root_span_id == "00f067aa0ba902b7"

@@ -46,22 +46,49 @@ class Engine:
             return self._judge(run)
         except Exception as exc:  # a bug in a check must not take the collector down
             log.exception("tracejudge: judging trace %s failed", getattr(run, "trace_id", "?"))
-            return Verdict(
-                trace_id=str(getattr(run, "trace_id", "")),
-                root_span_id=str(getattr(run, "root_span_id", "")),
-                verdict="error",
-                layers=dict.fromkeys(LAYERS, "not_applicable"),
+            return self._error(
+                str(getattr(run, "trace_id", "")),
+                str(getattr(run, "root_span_id", "")),
+                exc,
                 agent=getattr(run, "agent_name", None),
                 case_id=getattr(run, "case_id", None),
-                rules_version=self.ruleset.version,
-                error=clip_explanation(f"{type(exc).__name__}: {exc}"),
             )
 
     def judge_spans(self, spans: Sequence[SpanRecord]) -> list[Verdict]:
-        """Build the runs in ``spans`` (one trace's spans) and judge each."""
-        # lazy: the run builder lives in tracejudge.model.build and pulls in the decoders
-        build_runs = importlib.import_module("tracejudge.model.build").build_runs
-        return [self.judge(run) for run in build_runs(spans)]
+        """Build the runs in ``spans`` (one trace's spans) and judge each.
+
+        Never raises either: if the run builder fails, the trace gets one error verdict.
+        """
+        try:
+            # lazy: the run builder lives in tracejudge.model.build with the decoders
+            build_runs = importlib.import_module("tracejudge.model.build").build_runs
+            runs = build_runs(spans)
+        except Exception as exc:
+            trace_id = spans[0].trace_id if spans else ""
+            log.exception("tracejudge: building runs of trace %s failed", trace_id)
+            roots = [s.span_id for s in spans if s.parent_span_id is None]
+            root = roots[0] if roots else (spans[0].span_id if spans else "")
+            return [self._error(trace_id, root, exc)]
+        return [self.judge(run) for run in runs]
+
+    def _error(
+        self,
+        trace_id: str,
+        root: str,
+        exc: Exception,
+        agent: str | None = None,
+        case_id: str | None = None,
+    ) -> Verdict:
+        return Verdict(
+            trace_id=trace_id,
+            root_span_id=root,
+            verdict="error",
+            layers=dict.fromkeys(LAYERS, "not_applicable"),
+            agent=agent,
+            case_id=case_id,
+            rules_version=self.ruleset.version,
+            error=clip_explanation(f"{type(exc).__name__}: {exc}"),
+        )
 
     def _judge(self, run: Run) -> Verdict:
         ctx = RunContext(
