@@ -9,6 +9,7 @@ from typing import Any, cast
 import anthropic
 import openai
 import pytest
+from anthropic.types import MessageParam
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionMessageFunctionToolCall,
@@ -127,7 +128,7 @@ def test_anthropic_tool_use_has_the_real_response_shape(server: ScriptedModelSer
         base_url=server.anthropic_base_url("healthy"), api_key="unused", max_retries=0
     )
     response = client.messages.create(
-        model="claude-sonnet-4-6",
+        model="claude-haiku-4-5",
         max_tokens=256,
         messages=[{"role": "user", "content": USER["content"]}],
     )
@@ -173,3 +174,15 @@ def test_tool_request_is_rendered_as_json_arguments(server: ScriptedModelServer)
         response = _complete(_client(own, "args"), [USER])
     calls = _calls(response)
     assert json.loads(calls[0].function.arguments) == args
+
+
+def test_anthropic_stream_accumulates_to_the_plain_message(server: ScriptedModelServer) -> None:
+    """The SDK's stream helper must rebuild the same tool_use block from our events."""
+    client = anthropic.Anthropic(
+        base_url=server.anthropic_base_url("healthy"), api_key="unused", max_retries=0
+    )
+    user: list[MessageParam] = [{"role": "user", "content": str(USER["content"])}]
+    plain = client.messages.create(model="claude-haiku-4-5", max_tokens=256, messages=user)
+    with client.messages.stream(model="claude-haiku-4-5", max_tokens=256, messages=user) as s:
+        streamed = s.get_final_message()
+    assert streamed.model_dump() == plain.model_dump()

@@ -6,7 +6,8 @@ HTTP endpoint that speaks their wire formats, so this module serves one: a stdli
 
 - ``POST /<script>/v1/chat/completions`` (OpenAI Chat Completions, with tool calls and
   ``stream: true`` server-sent events), and
-- ``POST /<script>/v1/messages`` (Anthropic Messages, with ``tool_use`` blocks),
+- ``POST /<script>/v1/messages`` (Anthropic Messages, with ``tool_use`` blocks and
+  ``stream: true`` events),
 
 from the ``Script`` named in the path. Point a client at ``server.openai_base_url(name)`` or
 ``server.anthropic_base_url(name)``. Ids, ``created`` and token counts are derived from the
@@ -179,6 +180,58 @@ def anthropic_message(
     }
 
 
+def anthropic_events(
+    script: Script, conversation: Conversation, reply: Reply, body: Mapping[str, Any]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Render ``reply`` as the server-sent events of a streamed Anthropic message."""
+    full = anthropic_message(script, conversation, reply, body)
+    usage = full["usage"]
+    head = {**full, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    yield "message_start", {"type": "message_start", "message": head}
+    for index, block in enumerate(full["content"]):
+        if block["type"] == "text":
+            start: dict[str, Any] = {"type": "text", "text": ""}
+            words = block["text"].split(" ")
+            deltas = [
+                {"type": "text_delta", "text": w if i == 0 else " " + w}
+                for i, w in enumerate(words)
+            ]
+        else:
+            start = {**block, "input": {}}
+            text = json.dumps(block["input"])
+            deltas = [
+                {"type": "input_json_delta", "partial_json": text[i : i + 16]}
+                for i in range(0, len(text), 16)
+            ]
+        yield (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": start,
+            },
+        )
+        for delta in deltas:
+            yield (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": delta,
+                },
+            )
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": full["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": usage["output_tokens"]},
+        },
+    )
+    yield "message_stop", {"type": "message_stop"}
+
+
 def anthropic_error(status: int, message: str) -> dict[str, Any]:
     """The Anthropic error body."""
     kinds = {400: "invalid_request_error", 404: "not_found_error"}
@@ -251,7 +304,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(500, error(500, f"script {script.name!r} failed: {exc!r}"))
             return
         self.server.requests += 1
-        if flavour == "anthropic":
+        if flavour == "anthropic" and body.get("stream"):
+            self._send_events(anthropic_events(script, conversation, reply, body))
+        elif flavour == "anthropic":
             self._send_json(200, anthropic_message(script, conversation, reply, body))
         elif body.get("stream"):
             chunks = openai_chunks(script, conversation, reply, body)
