@@ -77,11 +77,13 @@ def test_retryable_http_statuses_are_retried(
     assert c.stats.spans["dropped"] == 0
 
 
+@pytest.mark.parametrize("code", [400, 500])
 def test_permanent_error_drops_and_counts(
-    collector_factory: Callable[..., Collector], sink: Sink
+    code: int, collector_factory: Callable[..., Collector], sink: Sink
 ) -> None:
-    """A 400 from the backend is not retried (it would wedge the queue); it is counted."""
-    sink.fail_http = [400]
+    """A 400 or 500 is not retryable per OTLP (retrying would wedge the queue); the batch is
+    dropped, counted, and the next trace still goes through."""
+    sink.fail_http = [code]
     c = collector_factory()
     post(c.http_port, _trace()[1])
     wait_for(lambda: c.stats.spans["dropped"] == 2, what="dropped count")
