@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -130,10 +130,12 @@ def reset_ledger(token: contextvars.Token[ToolCallLedger | None]) -> None:
         _LEDGER.set(None)
 
 
-def record_requested_tool_calls(calls: Iterable[PendingToolCall]) -> None:
+def record_requested_tool_calls(calls: Sequence[PendingToolCall]) -> None:
     """Called by patchers after every chat-style response (an empty list clears)."""
     ledger = _LEDGER.get()
     if ledger is None:
+        if not calls:
+            return  # nothing pending and nothing to clear: skip the allocation
         ledger = ToolCallLedger()
         _LEDGER.set(ledger)
     ledger.replace(calls)

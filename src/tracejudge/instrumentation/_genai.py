@@ -210,8 +210,7 @@ class ModelCallTelemetry:
         tool_definitions: list[dict[str, Any]] | None = None,
     ) -> None:
         """Record input content per the capture mode (nothing in NO_CONTENT)."""
-        mode = self.runtime.capture
-        if not (mode.on_span or mode.on_event):
+        if not self.runtime.capture_any:
             return
         attrs: dict[str, AttributeValue] = {}
         enc = self.runtime.encode_content
@@ -234,8 +233,9 @@ class ModelCallTelemetry:
         requested tool calls to the ledger so ``@tool`` spans can pick up their ids."""
         if record_tool_calls:
             record_requested_tool_calls(tool_calls)
-        mode = self.runtime.capture
-        if mode.on_span or mode.on_event:
+        if not messages:
+            return
+        if self.runtime.capture_any:
             attrs: dict[str, AttributeValue] = {
                 semconv.GEN_AI_OUTPUT_MESSAGES: self.runtime.encode_content(messages, self.stats)
             }
@@ -256,10 +256,9 @@ class ModelCallTelemetry:
     def _emit_content(self, attrs: dict[str, AttributeValue]) -> None:
         if not attrs:
             return
-        mode = self.runtime.capture
-        if mode.on_span:
+        if self.runtime.content_on_span:
             self.span.set_attributes(attrs)
-        if mode.on_event:
+        if self.runtime.content_on_event:
             # One details event per operation, emitted when the call ends.
             if self._event is None:
                 self._event = {}

@@ -80,7 +80,8 @@ class Runtime:
     - ``tracer``: emit spans with it (CLIENT for model calls).
     - ``duration`` / ``token_usage``: the ``gen_ai.client.operation.duration`` (s) and
       ``gen_ai.client.token.usage`` ({token}) histograms; prefer ``record_metrics``.
-    - ``capture``: the message-content ``CaptureMode``.
+    - ``capture``: the message-content ``CaptureMode`` (``content_on_span``,
+      ``content_on_event``, ``capture_any``: its flags, precomputed for the hot path).
     - ``encoder``: serializes + redacts + caps a content value (``encode_content``).
     - ``guard``: ``with runtime.guard: ...`` runs telemetry code that must never raise
       into the app; errors are logged, or re-raised when ``raise_internal_errors``.
@@ -88,6 +89,9 @@ class Runtime:
 
     __slots__ = (
         "capture",
+        "capture_any",
+        "content_on_event",
+        "content_on_span",
         "duration",
         "encoder",
         "guard",
@@ -128,6 +132,10 @@ class Runtime:
             explicit_bucket_boundaries_advisory=[float(b) for b in TOKEN_BUCKETS],
         )
         self.capture = parse_capture_mode(capture_content)
+        # Precomputed: read on every call.
+        self.content_on_span = self.capture.on_span
+        self.content_on_event = self.capture.on_event
+        self.capture_any = self.content_on_span or self.content_on_event
         self.redactor = Redactor(redact_patterns)
         self.encoder = ContentEncoder(self.redactor, max_attribute_bytes)
         self.raise_internal_errors = raise_internal_errors

@@ -65,8 +65,7 @@ def start(runtime: Runtime, resource: Any, kwargs: dict[str, Any]) -> ModelCallT
         address,
         port,
     )
-    mode = runtime.capture
-    if mode.on_span or mode.on_event:
+    if runtime.capture_any:
         call.set_input(
             input_messages(kwargs.get("messages")),
             None,
@@ -179,29 +178,40 @@ def _output(
 
 
 def finish(call: ModelCallTelemetry, completion: Any) -> None:
-    """Record a ``ChatCompletion`` on the span (attributes, output messages, ledger)."""
-    choices = get(completion, "choices") or ()
+    """Record a ``ChatCompletion`` on the span (attributes, output messages, ledger).
+
+    The completion is always an SDK model here, so plain ``getattr`` (the hot path).
+    """
+    choices = getattr(completion, "choices", None) or ()
     reasons: list[str] = []
     messages: list[dict[str, Any]] = []
     requested: list[PendingToolCall] = []
+    want_text = call.runtime.capture_any
     for choice in choices:
-        reason = get(choice, "finish_reason")
+        reason = getattr(choice, "finish_reason", None)
         reasons.append(str(reason) if reason else "error")
-        msg = get(choice, "message")
+        msg = getattr(choice, "message", None)
         calls: list[PendingToolCall] = []
-        for tc in get(msg, "tool_calls") or ():
-            fn = get(tc, "function")
+        for tc in getattr(msg, "tool_calls", None) or ():
+            fn = getattr(tc, "function", None)
             calls.append(
                 PendingToolCall(
-                    str(get(tc, "id") or ""),
-                    str(get(fn, "name") or ""),
-                    parse_arguments(get(fn, "arguments")),
+                    str(getattr(tc, "id", None) or ""),
+                    str(getattr(fn, "name", None) or ""),
+                    parse_arguments(getattr(fn, "arguments", None)),
                 )
             )
-        text = get(msg, "content") or get(msg, "refusal")
-        messages.append(_output(str(get(msg, "role") or "assistant"), text, calls, reason))
+        if want_text or calls:  # NO_CONTENT and no tool calls: nothing will be recorded
+            text = (
+                getattr(msg, "content", None) or getattr(msg, "refusal", None)
+                if want_text
+                else None
+            )
+            messages.append(
+                _output(str(getattr(msg, "role", None) or "assistant"), text, calls, reason)
+            )
         requested.extend(calls)
-    usage = get(completion, "usage")
+    usage = getattr(completion, "usage", None)
     extra: dict[str, AttributeValue] = {}
     if usage is not None:
         extra = usage_extra(
@@ -211,21 +221,21 @@ def finish(call: ModelCallTelemetry, completion: Any) -> None:
         )
     _openai_extra(extra, completion)
     call.set_response(
-        response_id=get(completion, "id"),
-        response_model=get(completion, "model"),
+        response_id=getattr(completion, "id", None),
+        response_model=getattr(completion, "model", None),
         finish_reasons=reasons,
-        input_tokens=get(usage, "prompt_tokens"),
-        output_tokens=get(usage, "completion_tokens"),
+        input_tokens=getattr(usage, "prompt_tokens", None),
+        output_tokens=getattr(usage, "completion_tokens", None),
         extra=extra,
     )
     call.set_output(messages, requested)
 
 
 def _openai_extra(extra: dict[str, AttributeValue], obj: Any) -> None:
-    tier = get(obj, "service_tier")
+    tier = getattr(obj, "service_tier", None)
     if isinstance(tier, str):
         extra[semconv.OPENAI_RESPONSE_SERVICE_TIER] = tier
-    fingerprint = get(obj, "system_fingerprint")
+    fingerprint = getattr(obj, "system_fingerprint", None)
     if isinstance(fingerprint, str):
         extra[semconv.OPENAI_RESPONSE_SYSTEM_FINGERPRINT] = fingerprint
 

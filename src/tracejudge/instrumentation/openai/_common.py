@@ -19,6 +19,8 @@ PROVIDER: Final = "openai"
 
 def get(obj: Any, name: str, default: Any = None) -> Any:
     """``obj[name]`` for dicts (request params), ``obj.name`` for SDK models."""
+    if type(obj) is dict:  # exact-type check: the cheapest test on the hot path
+        return obj.get(name, default)
     if isinstance(obj, dict):
         return obj.get(name, default)
     return getattr(obj, name, default)
@@ -101,12 +103,13 @@ def request_attributes(
 def usage_extra(
     usage: Any, cached_path: tuple[str, str], reasoning_path: tuple[str, str]
 ) -> dict[str, AttributeValue]:
-    """Cache-read and reasoning token subsets when the usage object reports them."""
+    """Cache-read and reasoning token subsets when the usage object (an SDK model)
+    reports them."""
     extra: dict[str, AttributeValue] = {}
-    cached = get(get(usage, cached_path[0]), cached_path[1])
+    cached = getattr(getattr(usage, cached_path[0], None), cached_path[1], None)
     if isinstance(cached, int) and cached:
         extra[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cached
-    reasoning = get(get(usage, reasoning_path[0]), reasoning_path[1])
+    reasoning = getattr(getattr(usage, reasoning_path[0], None), reasoning_path[1], None)
     if isinstance(reasoning, int) and reasoning:
         extra[semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = reasoning
     return extra

@@ -60,8 +60,7 @@ def start(runtime: Runtime, resource: Any, kwargs: dict[str, Any]) -> ModelCallT
         address,
         port,
     )
-    mode = runtime.capture
-    if mode.on_span or mode.on_event:
+    if runtime.capture_any:
         instructions = kwargs.get("instructions")
         call.set_input(
             input_messages(kwargs.get("input")),
