@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", choices=VARIANTS, default="healthy")
     parser.add_argument("--trace-out", type=Path, help="write the run's spans as OTLP/JSON")
+    parser.add_argument("--stream", action="store_true", help="use the SDK's stream helper")
     args = parser.parse_args(argv)
 
     memory = InMemorySpanExporter()
@@ -46,7 +47,10 @@ def main(argv: list[str] | None = None) -> int:
             base_url=server.anthropic_base_url(args.variant), api_key="unused"
         )
         result = run_refund_agent_anthropic(
-            client, variant_id=args.variant, run_id=f"{args.variant}-anthropic-1"
+            client,
+            variant_id=args.variant,
+            run_id=f"{args.variant}-anthropic-1",
+            stream=args.stream,
         )
 
     print(f"answer: {result.answer}")

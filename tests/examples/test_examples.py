@@ -85,14 +85,15 @@ def test_refund_agent_exports_to_the_configured_otlp_endpoint() -> None:
 
 
 def test_anthropic_refund_agent_is_judged_by_the_same_rules(tmp_path: Path) -> None:
-    """The Anthropic flavour passes the same rules and baseline as the OpenAI agent."""
-    trace = tmp_path / "anthropic.json"
-    out = _python(EXAMPLES / "anthropic_refund" / "agent.py", "--trace-out", trace).stdout
+    """The Anthropic flavour (plain and streamed) passes the OpenAI agent's rules and baseline."""
+    trace, streamed = tmp_path / "anthropic.json", tmp_path / "anthropic-stream.json"
+    agent = EXAMPLES / "anthropic_refund" / "agent.py"
+    out = _python(agent, "--trace-out", trace).stdout
     assert "answer: Your refund for order ord_B1002 has been processed" in out
-    done = _eval(trace)
+    _python(agent, "--stream", "--trace-out", streamed)
+    done = _eval(trace, streamed)
     assert done.returncode == 0, done.stdout + done.stderr
-    (verdict,) = _verdicts(done)
-    assert verdict["verdict"] == "pass", verdict
+    assert [v["verdict"] for v in _verdicts(done)] == ["pass", "pass"], done.stdout
     spans = json.loads(trace.read_text())["resourceSpans"][0]["scopeSpans"]
     providers = {
         a["value"].get("stringValue")

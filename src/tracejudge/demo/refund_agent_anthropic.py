@@ -32,9 +32,13 @@ def run_refund_agent_anthropic(
     case_id: str = CASE_ID,
     model: str = DEFAULT_MODEL,
     request: str = USER_REQUEST,
+    stream: bool = False,
     max_turns: int = 8,
 ) -> AgentResult:
-    """Run the refund agent once with an ``anthropic.Anthropic`` client."""
+    """Run the refund agent once with an ``anthropic.Anthropic`` client.
+
+    ``stream=True`` uses the SDK's ``messages.stream`` helper and its final message.
+    """
     world = world if world is not None else World()
     tools = build_tools(world)
     messages: list[dict[str, Any]] = [{"role": "user", "content": request}]
@@ -47,13 +51,18 @@ def run_refund_agent_anthropic(
     ) as run:
         trace_id = current_trace_id()
         for turn in range(1, max_turns + 1):
-            response = client.messages.create(
-                model=model,
-                max_tokens=1024,
-                system=SYSTEM_PROMPT,
-                messages=messages,
-                tools=anthropic_tools(),
-            )
+            request_args: dict[str, Any] = {
+                "model": model,
+                "max_tokens": 1024,
+                "system": SYSTEM_PROMPT,
+                "messages": messages,
+                "tools": anthropic_tools(),
+            }
+            if stream:
+                with client.messages.stream(**request_args) as events:
+                    response = events.get_final_message()
+            else:
+                response = client.messages.create(**request_args)
             blocks = [block.model_dump(exclude_none=True) for block in response.content]
             messages.append({"role": "assistant", "content": blocks})
             uses = [b for b in blocks if b.get("type") == "tool_use"]
