@@ -247,3 +247,27 @@ def test_judge_crash_yields_error_verdict(
     assert got[sc.TRACEJUDGE_VERDICT] == "error"
     assert "rule bug" in got[sc.TRACEJUDGE_FAILURE_EXPLANATION]
     assert c.stats.judge_errors == 1
+
+
+@pytest.mark.parametrize("which", ["--grpc-port", "--http-port"])
+def test_port_in_use_is_a_clear_error(which: str) -> None:
+    """A taken port stops `tracejudge serve` with a one-line reason, not a traceback."""
+    import socket
+
+    root = Path(__file__).resolve().parents[2]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        ports = {"--grpc-port": "0", "--http-port": "0", which: port}
+        result = CliRunner().invoke(
+            main,
+            [
+                "serve", "--rules", str(root / "examples" / "refund" / "rules.yaml"),
+                "--forward", "http://127.0.0.1:1", *[x for kv in ports.items() for x in kv],
+            ],
+        )  # fmt: skip
+    assert result.exit_code == 1
+    assert "cannot bind" in result.output
+    assert port in result.output
+    assert "Traceback" not in result.output

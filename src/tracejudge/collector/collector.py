@@ -113,6 +113,39 @@ class Collector:
             self._replay(self.store, queues)
         for q in queues:
             q.start()
+        try:
+            await self._start_servers()
+        except BaseException:
+            await self._abort_start()
+            raise
+        self._timer = asyncio.get_running_loop().create_task(self._tick_loop())
+        log.info(
+            "tracejudge serve: OTLP/gRPC %s:%d, OTLP/HTTP %s:%d, forwarding to %s",
+            cfg.host,
+            self.grpc_port,
+            cfg.host,
+            self.http_port,
+            ", ".join(cfg.forward),
+        )
+
+    async def _abort_start(self) -> None:
+        """Undo a half-finished start (e.g. a port in use) so nothing is left running."""
+        if self._grpc is not None:
+            await self._grpc.stop(0)
+        for runner in self._runners:
+            await runner.cleanup()
+        if self.pipeline is not None:
+            for q in self.pipeline.queues:
+                await q.flush(0.0)
+            for sink in self.pipeline.sinks:
+                await sink.close()
+        if self.store is not None:
+            self.store.close()
+        self.stats.shutdown()
+
+    async def _start_servers(self) -> None:
+        cfg = self.config
+        assert self.pipeline is not None
         self._grpc, self.grpc_port = await start_grpc(
             self.pipeline, cfg.host, cfg.grpc_port, cfg.max_request_bytes
         )
@@ -127,15 +160,6 @@ class Collector:
             health_routes(app, self.snapshot)
             runner, self.health_port = await start_http(app, cfg.host, cfg.health_port)
             self._runners.append(runner)
-        self._timer = asyncio.get_running_loop().create_task(self._tick_loop())
-        log.info(
-            "tracejudge serve: OTLP/gRPC %s:%d, OTLP/HTTP %s:%d, forwarding to %s",
-            cfg.host,
-            self.grpc_port,
-            cfg.host,
-            self.http_port,
-            ", ".join(cfg.forward),
-        )
 
     def _replay(self, store: DiskStore, queues: list[TargetQueue]) -> None:
         assert self.pipeline is not None

@@ -79,9 +79,14 @@ async def start_grpc(pipeline: Pipeline, host: str, port: int, max_bytes: int) -
         ]
     )
     server.add_generic_rpc_handlers((grpc_handler(pipeline),))
-    bound = server.add_insecure_port(f"{host}:{port}")
+    reason = "port in use or not allowed"
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError as exc:  # grpc reports a failed bind as RuntimeError
+        bound = 0
+        reason = str(exc).split(";")[0]
     if bound == 0:
-        raise OSError(f"cannot bind OTLP/gRPC on {host}:{port}")
+        raise OSError(f"cannot bind OTLP/gRPC on {host}:{port}: {reason}")
     await server.start()
     return server, bound
 
@@ -195,7 +200,11 @@ async def start_http(app: web.Application, host: str, port: int) -> tuple[web.Ap
     runner = web.AppRunner(app, access_log=None, handle_signals=False, auto_decompress=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise OSError(f"cannot bind HTTP on {host}:{port}: {exc.strerror or exc}") from exc
     bound = int(runner.addresses[0][1])
     return runner, bound
 
