@@ -364,3 +364,37 @@ def test_with_raw_response_is_traced(replay: Replay, span_exporter: InMemorySpan
     attrs = snap(span)["attributes"]
     assert attrs["gen_ai.response.id"] == "chatcmpl-ASYMQRl3A3DXL9FWCK9tnGRcKIO7q"
     assert attrs["gen_ai.usage.output_tokens"] == 5
+
+
+def test_with_raw_response_stream_is_traced(
+    replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """``with_raw_response`` with ``stream=True``: ``parse()`` yields a traced stream, and
+    the span ends with the streamed text once the caller has read it."""
+    server = replay("openai/test_chat_completion_streaming.yaml")
+    raw = client(server).chat.completions.with_raw_response.create(
+        model="gpt-4", messages=SAY_TEST, stream=True, stream_options={"include_usage": True}
+    )
+    assert span_exporter.get_finished_spans() == ()
+    text = "".join(ch.choices[0].delta.content or "" for ch in raw.parse() if ch.choices)
+    [span] = span_exporter.get_finished_spans()
+    attrs = snap(span)["attributes"]
+    assert attrs["gen_ai.output.messages"][0]["parts"] == [{"type": "text", "content": text}]
+    assert attrs["gen_ai.usage.output_tokens"] == 5
+
+
+def test_async_stream_helper_is_traced(replay: Replay, span_exporter: InMemorySpanExporter) -> None:
+    """The async ``chat.completions.stream()`` helper works on the wrapped async stream."""
+    server = replay("openai/test_async_chat_completion_multiple_tools_streaming_with_content.yaml")
+
+    async def main() -> int:
+        async with aclient(server).chat.completions.stream(
+            model="gpt-4o-mini", messages=WEATHER_MESSAGES, tools=WEATHER_TOOLS
+        ) as stream:
+            final = await stream.get_final_completion()
+        return len(final.choices[0].message.tool_calls or [])
+
+    assert asyncio.run(main()) == 2
+    [span] = span_exporter.get_finished_spans()
+    parts = snap(span)["attributes"]["gen_ai.output.messages"][0]["parts"]
+    assert [p["type"] for p in parts] == ["tool_call", "tool_call"]

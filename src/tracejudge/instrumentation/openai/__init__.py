@@ -134,8 +134,13 @@ def _after(
     try:
         raw = _raw_mode(kwargs)
         streaming = kwargs.get("stream") is True
+        if raw is not None and raw != "stream" and streaming and endpoint.accumulator:
+            wrapped = _wrap_raw_stream(runtime, endpoint, call, result, stream_type)
+            if wrapped:
+                return result
         if raw == "stream" or (raw is not None and streaming):
-            # The body is the caller's to read; we cannot see it without consuming it.
+            # with_streaming_response: the body is the caller's to read; we cannot see it
+            # without consuming it, so the span has the request side only.
             call.end()
             return result
         if raw is not None and callable(getattr(result, "parse", None)):
@@ -155,6 +160,27 @@ def _after(
         if runtime.raise_internal_errors:
             raise
         return result
+
+
+def _wrap_raw_stream(
+    runtime: Runtime,
+    endpoint: _Endpoint,
+    call: ModelCallTelemetry,
+    result: Any,
+    stream_type: type[SyncStream] | type[AsyncStream],
+) -> bool:
+    """``with_raw_response.create(stream=True)``: put a wrapped stream into the raw
+    response's parse cache, so ``parse()`` hands the caller a traced stream.
+
+    Feature-detected (the cache is an SDK detail): returns False when it is not there.
+    """
+    cache = getattr(result, "_parsed_by_type", None)
+    key = getattr(result, "_cast_to", None)
+    if not isinstance(cache, dict) or key is None or endpoint.accumulator is None:
+        return False
+    stream = result.parse()
+    cache[key] = stream_type(stream, StreamState(runtime, call, endpoint.accumulator()))
+    return True
 
 
 def _sync_wrapper(
