@@ -108,6 +108,23 @@ def test_passthrough_forwards_at_once_then_adds_verdict_span(
     assert [e.name for e in vspan.events] == [sc.EVENT_GEN_AI_EVALUATION_RESULT]
 
 
+def test_passthrough_with_drop_content_strips_before_forwarding(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """In passthrough mode spans leave before judging, so content is stripped on the way
+    in; the judge still sees it from the buffered copy."""
+    judge = RecordingJudge()
+    c = collector_factory(judge=judge, passthrough=True, drop_content=True)
+    tid, rid = new_ids()
+    span = make_span(tid, rid, attributes={sc.GEN_AI_OUTPUT_MESSAGES: "the answer"})
+    post(c.http_port, make_request([span]).SerializeToString())
+    wait_for(lambda: len(sink.spans()) == 2, what="span and verdict span")
+    forwarded = next(s for s in sink.spans() if s.span_id == rid)
+    assert sc.GEN_AI_OUTPUT_MESSAGES not in attrs(forwarded)
+    assert attrs(forwarded)[sc.TRACEJUDGE_CONTENT_DROPPED] is True
+    assert judge.seen[0].attributes[sc.GEN_AI_OUTPUT_MESSAGES] == "the answer"
+
+
 def test_webhook_receives_each_verdict(
     lt: LoopThread, collector_factory: Callable[..., Collector]
 ) -> None:

@@ -110,7 +110,9 @@ class Pipeline:
         if self.store is not None and fresh:
             self.store.add_inbox((f.trace_id, f.data) for f in fresh)
         if self.config.passthrough and fresh:
-            self._enqueue([(frame(f.data), f.spans, 1, None) for f in fresh], [])
+            self._enqueue(
+                [(self._passthrough_payload(f.data), f.spans, 1, None) for f in fresh], []
+            )
         for frag in fresh:
             self.buffer.add(frag, now)
         if late:
@@ -119,6 +121,15 @@ class Pipeline:
         self.stats.count("received", split.accepted)
         self.stats.count("rejected", split.rejected)
         return IngestResult(split.accepted, split.rejected, split.error_message)
+
+    def _passthrough_payload(self, data: bytes) -> bytes:
+        """Passthrough forwards before judging, so content is dropped here (the buffered
+        copy keeps it for the judge)."""
+        if not self.config.drop_content:
+            return frame(data)
+        rs = ResourceSpans.FromString(data)
+        drop_content(rs)
+        return frame(rs.SerializeToString())
 
     def _late_payload(self, data: bytes, decision: Decision) -> bytes:
         rs = ResourceSpans.FromString(data)
