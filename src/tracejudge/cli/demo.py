@@ -76,7 +76,8 @@ def demo(
     except (FileNotFoundError, ConfigError, RulesError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(
-        f"tracejudge demo: refund agent x {len(options.variants)} variants, rules {options.rules}"
+        f"tracejudge demo: refund agent x {len(options.variants)} variants; "
+        f"rules {options.rules}; baselines {options.baselines or 'none'}"
     )
     outcome = run_demo(options)
     click.echo("")
@@ -85,7 +86,10 @@ def demo(
     if html is not None:
         from tracejudge.demo.report import write_html_report
 
-        write_html_report(html, outcome)
+        try:
+            write_html_report(html, outcome)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write the report to {html}: {exc}") from exc
         click.echo(f"report: {html}")
     if forward:
         counts = outcome.collector_stats.get("spans", {})
