@@ -301,3 +301,20 @@ def test_context_propagates_to_threads_and_tasks(
     assert {parent_id(s) for s in children} == {sid(agent_span)}
     trace_id = tid(agent_span)
     assert all(tid(s) == trace_id for s in children)
+
+
+@pytest.mark.usefixtures("fake_clock")
+def test_spans_are_deterministic_with_fake_clock(span_exporter: InMemorySpanExporter) -> None:
+    """With the shared fake clock and counting id generator, ids, parents and timestamps
+    are the same on every run, so whole traces can be compared as snapshots."""
+    with tracejudge.agent("clocked"):
+        create_refund("G-7", 1.0)
+    tool_span, agent_span = span_exporter.get_finished_spans()
+    assert (sid(agent_span), sid(tool_span), parent_id(tool_span)) == (1, 2, 1)
+    assert tid(agent_span) == 1
+    start = agent_span.start_time or 0
+    assert [
+        (tool_span.start_time or 0) - start,
+        (tool_span.end_time or 0) - start,
+        (agent_span.end_time or 0) - start,
+    ] == [1_000_000, 2_000_000, 3_000_000]

@@ -66,11 +66,12 @@ def start(runtime: Runtime, resource: Any, kwargs: dict[str, Any]) -> ModelCallT
         port,
     )
     if runtime.capture_any:
-        call.set_input(
-            input_messages(kwargs.get("messages")),
-            None,
-            tool_definitions(kwargs.get("tools")),
-        )
+        with runtime.guard:  # the span is open: a content bug must not leak it
+            call.set_input(
+                input_messages(kwargs.get("messages")),
+                None,
+                tool_definitions(kwargs.get("tools")),
+            )
     return call
 
 

@@ -62,11 +62,12 @@ def start(runtime: Runtime, resource: Any, kwargs: dict[str, Any]) -> ModelCallT
     )
     if runtime.capture_any:
         instructions = kwargs.get("instructions")
-        call.set_input(
-            input_messages(kwargs.get("input")),
-            [text_part(instructions)] if isinstance(instructions, str) else None,
-            tool_definitions(kwargs.get("tools")),
-        )
+        with runtime.guard:  # the span is open: a content bug must not leak it
+            call.set_input(
+                input_messages(kwargs.get("input")),
+                [text_part(instructions)] if isinstance(instructions, str) else None,
+                tool_definitions(kwargs.get("tools")),
+            )
     return call
 
 
