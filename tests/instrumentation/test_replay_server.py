@@ -1,0 +1,68 @@
+"""The cassette replay server itself: what tests rely on it to serve.
+
+Plain ``urllib`` over real sockets; no SDK involved, so a failure here points at the
+server rather than at a patcher.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+
+import yaml
+
+from tests.support.replay import CASSETTE_ROOT, ReplayServer, load_cassette
+
+Replay = Callable[..., ReplayServer]
+
+
+def _post(url: str, body: bytes = b"{}") -> tuple[int, dict[str, str], bytes]:
+    req = urllib.request.Request(url, data=body, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, dict(resp.headers.items()), resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, dict(err.headers.items()), err.read()
+
+
+def test_sse_body_served_byte_for_byte(replay: Replay) -> None:
+    """A recorded SSE stream is sent exactly as recorded, with its content type."""
+    name = "openai/test_chat_completion_streaming.yaml"
+    server = replay(name)
+    status, headers, body = _post(server.base_url + "/chat/completions")
+    doc = yaml.safe_load((CASSETTE_ROOT / name).read_text())
+    assert status == 200
+    assert headers["Content-Type"].startswith("text/event-stream")
+    assert body == doc["interactions"][0]["response"]["body"]["string"].encode()
+    assert server.requests[0].path == "/v1/chat/completions"
+
+
+def test_gzip_binary_body_is_decompressed(replay: Replay) -> None:
+    """``!!binary`` gzip bodies are served decompressed, without Content-Encoding."""
+    server = replay("anthropic/test_anthropic_message_create_with_events_with_content.yaml")
+    status, headers, body = _post(server.origin + "/v1/messages")
+    assert status == 200
+    assert "Content-Encoding" not in headers
+    assert json.loads(body)["type"] == "message"
+
+
+def test_first_recording_by_default_sequential_on_request(replay: Replay) -> None:
+    """Repeated calls get the first recording, or the recordings in order when asked."""
+    name = "openai/test_chat_completion_tool_calls_with_content.yaml"
+    first, second = (r.body for _, _, r in load_cassette(name))
+    default = replay(name)
+    assert [_post(default.base_url + "/chat/completions")[2] for _ in range(2)] == [first, first]
+    ordered = replay(name, sequential=True)
+    got = [_post(ordered.base_url + "/chat/completions")[2] for _ in range(3)]
+    assert got == [first, second, second]
+
+
+def test_unmatched_request_is_a_clear_4xx(replay: Replay) -> None:
+    """A request with no recording gets a 418 naming it, and is listed in ``unmatched``."""
+    server = replay("openai/test_chat_completion_with_content.yaml")
+    status, _, body = _post(server.base_url + "/embeddings")
+    assert status == 418
+    assert "no recording for POST /v1/embeddings" in body.decode()
+    assert [r.path for r in server.unmatched] == ["/v1/embeddings"]
