@@ -140,6 +140,32 @@ def test_method_wrapped_by_foreign_instrumentor_is_left_alone(
         Completions.create = original  # type: ignore[method-assign]
 
 
+def test_request_choke_point_wrapped_by_foreign_instrumentor(
+    tracer_provider: TracerProvider, caplog: pytest.LogCaptureFixture
+) -> None:
+    """If another instrumentor wrapped ``SyncAPIClient.request`` (OpenInference's choke
+    point; stood in for by a ``functools.wraps`` wrapper defined here), OpenAI is left
+    unpatched with one warning, since our span would duplicate theirs."""
+    from openai._base_client import SyncAPIClient
+
+    original = SyncAPIClient.__dict__["request"]
+
+    @functools.wraps(original)
+    def foreign(*args: Any, **kwargs: Any) -> Any:
+        return original(*args, **kwargs)
+
+    SyncAPIClient.request = foreign  # type: ignore[method-assign]
+    try:
+        before = Completions.__dict__["create"]
+        with caplog.at_level(logging.WARNING, logger="tracejudge.instrumentation"):
+            tracejudge.instrument(tracer_provider=tracer_provider)
+        assert Completions.__dict__["create"] is before
+        assert [r for r in caplog.records if "does not patch openai" in r.getMessage()]
+    finally:
+        tracejudge.uninstrument()
+        SyncAPIClient.request = original  # type: ignore[method-assign]
+
+
 class _MissingSdkPatcher:
     name = "missing-sdk"
 

@@ -22,6 +22,7 @@ from opentelemetry.trace import TracerProvider
 from tracejudge.instrumentation._content import DEFAULT_MAX_ATTRIBUTE_BYTES, CaptureMode
 from tracejudge.instrumentation._patcher import (
     Patcher,
+    PatcherFactory,
     iter_patcher_factories,
     warn_once,
 )
@@ -75,9 +76,9 @@ def instrument(
             _apply(name, factory, runtime)
 
 
-def _apply(name: str, factory: object, runtime: Runtime) -> None:
+def _apply(name: str, factory: PatcherFactory, runtime: Runtime) -> None:
     try:
-        patcher = factory()  # type: ignore[operator]
+        patcher = factory()
     except Exception as exc:  # a broken patcher must not stop the others
         warn_once(name, f"{name} instrumentation unavailable ({exc!r}); skipping it")
         return

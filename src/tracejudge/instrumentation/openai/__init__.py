@@ -77,6 +77,19 @@ class OpenAIPatcher:
         """Wrap ``create`` on the sync and async resource classes."""
         import importlib
 
+        base = importlib.import_module("openai._base_client")
+        for cls_name in ("SyncAPIClient", "AsyncAPIClient"):
+            request = getattr(base, cls_name).__dict__.get("request")
+            foreign = wrapped_by_other_instrumentor(request, "openai")
+            if foreign is not None:
+                # Instrumentors that patch the request choke point (OpenInference) trace
+                # every endpoint; a span of ours would be a duplicate parent of theirs.
+                warn_once(
+                    "openai:request",
+                    f"openai {cls_name}.request is already wrapped by {foreign}; tracejudge "
+                    "does not patch openai, to avoid duplicate spans",
+                )
+                return
         for module_name, sync_cls, async_cls, endpoint in _TARGETS:
             module = importlib.import_module(module_name)
             for cls_name, make in ((sync_cls, _sync_wrapper), (async_cls, _async_wrapper)):
