@@ -88,6 +88,7 @@ class Runtime:
     """
 
     __slots__ = (
+        "_seen_errors",
         "capture",
         "capture_any",
         "content_on_event",
@@ -140,6 +141,7 @@ class Runtime:
         self.encoder = ContentEncoder(self.redactor, max_attribute_bytes)
         self.raise_internal_errors = raise_internal_errors
         self.guard = _Guard(self)
+        self._seen_errors: set[str] = set()
 
     # --- errors ----------------------------------------------------------------
 
@@ -147,8 +149,16 @@ class Runtime:
         """Log an error of tracejudge's own telemetry code (never the user's error).
 
         Re-raising is decided by the caller (``guard`` does it when
-        ``raise_internal_errors`` is set); this only logs.
+        ``raise_internal_errors`` is set); this only logs: a warning with the traceback
+        the first time an error is seen, at debug level afterwards (a telemetry bug on
+        every call must not flood the application's logs).
         """
+        key = f"{type(exc).__qualname__}:{str(exc)[:200]}"
+        if key in self._seen_errors:
+            logger.debug("tracejudge: internal telemetry error (again): %r", exc)
+            return
+        if len(self._seen_errors) < 256:
+            self._seen_errors.add(key)
         logger.warning("tracejudge: internal telemetry error (ignored): %r", exc, exc_info=exc)
 
     # --- content ---------------------------------------------------------------

@@ -49,6 +49,20 @@ class ToolRun:
         """Record what the tool returned."""
         self._result = value
 
+    def set_arguments(self, value: Any) -> None:
+        """Record (or replace) the tool's arguments, e.g. once they are known."""
+        self._arguments = value
+
+    @property
+    def arguments(self) -> Any:
+        """The arguments recorded so far (a sentinel object when none)."""
+        return self._arguments
+
+    @property
+    def result(self) -> Any:
+        """The result recorded so far (a sentinel object when none)."""
+        return self._result
+
 
 class _ToolSpec:
     """Static settings of one tool (validated once)."""
@@ -161,7 +175,7 @@ class ToolScope:
             return
         rt, run, token = state
         otel_context.detach(token)  # type: ignore[arg-type]
-        _finish(rt, run.span, run._arguments, run._result, exc)
+        _finish(rt, run.span, run.arguments, run.result, exc)
 
     async def __aenter__(self) -> ToolRun:
         return self.__enter__()
