@@ -103,14 +103,17 @@ def refund_run(variant: str = "healthy") -> Run:
         model(),
     ]
     if variant != "no_refund":
-        steps += [
+        steps.append(
             tool(
                 "refund_api.create",
                 {"order_id": order_id, "amount": amount, "idempotency_key": "k-1"},
                 {"id": "re_ABC12345", "status": "succeeded"},
-            ),
-            tool("send_email", {"to": "u1", "body": "Your refund is on its way."}, {"sent": True}),
-        ]
+            )
+        )
+    # the silent failure still e-mails the customer: the refund is missing mid-run
+    steps.append(
+        tool("send_email", {"to": "u1", "body": "Your refund is on its way."}, {"sent": True})
+    )
     steps.append(model())
     return make_run(steps, GOOD_ANSWER, case_id="dup-charge-1", user_id="u1")
 

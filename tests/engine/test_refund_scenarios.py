@@ -83,3 +83,20 @@ def test_verdict_json_shape(engine: Engine) -> None:
     assert d["primary"]["span_id"] == span(5)
     assert d["rules_version"].startswith("sha256:")
     assert d["case_id"] == "dup-charge-1"
+
+
+def test_claim_primary_when_answer_lives_on_the_agent_span(engine: Engine) -> None:
+    """Builders put the final answer on the invoke_agent (root) span: the claim still wins.
+
+    The missing refund call also cites the root, but it is an absence; the claim is what
+    the customer read.
+    """
+    run = refund_run("no_refund")
+    run.final_answer_span_id = run.root_span_id
+    v = engine.judge(run)
+    assert v.primary is not None
+    assert v.primary.code == "F-OUTPUT-UNSUPPORTED_CLAIM"
+    assert v.primary.span_ids == (run.root_span_id,)
+    missing = [f for f in v.findings if f.code == "F-BASELINE-MISSING_CALL"]
+    assert missing
+    assert missing[0].absent

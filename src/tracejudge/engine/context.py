@@ -56,6 +56,8 @@ class Item:
     soft: bool = False
     evidence: bool = False
     """True: the evidence was insufficient (not a failure of the agent)."""
+    absent: bool = False
+    """True: about something that never happened or the run as a whole (no step of its own)."""
 
 
 class Report:
@@ -76,15 +78,21 @@ class Report:
         step: int | None,
         *,
         soft: bool = False,
+        absent: bool = False,
     ) -> None:
-        """Record a failure (``soft``: at most a warning, whatever the rule's severity)."""
-        self.items.append(Item(code, span_ids, explanation, step, soft))
+        """Record a failure.
+
+        ``soft``: at most a warning, whatever the rule's severity. ``absent``: the finding
+        is about something that never happened (a missing call) or the whole run, so it
+        has no step of its own and ranks after failures observed at a step.
+        """
+        self.items.append(Item(code, span_ids, explanation, step, soft, absent=absent))
 
     def insufficient(
         self, code: str, span_ids: tuple[str, ...], explanation: str, step: int | None = None
     ) -> None:
         """Record that the run lacks the evidence the check needs (never a silent pass)."""
-        self.items.append(Item(code, span_ids, explanation, step, True, True))
+        self.items.append(Item(code, span_ids, explanation, step, True, True, True))
 
 
 _ORJSON_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS

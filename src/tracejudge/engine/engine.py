@@ -126,7 +126,7 @@ class Engine:
                 outcomes.append(RuleOutcome(rule.id, layer, result, span, score, expl))
                 report = Report()
         if len(findings) > 1:
-            findings.sort(key=_order(len(run.steps), root.lower()))
+            findings.sort(key=_order(len(run.steps)))
         hard = any(f.severity == "fail" for f in findings)
         overall: Overall = "fail" if hard else "warn" if findings else "pass"
         return Verdict(
@@ -180,15 +180,18 @@ def _finding(rule: Rule, item: Item) -> Finding:
         span_ids=tuple(s.lower() for s in item.span_ids if s),
         explanation=clip_explanation(item.explanation),
         step_index=item.step_index,
+        absent=item.absent,
     )
 
 
-def _order(n_steps: int, root: str) -> Callable[[Finding], tuple[int, int, int, int, int]]:
+def _order(n_steps: int) -> Callable[[Finding], tuple[int, int, int, int, int]]:
     """Primary first: hard before soft, failures before missing evidence, then earliest step.
 
-    At the same step, a finding about something that happened (it cites a span of its
-    own, e.g. the final answer) comes before an absence (a missing call cites the root):
-    the claim made in the answer is what the user saw. Python's stable sort keeps rule
+    The earliest causal failure is a step that *happened*: findings that cite a span of
+    their own (a call, the final answer) are ordered by step, and findings about the run
+    as a whole or about something that never happened (a missing call cites the root)
+    come after them. So "claims a refund that never happened" puts the claim in the
+    answer first and the missing refund call second. Python's stable sort keeps rule
     order for the remaining ties.
     """
 
@@ -197,8 +200,8 @@ def _order(n_steps: int, root: str) -> Callable[[Finding], tuple[int, int, int, 
         return (
             0 if f.severity == "fail" else 1,
             1 if f.code.startswith("F-EVIDENCE-") else 0,
+            1 if f.absent else 0,
             step,
-            1 if f.span_ids == (root,) else 0,
             _LAYER_RANK.get(f.layer, 9),
         )
 

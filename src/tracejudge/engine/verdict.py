@@ -42,6 +42,9 @@ class Finding:
     explanation: str
     step_index: int | None = None
     """Index in ``Run.steps`` of the step where the failure happened (orders causality)."""
+    absent: bool = False
+    """About something that never happened (a missing call) or the run as a whole: it has
+    no step of its own, so it ranks after failures observed at a step."""
 
     def to_dict(self) -> dict[str, Any]:
         """The public JSON form."""

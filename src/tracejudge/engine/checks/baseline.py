@@ -61,6 +61,7 @@ class BaselineDiff:
                     ctx.root,
                     f"baseline call {name} is missing from the run",
                     at,
+                    absent=True,
                 )
                 continue
             matched.add(pos)
@@ -87,6 +88,7 @@ class BaselineDiff:
                 sid,
                 f"terminal action {got!r}, baseline {want!r}",
                 at,
+                absent=last is None,
             )
 
     def _drift(self, report: Report, i: int, call: ToolCall, expected: Any) -> None:

@@ -27,7 +27,7 @@ class CelPredicate:
             return
         if not value:
             text = self.message or f"predicate is false: {self.expr.source}"
-            report.fail("F-CUSTOM-PREDICATE", ctx.root, text, ctx.final_index)
+            report.fail("F-CUSTOM-PREDICATE", ctx.root, text, ctx.final_index, absent=True)
 
 
 def build_cel(

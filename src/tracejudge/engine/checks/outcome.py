@@ -126,6 +126,7 @@ class State:
                     ctx.root,
                     f"expected a state change from {exp.tool}, but it never succeeded",
                     ctx.final_index,
+                    absent=True,
                 )
                 continue
             i, call = calls[-1]

@@ -91,6 +91,7 @@ class StepPattern:
                     ctx.root,
                     f"no successful {want.label()} (pattern {[s.label() for s in self.steps]})",
                     ctx.final_index,
+                    absent=True,
                 )
 
 
@@ -211,7 +212,11 @@ class ToolsPresence:
                 if not any(ok(c) or not self.require_success for _, c in calls):
                     what = "no successful call" if calls else "no call"
                     report.fail(
-                        "F-ACTION-MISSING_STEP", ctx.root, f"{what} of {name}", ctx.final_index
+                        "F-ACTION-MISSING_STEP",
+                        ctx.root,
+                        f"{what} of {name}",
+                        ctx.final_index,
+                        absent=True,
                     )
             return
         for i, call in ctx.tool_index:
@@ -408,6 +413,7 @@ class Reference:
                     ctx.root,
                     f"reference call #{e} {name}({short(args, 40)}) has no match ({self.mode})",
                     ctx.final_index,
+                    absent=True,
                 )
 
 
