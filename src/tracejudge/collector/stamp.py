@@ -137,7 +137,10 @@ def _event_bytes(rule_id: str, score: float | None, label: str, explanation: str
     ev.attributes.append(KeyValue(key=sc.GEN_AI_EVALUATION_SCORE_LABEL, value=_value(label)))
     if explanation:
         ev.attributes.append(
-            KeyValue(key=sc.GEN_AI_EVALUATION_EXPLANATION, value=_value(explanation))
+            KeyValue(
+                key=sc.GEN_AI_EVALUATION_EXPLANATION,
+                value=_value(clip_explanation(explanation)),
+            )
         )
     out: bytes = ev.SerializeToString()
     return out
@@ -145,13 +148,11 @@ def _event_bytes(rule_id: str, score: float | None, label: str, explanation: str
 
 def _add_outcome_events(span: Span, outcomes: Sequence[RuleOutcome]) -> None:
     when = span.end_time_unix_nano or span.start_time_unix_nano or time.time_ns()
+    add = span.events.add
     for o in outcomes:
         score = None if o.score is None else float(o.score)
-        ev = span.events.add()
-        ev.MergeFromString(
-            _event_bytes(o.rule_id, score, o.result, clip_explanation(o.explanation))
-        )
-        ev.time_unix_nano = when
+        ev = add(time_unix_nano=when)
+        ev.MergeFromString(_event_bytes(o.rule_id, score, o.result, o.explanation))
 
 
 def index_spans(fragments: Sequence[ResourceSpans]) -> dict[bytes, tuple[int, Span]]:
