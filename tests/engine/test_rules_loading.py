@@ -201,3 +201,16 @@ def test_captures_pick_the_id_group() -> None:
     empty = comp.regex("p", "x*")
     assert empty is not None
     assert empty.captures("axx") == ["", "xx", ""]
+
+
+def test_yaml_bombs_are_refused() -> None:
+    """Aliases that expand exponentially, or absurd nesting, are clear errors, not hangs."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    lines += ["version: 1", "rules: []"]
+    t0 = time.perf_counter()
+    errors = _errors("\n".join(lines))
+    assert time.perf_counter() - t0 < 2
+    assert "aliases expand" in errors[0]
+    deep = "version: 1\nrules: " + "[" * 5_000 + "]" * 5_000
+    assert _errors(deep)

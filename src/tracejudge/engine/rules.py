@@ -31,6 +31,24 @@ from tracejudge.model.run import Run
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_FILE_BYTES = 1 << 20
 MAX_RULES = 1000
+MAX_NODES = 200_000
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader when present: faster, and it refuses absurd nesting at once."""
+
+
+def _expanded_size(doc: Any, limit: int) -> int:
+    """Values in ``doc`` counting shared (aliased) subtrees each time; stops past ``limit``."""
+    count = 0
+    stack = [doc]
+    while stack and count <= limit:
+        node = stack.pop()
+        count += 1
+        if isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count
 
 
 @dataclass(slots=True, frozen=True)
@@ -148,12 +166,18 @@ def load_rules_text(text: str, source: str = "<string>") -> RuleSet:
     if len(raw) > MAX_FILE_BYTES:
         raise RulesError(source, [f"<file>: {len(raw)} bytes, more than {MAX_FILE_BYTES}"])
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f"line {where.line + 1}, column {where.column + 1}" if where else "<file>"
         problem = getattr(exc, "problem", None) or str(exc)
         raise RulesError(source, [f"{at}: YAML: {problem}"]) from exc
+    except RecursionError as exc:
+        raise RulesError(source, ["<file>: YAML nested too deeply"]) from exc
+    if _expanded_size(doc, MAX_NODES) > MAX_NODES:
+        # YAML aliases can expand a small file exponentially ("billion laughs"); validation
+        # and compilation walk the expanded tree, so bound it before either runs
+        raise RulesError(source, [f"<file>: more than {MAX_NODES} values once aliases expand"])
     n_rules = (
         len(doc["rules"]) if isinstance(doc, dict) and isinstance(doc.get("rules"), list) else 0
     )
