@@ -8,9 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from grpc import Compression as GrpcCompression
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
     OTLPSpanExporter as GrpcExporter,
 )
+from opentelemetry.exporter.otlp.proto.http import Compression as HttpCompression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
     OTLPSpanExporter as HttpExporter,
 )
@@ -53,7 +55,7 @@ def _agent_run(exporter: SpanExporter) -> tuple[str, str, str]:
     )
 
 
-@pytest.mark.parametrize("transport", ["grpc", "http"])
+@pytest.mark.parametrize("transport", ["grpc", "http", "grpc-gzip", "http-gzip"])
 def test_run_is_judged_stamped_and_forwarded(
     transport: str, collector_factory: Callable[..., Collector], sink: Sink, tmp_path: Path
 ) -> None:
@@ -61,10 +63,16 @@ def test_run_is_judged_stamped_and_forwarded(
     verdict on its root, failure codes on the cited span and evaluation events."""
     c = collector_factory()
     exporter: SpanExporter
-    if transport == "grpc":
-        exporter = GrpcExporter(endpoint=f"127.0.0.1:{c.grpc_port}", insecure=True)
+    grpc_zip = GrpcCompression.Gzip if transport.endswith("gzip") else GrpcCompression.NoCompression
+    http_zip = HttpCompression.Gzip if transport.endswith("gzip") else HttpCompression.NoCompression
+    if transport.startswith("grpc"):
+        exporter = GrpcExporter(
+            endpoint=f"127.0.0.1:{c.grpc_port}", insecure=True, compression=grpc_zip
+        )
     else:
-        exporter = HttpExporter(endpoint=f"http://127.0.0.1:{c.http_port}/v1/traces")
+        exporter = HttpExporter(
+            endpoint=f"http://127.0.0.1:{c.http_port}/v1/traces", compression=http_zip
+        )
     trace_id, root_id, tool_id = _agent_run(exporter)
     wait_for(lambda: len(sink.spans()) >= 3, what="3 forwarded spans")
     spans = {s.span_id.hex(): s for s in sink.spans()}
