@@ -7,7 +7,7 @@
   it started is stopped at teardown.
 
 When e2e tests are selected, missing binaries are built right after collection
-(scripts/build-backends.sh, ~8 min cold on 2 cores) into
+(scripts/build-backends.sh, ~10 min cold on 2 idle cores) into
 ${TRACEJUDGE_CACHE_DIR:-~/.cache/tracejudge}/bin; later runs reuse them.
 """
 
