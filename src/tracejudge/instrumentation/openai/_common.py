@@ -50,43 +50,45 @@ def server_of(resource: Any) -> tuple[str | None, int | None]:
     return (str(host) if host else None), port
 
 
-# (kwarg, attribute key, kind) for plain numeric/string request parameters.
+# kwarg -> (attribute key, kind) for plain numeric/string request parameters.
 _NUMBER: Final = 0
 _INT: Final = 1
 _STR: Final = 2
 
-CHAT_PARAMS: Final[tuple[tuple[str, str, int], ...]] = (
-    ("max_tokens", semconv.GEN_AI_REQUEST_MAX_TOKENS, _INT),
-    ("max_completion_tokens", semconv.GEN_AI_REQUEST_MAX_TOKENS, _INT),
-    ("temperature", semconv.GEN_AI_REQUEST_TEMPERATURE, _NUMBER),
-    ("top_p", semconv.GEN_AI_REQUEST_TOP_P, _NUMBER),
-    ("frequency_penalty", semconv.GEN_AI_REQUEST_FREQUENCY_PENALTY, _NUMBER),
-    ("presence_penalty", semconv.GEN_AI_REQUEST_PRESENCE_PENALTY, _NUMBER),
-    ("seed", semconv.GEN_AI_REQUEST_SEED, _INT),
-    ("reasoning_effort", semconv.GEN_AI_REQUEST_REASONING_LEVEL, _STR),
-    ("service_tier", semconv.OPENAI_REQUEST_SERVICE_TIER, _STR),
-)
+CHAT_PARAMS: Final[dict[str, tuple[str, int]]] = {
+    "max_tokens": (semconv.GEN_AI_REQUEST_MAX_TOKENS, _INT),
+    "max_completion_tokens": (semconv.GEN_AI_REQUEST_MAX_TOKENS, _INT),
+    "temperature": (semconv.GEN_AI_REQUEST_TEMPERATURE, _NUMBER),
+    "top_p": (semconv.GEN_AI_REQUEST_TOP_P, _NUMBER),
+    "frequency_penalty": (semconv.GEN_AI_REQUEST_FREQUENCY_PENALTY, _NUMBER),
+    "presence_penalty": (semconv.GEN_AI_REQUEST_PRESENCE_PENALTY, _NUMBER),
+    "seed": (semconv.GEN_AI_REQUEST_SEED, _INT),
+    "reasoning_effort": (semconv.GEN_AI_REQUEST_REASONING_LEVEL, _STR),
+    "service_tier": (semconv.OPENAI_REQUEST_SERVICE_TIER, _STR),
+}
 
-RESPONSES_PARAMS: Final[tuple[tuple[str, str, int], ...]] = (
-    ("max_output_tokens", semconv.GEN_AI_REQUEST_MAX_TOKENS, _INT),
-    ("temperature", semconv.GEN_AI_REQUEST_TEMPERATURE, _NUMBER),
-    ("top_p", semconv.GEN_AI_REQUEST_TOP_P, _NUMBER),
-    ("previous_response_id", semconv.GEN_AI_REQUEST_PREVIOUS_RESPONSE_ID, _STR),
-    ("service_tier", semconv.OPENAI_REQUEST_SERVICE_TIER, _STR),
-    ("conversation", semconv.GEN_AI_CONVERSATION_ID, _STR),
-)
+RESPONSES_PARAMS: Final[dict[str, tuple[str, int]]] = {
+    "max_output_tokens": (semconv.GEN_AI_REQUEST_MAX_TOKENS, _INT),
+    "temperature": (semconv.GEN_AI_REQUEST_TEMPERATURE, _NUMBER),
+    "top_p": (semconv.GEN_AI_REQUEST_TOP_P, _NUMBER),
+    "previous_response_id": (semconv.GEN_AI_REQUEST_PREVIOUS_RESPONSE_ID, _STR),
+    "service_tier": (semconv.OPENAI_REQUEST_SERVICE_TIER, _STR),
+    "conversation": (semconv.GEN_AI_CONVERSATION_ID, _STR),
+}
 
 
 def request_attributes(
-    kwargs: dict[str, Any], table: tuple[tuple[str, str, int], ...]
+    kwargs: dict[str, Any], table: dict[str, tuple[str, int]]
 ) -> dict[str, AttributeValue]:
     """Request attributes from keyword arguments; SDK ``omit``/``NOT_GIVEN`` are skipped
-    because they are none of int/float/str."""
+    because they are none of int/float/str. Iterates the (few) given keyword arguments
+    and looks each up in the table, rather than probing every known parameter."""
     attrs: dict[str, AttributeValue] = {}
-    for kwarg, key, kind in table:
-        value = kwargs.get(kwarg)
-        if value is None:
+    for kwarg, value in kwargs.items():
+        spec = table.get(kwarg)
+        if spec is None or value is None:
             continue
+        key, kind = spec
         if kind == _STR:
             if isinstance(value, str):
                 attrs[key] = value
