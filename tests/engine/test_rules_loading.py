@@ -214,3 +214,9 @@ def test_yaml_bombs_are_refused() -> None:
     assert "aliases expand" in errors[0]
     deep = "version: 1\nrules: " + "[" * 5_000 + "]" * 5_000
     assert _errors(deep)
+
+
+def test_load_rules_takes_a_path_or_the_text() -> None:
+    """load_rules(path_or_text): multi-line strings are rules text, others are paths."""
+    text = rules_text({"type": "no_loop"}).replace(", ", ",\n")
+    assert load_rules(text).version == load_rules_text(text).version

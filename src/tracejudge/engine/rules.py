@@ -146,7 +146,13 @@ def _schema_errors(doc: Any) -> list[str]:
 
 
 def load_rules(path: str | FsPath) -> RuleSet:
-    """Load and compile a rules file; ``RulesError`` lists every problem found."""
+    """Load and compile a rules file; ``RulesError`` lists every problem found.
+
+    A ``str`` with a newline in it is the rules text itself (no file name has one), so
+    ``load_rules(path_or_text)`` works for both; ``load_rules_text`` says it explicitly.
+    """
+    if isinstance(path, str) and "\n" in path:
+        return load_rules_text(path)
     p = FsPath(path)
     try:
         size = p.stat().st_size
