@@ -267,3 +267,21 @@ def test_sigkill_loses_nothing_with_disk_queue(
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(10)
+
+
+def test_big_trace_is_forwarded_in_requests_under_the_batch_limit(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """A trace larger than max_batch_bytes goes out as several requests (split at its
+    fragments), so no forward exceeds a backend's message limit and is refused for good."""
+    c = collector_factory(max_batch_bytes=64 * 1024)
+    tid, rid = new_ids()
+    blob = "x" * (40 * 1024)
+    for i in range(4):
+        span = make_span(tid, rid) if i == 0 else make_span(tid, parent=rid)
+        span.attributes.add(key=sc.GEN_AI_OUTPUT_MESSAGES).value.string_value = blob
+        assert post(c.http_port, make_request([span]).SerializeToString())[0] == 200
+    wait_for(lambda: len(sink.spans()) == 4, what="all 4 spans")
+    assert len(sink.requests) >= 2
+    assert all(r.ByteSize() <= 64 * 1024 for r in sink.requests)
+    assert c.stats.spans["forwarded"] == 4

@@ -41,7 +41,7 @@ from tracejudge.collector.config import ConfigError, build_config, load_config_f
 @click.option("--max-traces", type=int, help="Most traces buffered at once.")
 @click.option("--max-buffered-bytes", help="Most span bytes buffered (e.g. 512MiB).")
 @click.option("--max-spans-per-trace", type=int, help="Judge a trace early at this many spans.")
-@click.option("--max-request-bytes", help="Largest request after decompression (e.g. 16MiB).")
+@click.option("--max-request-bytes", help="Largest request after decompression (default 4MiB).")
 @click.option("--max-queue-bytes", help="Forward queue size per backend before back-pressure.")
 @click.option("--shutdown-timeout", help="How long SIGTERM may spend flushing (default 10s).")
 @click.option("--metrics-otlp-endpoint", help="Export collector metrics over OTLP/HTTP here.")

@@ -106,7 +106,8 @@ class CollectorConfig:
     max_traces: int = 100_000
     max_buffered_bytes: int = 512 * 1024**2
     max_spans_per_trace: int = 20_000
-    max_request_bytes: int = 16 * 1024**2
+    max_request_bytes: int = 4 * 1024**2
+    """4 MiB, the default gRPC message limit that Jaeger, Tempo and otelcol also use."""
     max_queue_bytes: int = 256 * 1024**2
     max_batch_bytes: int = 4 * 1024**2
     decided_cache_size: int = 100_000

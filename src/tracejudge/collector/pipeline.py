@@ -193,8 +193,11 @@ class Pipeline:
             ]
         return verdicts
 
-    def decide(self, trace: PendingTrace, ready_at: float) -> tuple[bytes, list[dict[str, Any]]]:
-        """Judge and stamp one trace; returns the framed payload and the verdict records."""
+    def decide(
+        self, trace: PendingTrace, ready_at: float
+    ) -> tuple[list[tuple[bytes, int]], list[dict[str, Any]]]:
+        """Judge and stamp one trace; returns its framed fragments with their span counts
+        (payload pieces) and the verdict records."""
         fragments = [ResourceSpans.FromString(b) for b in trace.fragments]
         verdicts = self._judge(trace, fragments)
         records: list[dict[str, Any]] = []
@@ -209,27 +212,44 @@ class Pipeline:
                     "forwarded as late with this verdict"
                 )
             records.append(rec)
+        pieces: list[tuple[bytes, int]] = []
         if self.config.passthrough:
-            parts = []
             for v in verdicts:
                 extra = verdict_span(fragments[0], v)
                 if extra is not None:
-                    parts.append(frame(extra.SerializeToString()))
-            payload = b"".join(parts)
+                    pieces.append((frame(extra.SerializeToString()), 0))
             decision = Decision(verdict="pass")
         else:
             changed, decision = stamp(fragments, verdicts)
-            out = []
             for i, (raw, rs) in enumerate(zip(trace.fragments, fragments, strict=True)):
                 if self.config.drop_content and drop_content(rs):
                     changed.add(i)
-                out.append(frame(rs.SerializeToString() if i in changed else raw))
-            payload = b"".join(out)
+                spans = sum(len(ss.spans) for ss in rs.scope_spans)
+                pieces.append((frame(rs.SerializeToString() if i in changed else raw), spans))
         self.decided.put(trace.trace_id, decision)
         self.stats.traces_decided += 1
         if trace.truncated:
             self.stats.traces_truncated += 1
-        return payload, records
+        return pieces, records
+
+    def _items(
+        self, pieces: list[tuple[bytes, int]], ready_at: float
+    ) -> list[tuple[bytes, int, int, float | None]]:
+        """Group a trace's pieces into payloads of at most ``max_batch_bytes`` (a big trace
+        becomes several requests, so no single forward exceeds a backend's message limit)."""
+        out: list[tuple[bytes, int, int, float | None]] = []
+        group: list[bytes] = []
+        size = spans = 0
+        for data, n in pieces:
+            if group and size + len(data) > self.config.max_batch_bytes:
+                out.append((b"".join(group), spans, 0, ready_at))
+                group, size, spans = [], 0, 0
+            group.append(data)
+            size += len(data)
+            spans += n
+        if group:
+            out.append((b"".join(group), spans, 1, ready_at))
+        return out
 
     async def decide_batch(self, traces: list[PendingTrace], ready: dict[bytes, float]) -> None:
         """Decide traces in chunks, yielding to the loop between chunks."""
@@ -238,11 +258,10 @@ class Pipeline:
             payloads: list[tuple[bytes, int, int, float | None]] = []
             records: list[dict[str, Any]] = []
             for t in chunk:
-                payload, recs = self.decide(t, ready.get(t.trace_id, t.deadline))
+                ready_at = ready.get(t.trace_id, t.deadline)
+                pieces, recs = self.decide(t, ready_at)
                 records.extend(recs)
-                if payload:
-                    spans = 0 if self.config.passthrough else t.spans
-                    payloads.append((payload, spans, 1, ready.get(t.trace_id, t.deadline)))
+                payloads.extend(self._items(pieces, ready_at))
             self._enqueue(payloads, [t.trace_id for t in chunk])
             for sink in self.sinks:
                 sink.emit(records)
