@@ -6,7 +6,6 @@ run, whatever else passed; soft findings can only make it ``warn``. Nothing is a
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -60,8 +59,9 @@ class Engine:
         Never raises either: if the run builder fails, the trace gets one error verdict.
         """
         try:
-            # lazy: the run builder lives in tracejudge.model.build with the decoders
-            build_runs = importlib.import_module("tracejudge.model.build").build_runs
+            # lazy: the run builder (and what it imports) is only needed for spans
+            from tracejudge.model.build import build_runs
+
             runs = build_runs(spans)
         except Exception as exc:
             trace_id = spans[0].trace_id if spans else ""
