@@ -70,7 +70,8 @@ class BaselineStore:
             "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "terminal_action": terminal_action(calls, tools),
             "calls": [
-                {"tool": c.name, "kind": kind, "arguments": c.arguments} for c, kind in calls
+                {"tool": c.name, "kind": kind, "effect": c.effect, "arguments": c.arguments}
+                for c, kind in calls
             ],
         }
         path = self.path_for(run.case_id)
