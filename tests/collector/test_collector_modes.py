@@ -288,3 +288,45 @@ def test_port_in_use_is_a_clear_error(which: str) -> None:
     assert "cannot bind" in result.output
     assert port in result.output
     assert "Traceback" not in result.output
+
+
+def test_metrics_are_exported_over_otlp(
+    lt: LoopThread, collector_factory: Callable[..., Collector]
+) -> None:
+    """--metrics-otlp-endpoint sends the collector's metrics with the real OTLP/HTTP metric
+    exporter to <endpoint>/v1/metrics."""
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceRequest,
+    )
+
+    names: set[str] = set()
+
+    async def receive(request: web.Request) -> web.Response:
+        req = ExportMetricsServiceRequest.FromString(await request.read())
+        for rm in req.resource_metrics:
+            for sm in rm.scope_metrics:
+                names.update(m.name for m in sm.metrics)
+        return web.Response(content_type="application/x-protobuf")
+
+    async def start() -> tuple[web.AppRunner, int]:
+        app = web.Application()
+        app.router.add_post("/v1/metrics", receive)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        return runner, int(runner.addresses[0][1])
+
+    runner, port = lt.run(start())
+    try:
+        c = collector_factory(
+            metrics_otlp_endpoint=f"http://127.0.0.1:{port}", metrics_interval=0.2
+        )
+        tid, rid = new_ids()
+        post(c.http_port, make_request([make_span(tid, rid)]).SerializeToString())
+        wait_for(
+            lambda: {sc.METRIC_TRACEJUDGE_RUNS, sc.METRIC_TRACEJUDGE_COLLECTOR_SPANS} <= names,
+            what="metrics export",
+        )
+        lt.run(c.stop(timeout=2.0))
+    finally:
+        lt.run(runner.cleanup())

@@ -141,7 +141,7 @@ class Collector:
                 await sink.close()
         if self.store is not None:
             self.store.close()
-        self.stats.shutdown()
+        self.stats.shutdown(0.1)
 
     async def _start_servers(self) -> None:
         cfg = self.config
@@ -229,7 +229,8 @@ class Collector:
             await runner.cleanup()
         if self.store is not None:
             self.store.close()
-        self.stats.shutdown()
+        # In a thread: a final metrics export to a dead endpoint must not block the loop.
+        await asyncio.to_thread(self.stats.shutdown, max(0.1, end - loop.time()))
         self._stopped.set()
 
     async def serve_forever(self) -> None:

@@ -105,9 +105,9 @@ class Stats:
             **extra,
         }
 
-    def shutdown(self) -> None:
-        """Flush and stop the metric readers."""
-        self.provider.shutdown()
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        """Flush and stop the metric readers, waiting at most ``timeout_s``."""
+        self.provider.shutdown(timeout_millis=max(100.0, timeout_s * 1000))
 
 
 def otlp_metric_reader(endpoint: str, interval_s: float) -> MetricReader:
