@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from tests.collector.collector_support import (
     Sink,
+    StandInJudge,
     attrs,
     make_request,
     make_span,
@@ -31,6 +32,8 @@ from tests.collector.collector_support import (
 )
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
+from tracejudge.engine.verdict import Verdict
+from tracejudge.model.spans import SpanRecord
 
 
 def _agent_run(exporter: SpanExporter) -> tuple[str, str, str]:
@@ -188,3 +191,36 @@ def test_duplicate_span_ids_and_many_traces_in_one_request(
     post(c.http_port, make_request(spans).SerializeToString())
     wait_for(lambda: len(sink.spans()) == 60, what="60 spans")
     assert c.stats.traces_decided == 20
+
+
+def test_span_arriving_while_its_trace_is_being_decided_is_not_judged_twice(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """Decisions run in chunks with the loop free in between; a span for a trace already
+    taken for deciding is held and forwarded late with that verdict, never starting a
+    second, partial judgement of the same trace."""
+    traces = [new_ids() for _ in range(12)]
+    last_tid, last_rid = traces[-1]
+    extra = make_span(last_tid, parent=last_rid)
+
+    class IngestingJudge(StandInJudge):
+        collector: Collector | None = None
+
+        def judge_spans(self, spans: Sequence[SpanRecord]) -> list[Verdict]:
+            if not self.calls and self.collector is not None and self.collector.pipeline:
+                self.collector.pipeline.ingest(make_request([extra]))
+            return super().judge_spans(spans)
+
+    judge = IngestingJudge()
+    c = collector_factory(judge=judge)
+    judge.collector = c
+    spans = [make_span(tid, rid) for tid, rid in traces]
+    post(c.http_port, make_request(spans).SerializeToString())
+    wait_for(lambda: len(sink.spans()) == 13, what="13 spans")
+    assert c.stats.traces_decided == 12
+    assert len(judge.calls) == 12
+    late = next(s for s in sink.spans() if s.span_id == extra.span_id)
+    assert attrs(late)[sc.TRACEJUDGE_LATE] is True
+    assert c.stats.spans["late"] == 1
+    assert c.pipeline is not None
+    assert not c.pipeline.buffer.traces

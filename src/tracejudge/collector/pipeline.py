@@ -20,7 +20,7 @@ from tracejudge.collector.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.forward import Item, TargetQueue
 from tracejudge.collector.judge import Judge
-from tracejudge.collector.otlp import frame, split_by_trace, to_records
+from tracejudge.collector.otlp import TraceFragment, frame, split_by_trace, to_records
 from tracejudge.collector.sinks import VerdictSink
 from tracejudge.collector.stamp import Decision, drop_content, stamp, stamp_late, verdict_span
 from tracejudge.collector.stats import Stats
@@ -76,6 +76,9 @@ class Pipeline:
             max_spans_per_trace=config.max_spans_per_trace,
         )
         self.decided = DecisionCache(config.decided_cache_size)
+        self._inflight: dict[bytes, list[TraceFragment]] = {}
+        """Traces taken from the buffer but not yet decided (the loop yields between chunks);
+        spans arriving for them are held here and forwarded as late after the decision."""
         self.rules_version = ""
 
     def _now(self) -> float:
@@ -114,7 +117,11 @@ class Pipeline:
                 [(self._passthrough_payload(f.data), f.spans, 1, None) for f in fresh], []
             )
         for frag in fresh:
-            self.buffer.add(frag, now)
+            held = self._inflight.get(frag.trace_id)
+            if held is not None:
+                held.append(frag)  # its trace is being decided: goes out late, once decided
+            else:
+                self.buffer.add(frag, now)
         if late:
             self.stats.count("late", sum(n for _, _, n in late))
             self._enqueue([(p, n, 1, None) for _, p, n in late], [])
@@ -253,6 +260,8 @@ class Pipeline:
 
     async def decide_batch(self, traces: list[PendingTrace], ready: dict[bytes, float]) -> None:
         """Decide traces in chunks, yielding to the loop between chunks."""
+        for t in traces:
+            self._inflight.setdefault(t.trace_id, [])
         for start in range(0, len(traces), _CHUNK):
             chunk = traces[start : start + _CHUNK]
             payloads: list[tuple[bytes, int, int, float | None]] = []
@@ -262,6 +271,14 @@ class Pipeline:
                 pieces, recs = self.decide(t, ready_at)
                 records.extend(recs)
                 payloads.extend(self._items(pieces, ready_at))
+                held = self._inflight.pop(t.trace_id, [])
+                if held:
+                    decision = self.decided.get(t.trace_id)
+                    assert decision is not None
+                    self.stats.count("late", sum(f.spans for f in held))
+                    payloads.extend(
+                        (self._late_payload(f.data, decision), f.spans, 0, None) for f in held
+                    )
             self._enqueue(payloads, [t.trace_id for t in chunk])
             for sink in self.sinks:
                 sink.emit(records)
