@@ -79,3 +79,33 @@ def test_refund_failures_are_stamped(
               if kv.key == sc.GEN_AI_EVALUATION_SCORE_LABEL}  # fmt: skip
     assert "fail" in labels
     assert c.stats.runs == {verdict: 1}
+
+
+@pytest.mark.parametrize(
+    ("variant", "verdict", "code"),
+    [("healthy", "pass", None), ("half_amount", "warn", "F-BASELINE-ARG_DRIFT")],
+)
+def test_baselines_directory_feeds_baseline_rules(
+    variant: str,
+    verdict: str,
+    code: str | None,
+    collector_factory: Callable[..., Collector],
+    sink: Sink,
+) -> None:
+    """With --baselines the collector judges like `tracejudge eval --baselines`: the healthy
+    run passes, and a refund of half the amount drifts from the recorded baseline."""
+    judge = load_judge(RULES, ROOT / "examples" / "refund" / "baselines")
+    c = collector_factory(judge=judge, decision_wait_after_root=0.3)
+    trace_id = _run_agent(variant, c.http_port)
+    wait_for(
+        lambda: any(sc.TRACEJUDGE_VERDICT in attrs(s) for s in sink.spans()),
+        timeout=20,
+        what="judged root",
+    )
+    (root,) = [
+        s
+        for s in sink.spans()
+        if s.trace_id.hex() == trace_id and sc.TRACEJUDGE_VERDICT in attrs(s)
+    ]
+    assert attrs(root)[sc.TRACEJUDGE_VERDICT] == verdict
+    assert attrs(root).get(sc.TRACEJUDGE_FAILURE_CODE) == code

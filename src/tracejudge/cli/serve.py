@@ -21,6 +21,11 @@ from tracejudge.collector.config import ConfigError, build_config, load_config_f
 @click.option("--config", "config_file", type=click.Path(path_type=Path), help="YAML config file.")
 @click.option("--rules", type=click.Path(path_type=Path), help="Rules file to judge runs with.")
 @click.option(
+    "--baselines",
+    type=click.Path(path_type=Path),
+    help="Baselines directory (as for `tracejudge eval`), for baseline rules.",
+)
+@click.option(
     "--forward",
     multiple=True,
     help="Backend: http://host:port (OTLP/HTTP) or grpc://host:port (OTLP/gRPC). Repeatable.",

@@ -40,7 +40,7 @@ class Collector:
         if judge is None:
             if config.rules is None:
                 raise ValueError("Collector needs a rules file (config.rules) or a judge")
-            judge = load_judge(config.rules)
+            judge = load_judge(config.rules, config.baselines)
         self.config = config
         self.judge = judge
         readers = []

@@ -89,6 +89,8 @@ class CollectorConfig:
     rules: Path | None = None
     """Rules file; required unless a judge object is handed to ``Collector`` directly."""
     forward: list[str] = field(default_factory=list)
+    baselines: Path | None = None
+    """Baselines directory (as ``tracejudge eval --baselines``) for the baseline rules."""
     host: str = "127.0.0.1"
     """Listen address. Loopback by default: spans carry prompts, so exposing them is opt-in."""
     grpc_port: int = 4317
@@ -139,6 +141,8 @@ class CollectorConfig:
             raise ConfigError("tick: must be in (0, 1s]")
         if self.rules is not None and not Path(self.rules).is_file():
             raise ConfigError(f"rules: {self.rules} is not a file")
+        if self.baselines is not None and not Path(self.baselines).is_dir():
+            raise ConfigError(f"baselines: {self.baselines} is not a directory")
         for name in ("max_traces", "max_spans_per_trace", "decided_cache_size"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive")
@@ -163,7 +167,7 @@ _INTS = {"grpc_port", "http_port", "health_port", "max_traces", "max_spans_per_t
 _INTS |= {"decided_cache_size"}
 _BOOLS = {"drop_content", "passthrough"}
 _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint"}
-_PATHS = {"rules", "queue_dir"}
+_PATHS = {"rules", "queue_dir", "baselines"}
 
 
 def _coerce(key: str, value: Any) -> Any:

@@ -22,9 +22,11 @@ class Judge(Protocol):
         ...
 
 
-def load_judge(rules: Path) -> Judge:
-    """The real engine for a rules file; a bad file raises (fail fast at start)."""
-    from tracejudge.engine import Engine, load_rules  # type: ignore[attr-defined,unused-ignore]
+def load_judge(rules: Path, baselines: Path | None = None) -> Judge:
+    """The real engine for a rules file (and optional baselines directory); a bad file
+    raises (fail fast at start)."""
+    from tracejudge.engine import BaselineStore, Engine, load_rules
 
-    engine: Judge = Engine(load_rules(rules))
+    store = BaselineStore(baselines) if baselines is not None else None
+    engine: Judge = Engine(load_rules(rules), store)
     return engine
