@@ -55,6 +55,7 @@ def test_backend_down_then_up_delivers(
     assert post(c.http_port, body)[0] == 200
     assert c.pipeline is not None
     wait_for(lambda: c.pipeline is not None and c.pipeline.queues[0].failures >= 2, what="retries")
+    assert c.snapshot()["status"] == "degraded"
     late_sink = Sink()
     lt.run(late_sink.start(http_port=port))
     try:

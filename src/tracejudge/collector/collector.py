@@ -63,7 +63,7 @@ class Collector:
     def snapshot(self) -> dict[str, Any]:
         """Counts for ``/metrics`` (and ``/healthz``)."""
         p = self.pipeline
-        targets = {}
+        targets: dict[str, dict[str, Any]] = {}
         if p is not None:
             targets = {
                 q.target.url: {
@@ -74,8 +74,13 @@ class Collector:
                 }
                 for q in p.queues
             }
+        status = "ok"
+        if any(t["last_error"] and t["queued_spans"] for t in targets.values()):
+            status = "degraded"  # a backend is failing and data is waiting for it
+        if self._stopping:
+            status = "stopping"
         return self.stats.snapshot(
-            status="stopping" if self._stopping else "ok",
+            status=status,
             buffered_traces=len(p.buffer.traces) if p else 0,
             buffered_spans=p.buffer.spans if p else 0,
             buffered_bytes=p.buffer.nbytes if p else 0,
