@@ -43,6 +43,22 @@ WEATHER_TOOLS: list[Any] = [
 ]
 
 
+# The SDK's .stream() helpers auto-parse tool arguments and (in 1.x) insist on strict tools.
+STRICT_TOOLS: list[Any] = [
+    {
+        "type": "function",
+        "function": {
+            **WEATHER_TOOLS[0]["function"],
+            "strict": True,
+            "parameters": {
+                **WEATHER_TOOLS[0]["function"]["parameters"],
+                "additionalProperties": False,
+            },
+        },
+    }
+]
+
+
 def client(server: ReplayServer) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.base_url, api_key="test-key", max_retries=0)
 
@@ -298,7 +314,7 @@ def test_stream_helper_is_traced(replay: Replay, span_exporter: InMemorySpanExpo
     its events still work and the span carries the accumulated tool calls."""
     server = replay("openai/test_chat_completion_multiple_tools_streaming_with_content.yaml")
     with client(server).chat.completions.stream(
-        model="gpt-4o-mini", messages=WEATHER_MESSAGES, tools=WEATHER_TOOLS
+        model="gpt-4o-mini", messages=WEATHER_MESSAGES, tools=STRICT_TOOLS
     ) as stream:
         final = stream.get_final_completion()
     assert len(final.choices[0].message.tool_calls or []) == 2
@@ -389,7 +405,7 @@ def test_async_stream_helper_is_traced(replay: Replay, span_exporter: InMemorySp
 
     async def main() -> int:
         async with aclient(server).chat.completions.stream(
-            model="gpt-4o-mini", messages=WEATHER_MESSAGES, tools=WEATHER_TOOLS
+            model="gpt-4o-mini", messages=WEATHER_MESSAGES, tools=STRICT_TOOLS
         ) as stream:
             final = await stream.get_final_completion()
         return len(final.choices[0].message.tool_calls or [])
