@@ -414,3 +414,43 @@ def test_async_stream_helper_is_traced(replay: Replay, span_exporter: InMemorySp
     [span] = span_exporter.get_finished_spans()
     parts = snap(span)["attributes"]["gen_ai.output.messages"][0]["parts"]
     assert [p["type"] for p in parts] == ["tool_call", "tool_call"]
+
+
+def test_stream_helper_exited_early_ends_span_at_exit(
+    replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """Leaving a ``.stream()`` helper's ``with`` block before the end ends the span right
+    there (the helper closes the raw response), not whenever the stream is collected."""
+    server = replay("openai/test_chat_completion_streaming.yaml")
+    with client(server).chat.completions.stream(model="gpt-4", messages=SAY_TEST) as stream:
+        for _ in stream:
+            break
+        assert span_exporter.get_finished_spans() == ()
+    [span] = span_exporter.get_finished_spans()
+    assert snap(span)["status"] == "UNSET"
+
+
+def test_stream_response_attribute_is_the_real_response(replay: Replay) -> None:
+    """``stream.response`` still behaves as the HTTP response (headers, status)."""
+    server = replay("openai/test_chat_completion_streaming.yaml")
+    stream = client(server).chat.completions.create(model="gpt-4", messages=SAY_TEST, stream=True)
+    assert stream.response.status_code == 200
+    assert stream.response.headers["content-type"].startswith("text/event-stream")
+    stream.close()
+
+
+def test_async_stream_helper_exited_early_ends_span_at_exit(
+    replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """The async helper's ``async with`` exit ends the span too."""
+    server = replay("openai/test_async_chat_completion_streaming.yaml")
+
+    async def main() -> int:
+        async with aclient(server).chat.completions.stream(
+            model="gpt-4", messages=SAY_TEST
+        ) as stream:
+            async for _ in stream:
+                break
+        return len(span_exporter.get_finished_spans())
+
+    assert asyncio.run(main()) == 1

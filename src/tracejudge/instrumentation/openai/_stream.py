@@ -75,6 +75,36 @@ class StreamState:
             self.call.abandon()
 
 
+class _ResponseProxy:
+    """The HTTP response as the SDK's ``.stream()`` helpers see it.
+
+    The helpers close the raw response directly (not the stream) when their ``with``
+    block exits; routing that close through here ends the span right then instead of
+    at garbage collection. Everything else is delegated to the real response.
+    """
+
+    __slots__ = ("_response", "_state")
+
+    def __init__(self, response: Any, state: StreamState) -> None:
+        self._response = response
+        self._state = state
+
+    def close(self) -> None:
+        try:
+            self._response.close()
+        finally:
+            self._state.abandon()
+
+    async def aclose(self) -> None:
+        try:
+            await self._response.aclose()
+        finally:
+            self._state.abandon()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._response, name)
+
+
 class SyncStream:
     """Wraps ``openai.Stream``; iterate it exactly like the original."""
 
@@ -109,6 +139,11 @@ class SyncStream:
             self._stream.close()
         finally:
             self._state.abandon()
+
+    @property
+    def response(self) -> Any:
+        """The HTTP response; closing it ends the span (see ``_ResponseProxy``)."""
+        return _ResponseProxy(self._stream.response, self._state)
 
     def __enter__(self) -> SyncStream:
         return self
@@ -162,6 +197,11 @@ class AsyncStream:
             await self._stream.close()
         finally:
             self._state.abandon()
+
+    @property
+    def response(self) -> Any:
+        """The HTTP response; closing it ends the span (see ``_ResponseProxy``)."""
+        return _ResponseProxy(self._stream.response, self._state)
 
     async def __aenter__(self) -> AsyncStream:
         return self
