@@ -52,12 +52,13 @@ def _chat_once(server: ReplayServer) -> Any:
 
 def test_uninstrument_restores_originals(tracer_provider: TracerProvider) -> None:
     """After ``uninstrument()`` the SDK's methods are the very same objects as before."""
-    before = (Completions.__dict__["create"], AsyncCompletions.__dict__["create"])
+    methods = [(cls, m) for cls in (Completions, AsyncCompletions) for m in ("create", "parse")]
+    before = [cls.__dict__[m] for cls, m in methods]
     tracejudge.instrument(tracer_provider=tracer_provider)
-    assert Completions.__dict__["create"] is not before[0]
+    assert all(cls.__dict__[m] is not b for (cls, m), b in zip(methods, before, strict=True))
     assert "openai" in active_patchers()
     tracejudge.uninstrument()
-    assert (Completions.__dict__["create"], AsyncCompletions.__dict__["create"]) == before
+    assert all(cls.__dict__[m] is b for (cls, m), b in zip(methods, before, strict=True))
     assert active_patchers() == ()
 
 

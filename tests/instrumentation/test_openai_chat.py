@@ -454,3 +454,20 @@ def test_async_stream_helper_exited_early_ends_span_at_exit(
         return len(span_exporter.get_finished_spans())
 
     assert asyncio.run(main()) == 1
+
+
+def test_structured_output_parse_is_traced(
+    replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """``chat.completions.parse`` posts without going through ``create``; it is patched
+    too, so structured-output calls are not invisible."""
+    server = replay("openai/test_chat_completion_with_content.yaml")
+    parsed = client(server).chat.completions.parse(model="gpt-4o-mini", messages=SAY_TEST)
+    assert parsed.choices[0].message.content == "This is a test."
+    [span] = span_exporter.get_finished_spans()
+    attrs = snap(span)["attributes"]
+    assert span.name == "chat gpt-4o-mini"
+    assert attrs["gen_ai.response.id"] == "chatcmpl-ASYMQRl3A3DXL9FWCK9tnGRcKIO7q"
+    assert attrs["gen_ai.output.messages"][0]["parts"] == [
+        {"type": "text", "content": "This is a test."}
+    ]

@@ -182,3 +182,13 @@ def test_async_embeddings_error(replay: Replay, span_exporter: InMemorySpanExpor
     [span] = span_exporter.get_finished_spans()
     assert snap(span)["status"] == "ERROR"
     assert snap(span)["attributes"]["error.type"] == "404"
+
+
+def test_responses_parse_is_traced(replay: Replay, span_exporter: InMemorySpanExporter) -> None:
+    """``responses.parse`` (structured outputs) is traced like ``responses.create``."""
+    server = replay("openai/test_responses_create_basic[content_mode0].yaml")
+    r = client(server).responses.parse(model="gpt-4o-mini", input="Say this is a test")
+    [span] = span_exporter.get_finished_spans()
+    attrs = snap(span)["attributes"]
+    assert attrs["openai.api.type"] == "responses"
+    assert attrs["gen_ai.response.id"] == r.id

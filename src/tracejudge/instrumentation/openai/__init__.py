@@ -53,11 +53,27 @@ _CHAT = _Endpoint(_chat.start, _chat.finish, _chat.ChatStreamAccumulator)
 _RESPONSES = _Endpoint(_responses.start, _responses.finish, _responses.ResponsesStreamAccumulator)
 _EMBEDDINGS = _Endpoint(_embeddings.start, _embeddings.finish, None)
 
-# (module, sync class, async class, method, endpoint)
+# (module, sync class, async class, endpoint, required methods, optional methods)
+# ``parse`` (structured outputs) posts directly instead of calling ``create``; it is
+# patched when the installed SDK has it.
 _TARGETS: Final = (
-    ("openai.resources.chat.completions.completions", "Completions", "AsyncCompletions", _CHAT),
-    ("openai.resources.responses.responses", "Responses", "AsyncResponses", _RESPONSES),
-    ("openai.resources.embeddings", "Embeddings", "AsyncEmbeddings", _EMBEDDINGS),
+    (
+        "openai.resources.chat.completions.completions",
+        "Completions",
+        "AsyncCompletions",
+        _CHAT,
+        ("create",),
+        ("parse",),
+    ),
+    (
+        "openai.resources.responses.responses",
+        "Responses",
+        "AsyncResponses",
+        _RESPONSES,
+        ("create",),
+        ("parse",),
+    ),
+    ("openai.resources.embeddings", "Embeddings", "AsyncEmbeddings", _EMBEDDINGS, ("create",), ()),
 )
 
 
@@ -74,7 +90,7 @@ class OpenAIPatcher:
         return sdk_importable("openai")
 
     def patch(self, runtime: Runtime) -> None:
-        """Wrap ``create`` on the sync and async resource classes."""
+        """Wrap ``create`` (and ``parse`` where present) on the sync and async resources."""
         import importlib
 
         base = importlib.import_module("openai._base_client")
@@ -90,25 +106,30 @@ class OpenAIPatcher:
                     "does not patch openai, to avoid duplicate spans",
                 )
                 return
-        for module_name, sync_cls, async_cls, endpoint in _TARGETS:
+        for module_name, sync_cls, async_cls, endpoint, required, optional in _TARGETS:
             module = importlib.import_module(module_name)
             for cls_name, make in ((sync_cls, _sync_wrapper), (async_cls, _async_wrapper)):
                 owner = getattr(module, cls_name)
-                current = owner.__dict__.get("create") or owner.create
-                foreign = wrapped_by_other_instrumentor(current, "openai")
-                if foreign is not None:
-                    warn_once(
-                        f"openai:{cls_name}.create",
-                        f"{cls_name}.create is already wrapped by {foreign}; tracejudge leaves "
-                        "it to that instrumentor to avoid duplicate spans",
+                for method in (*required, *optional):
+                    current = owner.__dict__.get(method)
+                    if current is None:
+                        if method in optional:
+                            continue
+                        current = getattr(owner, method)  # AttributeError: the SDK moved
+                    foreign = wrapped_by_other_instrumentor(current, "openai")
+                    if foreign is not None:
+                        warn_once(
+                            f"openai:{cls_name}.{method}",
+                            f"{cls_name}.{method} is already wrapped by {foreign}; tracejudge "
+                            "leaves it to that instrumentor to avoid duplicate spans",
+                        )
+                        continue
+                    self._patches.patch_method(
+                        owner, method, functools.partial(make, runtime=runtime, endpoint=endpoint)
                     )
-                    continue
-                self._patches.patch_method(
-                    owner, "create", functools.partial(make, runtime=runtime, endpoint=endpoint)
-                )
 
     def unpatch(self) -> None:
-        """Restore the original ``create`` methods."""
+        """Restore the original methods."""
         self._patches.restore()
 
 

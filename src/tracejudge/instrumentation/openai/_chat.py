@@ -49,7 +49,8 @@ def start(runtime: Runtime, resource: Any, kwargs: dict[str, Any]) -> ModelCallT
         attrs[semconv.GEN_AI_REQUEST_STOP_SEQUENCES] = tuple(str(s) for s in stop)
     if kwargs.get("stream") is True:
         attrs[semconv.GEN_AI_REQUEST_STREAM] = True
-    fmt = get(kwargs.get("response_format"), "type")
+    response_format = kwargs.get("response_format")
+    fmt = "json_schema" if isinstance(response_format, type) else get(response_format, "type")
     if fmt in ("json_object", "json_schema"):
         attrs[semconv.GEN_AI_OUTPUT_TYPE] = semconv.GenAiOutputTypeValues.JSON
     elif fmt == "text":

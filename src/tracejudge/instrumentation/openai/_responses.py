@@ -47,6 +47,8 @@ def start(runtime: Runtime, resource: Any, kwargs: dict[str, Any]) -> ModelCallT
     if kwargs.get("stream") is True:
         attrs[semconv.GEN_AI_REQUEST_STREAM] = True
     fmt = get(get(kwargs.get("text"), "format"), "type")
+    if isinstance(kwargs.get("text_format"), type):  # responses.parse(text_format=Model)
+        fmt = "json_schema"
     if fmt in ("json_object", "json_schema"):
         attrs[semconv.GEN_AI_OUTPUT_TYPE] = semconv.GenAiOutputTypeValues.JSON
     model = kwargs.get("model")
