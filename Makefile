@@ -2,7 +2,7 @@
 #   make demo   - the main job: the refund agent judged by an embedded collector
 #   make test   - semconv freshness, lint, strict types and the whole test suite,
 #                 end-to-end tests against real Jaeger and the OpenTelemetry Collector included
-.PHONY: demo test bootstrap backends lint typecheck semconv semconv-check pytest bench bench-instrumentation
+.PHONY: demo test bootstrap backends lint typecheck semconv semconv-check pytest bench bench-instrumentation bench-engine bench-decode bench-collector
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -38,4 +38,14 @@ bench-instrumentation:
 	@bash bench/setup-peers.sh
 	.venv-bench/bin/python bench/bench_instrumentation.py
 
-bench: bench-instrumentation
+bench-engine: bootstrap
+	$(PY) bench/bench_engine.py
+
+bench-decode: bootstrap
+	$(PY) bench/bench_decode.py
+
+bench-collector: bootstrap backends
+	$(PY) bench/bench_collector.py --anchor
+
+# Every benchmark, one after the other; results belong in docs/performance.md.
+bench: bench-instrumentation bench-decode bench-engine bench-collector
