@@ -142,6 +142,10 @@ def _field(number: int, payload: bytes) -> bytes:
     return bytes(((number << 3) | 2,)) + _varint(len(payload)) + payload
 
 
+length_delimited = _field
+"""Public name of ``_field`` for the stamper (which appends serialized span fields)."""
+
+
 def frame(fragment: bytes) -> bytes:
     """Frame one serialized ``ResourceSpans`` as field 1 of ``ExportTraceServiceRequest``."""
     return b"\x0a" + _varint(len(fragment)) + fragment
