@@ -37,9 +37,18 @@ class Stats:
         self.queue_depth: Callable[[], int] = lambda: 0
         self.provider = MeterProvider(metric_readers=list(readers))
         meter = self.provider.get_meter("tracejudge.collector")
-        self._runs = meter.create_counter(sc.METRIC_TRACEJUDGE_RUNS, unit="{run}")
-        self._findings = meter.create_counter(sc.METRIC_TRACEJUDGE_FINDINGS, unit="{finding}")
-        self._spans = meter.create_counter(sc.METRIC_TRACEJUDGE_COLLECTOR_SPANS, unit="{span}")
+        # Counts are kept in plain dicts and reported by observable counters at collection
+        # time (the same monotonic sums), so the decision path never enters the metrics SDK.
+        self._run_keys: dict[tuple[str, str, str], int] = {}
+        meter.create_observable_counter(
+            sc.METRIC_TRACEJUDGE_RUNS, callbacks=[self._observe_runs], unit="{run}"
+        )
+        meter.create_observable_counter(
+            sc.METRIC_TRACEJUDGE_FINDINGS, callbacks=[self._observe_findings], unit="{finding}"
+        )
+        meter.create_observable_counter(
+            sc.METRIC_TRACEJUDGE_COLLECTOR_SPANS, callbacks=[self._observe_spans], unit="{span}"
+        )
         self._latency = meter.create_histogram(
             sc.METRIC_TRACEJUDGE_COLLECTOR_DECISION_LATENCY, unit="s"
         )
@@ -52,26 +61,44 @@ class Stats:
     def _observe_queue(self, _options: CallbackOptions) -> Iterable[Observation]:
         return [Observation(self.queue_depth())]
 
+    def _observe_runs(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [
+            Observation(
+                n,
+                {
+                    sc.GEN_AI_AGENT_NAME: agent,
+                    sc.TRACEJUDGE_VARIANT_ID: variant,
+                    sc.TRACEJUDGE_VERDICT: verdict,
+                },
+            )
+            for (agent, variant, verdict), n in list(self._run_keys.items())
+        ]
+
+    def _observe_findings(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [
+            Observation(n, {sc.TRACEJUDGE_FAILURE_CODE: code})
+            for code, n in list(self.findings.items())
+        ]
+
+    def _observe_spans(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [
+            Observation(n, {sc.TRACEJUDGE_COLLECTOR_SPAN_STATE: state})
+            for state, n in list(self.spans.items())
+            if n
+        ]
+
     def count(self, state: str, n: int) -> None:
         """Add ``n`` spans in ``state`` (one of ``STATES``)."""
         if n:
             self.spans[state] += n
-            self._spans.add(n, {sc.TRACEJUDGE_COLLECTOR_SPAN_STATE: state})
 
     def verdict(self, v: Verdict) -> None:
         """Count one judged run and its findings."""
         self.runs[v.verdict] = self.runs.get(v.verdict, 0) + 1
-        self._runs.add(
-            1,
-            {
-                sc.GEN_AI_AGENT_NAME: v.agent or "",
-                sc.TRACEJUDGE_VARIANT_ID: v.variant or "",
-                sc.TRACEJUDGE_VERDICT: v.verdict,
-            },
-        )
+        key = (v.agent or "", v.variant or "", v.verdict)
+        self._run_keys[key] = self._run_keys.get(key, 0) + 1
         for f in v.findings:
             self.findings[f.code] = self.findings.get(f.code, 0) + 1
-            self._findings.add(1, {sc.TRACEJUDGE_FAILURE_CODE: f.code})
 
     def latency(self, seconds: float) -> None:
         """Record one trace's time from finished to forwarded."""
