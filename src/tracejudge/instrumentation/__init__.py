@@ -30,7 +30,12 @@ from tracejudge.instrumentation._patcher import (
     wrapped_by_other_instrumentor,
 )
 from tracejudge.instrumentation._runtime import Runtime, get_runtime
-from tracejudge.instrumentation._setup import active_patchers, instrument, uninstrument
+from tracejudge.instrumentation._setup import (
+    active_patchers,
+    instrument,
+    pending_sdks,
+    uninstrument,
+)
 from tracejudge.instrumentation._tool import ToolRun, ToolScope, tool
 
 __all__ = [
@@ -52,6 +57,7 @@ __all__ = [
     "get_runtime",
     "instrument",
     "message",
+    "pending_sdks",
     "register_patcher",
     "sdk_importable",
     "set_error",

@@ -122,29 +122,36 @@ def wrapped_by_other_instrumentor(func: Any, sdk_package: str) -> str | None:
 
 PatcherFactory = Callable[[], Patcher]
 
-_BUILTIN: list[tuple[str, str, str]] = [
-    ("openai", "tracejudge.instrumentation.openai", "OpenAIPatcher"),
-    ("anthropic", "tracejudge.instrumentation.anthropic", "AnthropicPatcher"),
+# (name, patcher module, patcher class, SDK top-level module)
+_BUILTIN: list[tuple[str, str, str, str]] = [
+    ("openai", "tracejudge.instrumentation.openai", "OpenAIPatcher", "openai"),
+    ("anthropic", "tracejudge.instrumentation.anthropic", "AnthropicPatcher", "anthropic"),
 ]
-_extra: list[tuple[str, PatcherFactory]] = []
+_extra: list[tuple[str, str | None, PatcherFactory]] = []
 
 
-def register_patcher(name: str, factory: PatcherFactory) -> None:
-    """Add a patcher (by factory) that ``instrument()`` will apply after the built-ins."""
-    _extra[:] = [(n, f) for n, f in _extra if n != name]
-    _extra.append((name, factory))
+def register_patcher(name: str, factory: PatcherFactory, *, sdk_module: str | None = None) -> None:
+    """Add a patcher (by factory) that ``instrument()`` will apply after the built-ins.
+
+    With ``sdk_module`` (the SDK's top-level module name), ``instrument()`` defers the
+    patch until the application imports that module, as it does for the built-ins;
+    without it the patcher is applied at once.
+    """
+    _extra[:] = [e for e in _extra if e[0] != name]
+    _extra.append((name, sdk_module, factory))
 
 
 def unregister_patcher(name: str) -> None:
     """Remove a patcher added with ``register_patcher`` (tests, plugins)."""
-    _extra[:] = [(n, f) for n, f in _extra if n != name]
+    _extra[:] = [e for e in _extra if e[0] != name]
 
 
-def iter_patcher_factories() -> list[tuple[str, PatcherFactory]]:
-    """Built-in patchers (imported lazily by dotted path) then registered ones."""
-    out: list[tuple[str, PatcherFactory]] = []
-    for name, module, cls in _BUILTIN:
-        out.append((name, _lazy_factory(module, cls)))
+def iter_patcher_factories() -> list[tuple[str, str | None, PatcherFactory]]:
+    """``(name, SDK module or None, factory)``: built-ins (imported lazily by dotted
+    path) then registered ones."""
+    out: list[tuple[str, str | None, PatcherFactory]] = []
+    for name, module, cls, sdk in _BUILTIN:
+        out.append((name, sdk, _lazy_factory(module, cls)))
     out.extend(_extra)
     return out
 

@@ -10,20 +10,25 @@ replace a provider afterwards.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import sys
 import threading
 from collections.abc import Iterable
+from types import ModuleType
 
 from opentelemetry import trace
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import TracerProvider
 
 from tracejudge.instrumentation._content import DEFAULT_MAX_ATTRIBUTE_BYTES, CaptureMode
+from tracejudge.instrumentation._import_hook import ImportHooks
 from tracejudge.instrumentation._patcher import (
     Patcher,
     PatcherFactory,
     iter_patcher_factories,
+    sdk_importable,
     warn_once,
 )
 from tracejudge.instrumentation._runtime import Runtime, set_runtime
@@ -33,6 +38,11 @@ logger = logging.getLogger("tracejudge.instrumentation")
 _lock = threading.RLock()
 _active: list[Patcher] = []
 _configured_provider: TracerProvider | None = None
+_hooks = ImportHooks()
+_generation = 0
+"""Bumped by every ``instrument()``/``uninstrument()``: a deferred patch registered under
+an older generation is stale and must not be applied."""
+_HOOK_LOCK_TIMEOUT_S = 10.0
 
 
 def instrument(
@@ -45,6 +55,10 @@ def instrument(
     raise_internal_errors: bool = False,
 ) -> None:
     """Patch every supported client SDK that is installed; safe to call again.
+
+    SDKs already imported are patched now; SDKs installed but not imported yet are
+    patched when the application imports them (so ``instrument()`` never pays for
+    importing an SDK the application does not use).
 
     - ``tracer_provider`` / ``meter_provider``: where spans and metrics go (default: the
       global providers; a TracerProvider exporting over OTLP is set up from ``OTEL_*``
@@ -60,6 +74,7 @@ def instrument(
     A second call re-applies the new settings: patchers are removed and applied again.
     Bad arguments raise ``ValueError``/``TypeError`` before anything is patched.
     """
+    global _generation
     with _lock:
         provider = tracer_provider or _application_or_default_provider()
         runtime = Runtime(
@@ -71,9 +86,38 @@ def instrument(
             raise_internal_errors=raise_internal_errors,
         )
         _unpatch_all()
+        _hooks.cancel_all()
+        _generation += 1
         set_runtime(runtime)
-        for name, factory in iter_patcher_factories():
+        for name, sdk_module, factory in iter_patcher_factories():
+            if sdk_module is None or sdk_module in sys.modules:
+                _apply(name, factory, runtime)
+            elif sdk_importable(sdk_module):
+                apply_later = functools.partial(
+                    _apply_on_import, name, factory, runtime, _generation
+                )
+                _hooks.when_imported(sdk_module, apply_later)
+            else:
+                warn_once(name, f"{name} SDK not installed; {name} calls will not be traced")
+
+
+def _apply_on_import(
+    name: str, factory: PatcherFactory, runtime: Runtime, generation: int, module: ModuleType
+) -> None:
+    """The post-import hook's callback: patch the SDK just imported, if still wanted.
+
+    Runs inside the application's import; never raises (``_apply`` logs failures). The
+    lock wait is bounded so a concurrent ``instrument()`` in another thread can never
+    hold the import up forever.
+    """
+    if not _lock.acquire(timeout=_HOOK_LOCK_TIMEOUT_S):
+        logger.warning("tracejudge: %s imported while instrument() was busy; not traced", name)
+        return
+    try:
+        if generation == _generation:
             _apply(name, factory, runtime)
+    finally:
+        _lock.release()
 
 
 def _apply(name: str, factory: PatcherFactory, runtime: Runtime) -> None:
@@ -102,13 +146,17 @@ def _apply(name: str, factory: PatcherFactory, runtime: Runtime) -> None:
 
 
 def uninstrument() -> None:
-    """Restore every patched SDK method; spans already emitted are unaffected.
+    """Restore every patched SDK method and drop pending import hooks (an SDK imported
+    afterwards stays unpatched); spans already emitted are unaffected.
 
     The tracer provider tracejudge may have configured stays in place (replacing a
     global provider is not possible in OpenTelemetry) but is flushed.
     """
+    global _generation
     with _lock:
         _unpatch_all()
+        _hooks.cancel_all()
+        _generation += 1
         set_runtime(None)
         provider = _configured_provider
         flush = getattr(provider, "force_flush", None)
@@ -123,6 +171,12 @@ def active_patchers() -> tuple[str, ...]:
     """Names of the patchers currently applied (diagnostics, tests)."""
     with _lock:
         return tuple(p.name for p in _active)
+
+
+def pending_sdks() -> tuple[str, ...]:
+    """SDK modules installed but not imported yet: patched when the application imports
+    them (diagnostics, tests)."""
+    return _hooks.pending()
 
 
 def _unpatch_all() -> None:
