@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.engine import BaselineStore, Engine, RuleSet, load_rules_text
+from tracejudge.engine.celview import ViewSpec
 from tracejudge.model.run import ModelCall, Run, Step, ToolCall
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     full = ruleset()
     no_cel = dataclasses.replace(
-        full, rules=tuple(r for r in full.rules if r.check_type != "cel"), cel_fields=frozenset()
+        full,
+        rules=tuple(r for r in full.rules if r.check_type != "cel"),
+        cel_view=ViewSpec(frozenset()),
     )
     with tempfile.TemporaryDirectory() as tmp:
         store = BaselineStore(tmp)

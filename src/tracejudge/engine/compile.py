@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jmespath
@@ -140,12 +140,39 @@ class Path:
             return None  # untrusted data of the wrong shape: the path finds nothing
 
 
+_SCALARS = (str, int, float, bool, type(None))
+MAX_CACHED_VALUES = 256
+
+
 @dataclass(slots=True, frozen=True)
 class CelExpr:
     """A compiled CEL program over the variables declared by the environment."""
 
     source: str
     program: Any
+    _by_value: dict[tuple[type, Any], tuple[Any, str | None]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def evaluate_value(self, value: Any) -> tuple[Any, str | None]:
+        """``evaluate`` with ``run`` null and ``value`` bound (state and value predicates).
+
+        With ``run`` null the result depends on ``value`` alone (CEL has no clock or I/O),
+        so answers for scalar values are remembered: the same status string on every run
+        costs one dict lookup instead of an activation and an evaluation. The cache is
+        bounded (cleared when full); ``(type, value)`` keys keep ``1``, ``1.0`` and
+        ``true`` apart.
+        """
+        if not isinstance(value, _SCALARS):
+            return self.evaluate(cel_activation(None, value))
+        key = (type(value), value)
+        hit = self._by_value.get(key)
+        if hit is None:
+            hit = self.evaluate(cel_activation(None, value))
+            if len(self._by_value) >= MAX_CACHED_VALUES:
+                self._by_value.clear()
+            self._by_value[key] = hit
+        return hit
 
     def evaluate(self, activation: Any) -> tuple[Any, str | None]:
         """``(value, None)`` or ``(None, error)``; CEL errors are values, never raised."""

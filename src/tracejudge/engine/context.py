@@ -7,16 +7,15 @@ per rule.
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import orjson
 
+from tracejudge.engine.celview import ViewSpec, run_view
 from tracejudge.engine.compile import Path, cel_activation
-from tracejudge.model.run import ModelCall, Run, ToolCall
+from tracejudge.model.run import Run, ToolCall
 
 if TYPE_CHECKING:
     from tracejudge.engine.baseline import BaselineStore
@@ -124,7 +123,7 @@ class RunContext:
         "_view",
         "baselines",
         "by_name",
-        "cel_fields",
+        "cel_view",
         "final_index",
         "kinds",
         "prices",
@@ -139,9 +138,9 @@ class RunContext:
         tools: dict[str, ToolMeta],
         prices: dict[str, Price],
         baselines: BaselineStore | None = None,
-        cel_fields: frozenset[str] | None = None,
+        cel_view: ViewSpec | None = None,
     ) -> None:
-        self.cel_fields = cel_fields
+        self.cel_view = cel_view
         self.run = run
         self.tools = tools
         self.prices = prices
@@ -190,7 +189,7 @@ class RunContext:
     def view(self) -> dict[str, Any]:
         """The run as plain JSON-like data: what CEL predicates see as ``run``."""
         if self._view is None:
-            self._view = run_view(self.run, self.kinds, self.cel_fields)
+            self._view = run_view(self.run, self.kinds, self.cel_view)
         return self._view
 
     def activation(self) -> Any:
@@ -203,93 +202,3 @@ class RunContext:
 def ok(call: ToolCall) -> bool:
     """A call counts as successful unless its span or the tool reported an error."""
     return call.status != "error" and call.error_type is None
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, tuple | list):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value
-
-
-Getter: TypeAlias = Callable[[int, Any, "str | None"], Any]
-
-_COMMON: dict[str, Getter] = {
-    "index": lambda i, s, k: i,
-    "span_id": lambda i, s, k: s.span_id,
-    "status": lambda i, s, k: s.status,
-    "error_type": lambda i, s, k: s.error_type,
-    "duration_ms": lambda i, s, k: max(0, s.end_ns - s.start_ns) / 1e6,
-}
-_MODEL: dict[str, Getter] = {
-    **_COMMON,
-    "kind": lambda i, s, k: "model",
-    "name": lambda i, s, k: s.operation,
-    "model": lambda i, s, k: s.response_model or s.request_model,
-    "input_tokens": lambda i, s, k: s.input_tokens,
-    "output_tokens": lambda i, s, k: s.output_tokens,
-    "ok": lambda i, s, k: s.status != "error",
-}
-_TOOL: dict[str, Getter] = {
-    **_COMMON,
-    "kind": lambda i, s, k: "tool",
-    "name": lambda i, s, k: s.name,
-    "tool_kind": lambda i, s, k: k,
-    "args": lambda i, s, k: s.arguments,  # parsed JSON already: no conversion needed
-    "args_is_json": lambda i, s, k: s.arguments_is_json,
-    "result": lambda i, s, k: s.result,
-    "approval_granted": lambda i, s, k: s.approval_granted,
-    "ok": lambda i, s, k: ok(s),
-}
-
-
-@functools.cache
-def _getters(fields: frozenset[str] | None) -> tuple[tuple[tuple[str, Getter], ...], ...]:
-    def keep(table: dict[str, Getter]) -> tuple[tuple[str, Getter], ...]:
-        return tuple((k, g) for k, g in table.items() if fields is None or k in fields)
-
-    return keep(_MODEL), keep(_TOOL)
-
-
-def run_view(
-    run: Run, kinds: dict[int, ToolKind | None], fields: frozenset[str] | None = None
-) -> dict[str, Any]:
-    """The dict view of a run (documented in docs/rules.md, section CEL).
-
-    ``fields``: build only these keys (top level and per step); None builds everything.
-    cel-cpp converts the whole view the first time a run's activation is used, so the
-    view's size is the cost of CEL rules: the rule set passes the names its CEL mentions.
-    ``tools`` and ``models`` are disjoint lists, so no step is converted twice.
-    """
-    model_get, tool_get = _getters(fields)
-    tools: list[dict[str, Any]] = []
-    models: list[dict[str, Any]] = []
-    in_tok = out_tok = 0
-    for i, s in enumerate(run.steps):
-        if isinstance(s, ModelCall):
-            models.append({k: g(i, s, None) for k, g in model_get})
-            in_tok += s.input_tokens or 0
-            out_tok += s.output_tokens or 0
-        else:
-            tools.append({k: g(i, s, kinds.get(i)) for k, g in tool_get})
-    top: dict[str, Callable[[], Any]] = {
-        "trace_id": lambda: run.trace_id,
-        "agent": lambda: run.agent_name,
-        "case_id": lambda: run.case_id,
-        "user_id": lambda: run.user_id,
-        "tenant_id": lambda: run.tenant_id,
-        "final_answer": lambda: run.final_answer,
-        "tools": lambda: tools,
-        "models": lambda: models,
-        "step_count": lambda: len(run.steps),
-        "tool_calls": lambda: len(tools),
-        "model_calls": lambda: len(models),
-        "duration_ms": lambda: run.duration_ns / 1e6,
-        "input_tokens": lambda: in_tok,
-        "output_tokens": lambda: out_tok,
-        "attributes": lambda: _jsonable(run.root_attributes),
-    }
-    return {k: f() for k, f in top.items() if fields is None or k in fields}

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from tracejudge.engine.context import Item, Report, RunContext
-from tracejudge.engine.rules import Rule, RuleSet
+from tracejudge.engine.rules import Rule, RuleSet, Selector
 from tracejudge.engine.verdict import (
     LAYERS,
     Finding,
+    Layer,
     LayerResult,
     Overall,
     RuleOutcome,
@@ -38,6 +39,17 @@ class Engine:
     def __init__(self, ruleset: RuleSet, baselines: BaselineStore | None = None) -> None:
         self.ruleset = ruleset
         self.baselines = baselines
+        self._plan_of: RuleSet | None = None
+        self._plan: tuple[_Step, ...] = ()
+
+    def _steps(self) -> tuple[_Step, ...]:
+        """Per rule, what the loop reads, looked up once (rebuilt if ``ruleset`` changes)."""
+        if self._plan_of is not self.ruleset:
+            self._plan = tuple(
+                (r.id, r.layer, r.selector, r.check.evaluate, r) for r in self.ruleset.rules
+            )
+            self._plan_of = self.ruleset
+        return self._plan
 
     def judge(self, run: Run) -> Verdict:
         """The verdict on one run. Never raises: an internal error is ``verdict="error"``."""
@@ -92,7 +104,7 @@ class Engine:
 
     def _judge(self, run: Run) -> Verdict:
         ctx = RunContext(
-            run, self.ruleset.tools, self.ruleset.prices, self.baselines, self.ruleset.cel_fields
+            run, self.ruleset.tools, self.ruleset.prices, self.baselines, self.ruleset.cel_view
         )
         root = run.root_span_id
         tool_names = ctx.by_name.keys()
@@ -101,17 +113,17 @@ class Engine:
         metrics: dict[str, float] = {}
         ranks = dict.fromkeys(LAYERS, 0)  # 0 not_applicable, 1 pass, 2 warn, 3 fail
         report = Report()
-        for rule in self.ruleset.rules:
-            layer = rule.layer
-            if rule.selector is not None and not rule.selector.matches(run, tool_names):
-                outcomes.append(RuleOutcome(rule.id, layer, "not_applicable", root))
+        add = outcomes.append
+        for rule_id, layer, selector, evaluate, rule in self._steps():
+            if selector is not None and not selector.matches(run, tool_names):
+                add(RuleOutcome(rule_id, layer, "not_applicable", root))
                 continue
-            rule.check.evaluate(ctx, report)
+            evaluate(ctx, report)
             if report.metrics:
                 metrics.update(report.metrics)
                 report.metrics = {}
             if not report.items and not report.not_applicable:
-                outcomes.append(RuleOutcome(rule.id, layer, "pass", root, 1.0, ""))
+                add(RuleOutcome(rule_id, layer, "pass", root, 1.0, ""))
                 if ranks[layer] < 1:
                     ranks[layer] = 1
             else:
@@ -123,7 +135,7 @@ class Engine:
                 span = rule_findings[0].span_ids[0] if rule_findings else root
                 expl = rule_findings[0].explanation if rule_findings else ""
                 score = 0.0 if result == "fail" else None
-                outcomes.append(RuleOutcome(rule.id, layer, result, span, score, expl))
+                add(RuleOutcome(rule_id, layer, result, span, score, expl))
                 report = Report()
         if len(findings) > 1:
             findings.sort(key=_order(len(run.steps)))
@@ -146,6 +158,8 @@ class Engine:
             rules_version=self.ruleset.version,
         )
 
+
+_Step: TypeAlias = tuple[str, Layer, "Selector | None", Callable[[RunContext, Report], None], Rule]
 
 _RANK: dict[RuleResult, int] = {
     "not_applicable": 0,

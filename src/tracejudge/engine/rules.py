@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -20,6 +19,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from tracejudge.engine.celview import ViewSpec
 from tracejudge.engine.checks import FACTORIES, Check
 from tracejudge.engine.checks.custom import CelPredicate
 from tracejudge.engine.compile import Compiler, Regex
@@ -28,7 +28,6 @@ from tracejudge.engine.errors import RulesError
 from tracejudge.engine.verdict import Layer, Severity
 from tracejudge.model.run import Run
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_FILE_BYTES = 1 << 20
 MAX_RULES = 1000
 MAX_NODES = 200_000
@@ -103,9 +102,10 @@ class RuleSet:
     tools: dict[str, ToolMeta]
     prices: dict[str, Price]
     source: str = "<string>"
-    cel_fields: frozenset[str] | None = None
-    """Names the rule set's CEL predicates mention: the run view given to CEL keeps only
-    these fields (cel-cpp converts the whole view per run, so size is cost)."""
+    cel_view: ViewSpec | None = None
+    """What of the run the rule set's CEL predicates can read: the run view given to CEL
+    holds only that (cel-cpp converts the whole view per run, so size is cost).
+    None: the full view."""
 
 
 @functools.cache
@@ -214,11 +214,8 @@ def load_rules_text(text: str, source: str = "<string>") -> RuleSet:
     if comp.errors:
         raise RulesError(source, comp.errors)
     digest = hashlib.sha256(raw).hexdigest()[:16]
-    fields: set[str] = set()
-    for rule in rules:
-        if isinstance(rule.check, CelPredicate):
-            fields.update(_IDENT.findall(rule.check.expr.source))
-    return RuleSet(f"sha256:{digest}", tuple(rules), tools, prices, source, frozenset(fields))
+    view = ViewSpec.of(r.check.expr.source for r in rules if isinstance(r.check, CelPredicate))
+    return RuleSet(f"sha256:{digest}", tuple(rules), tools, prices, source, view)
 
 
 def _tools(spec: dict[str, Any], comp: Compiler) -> dict[str, ToolMeta]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracejudge.engine.checks.base import Check, names, short
-from tracejudge.engine.compile import CelExpr, Compiler, Path, Regex, cel_activation
+from tracejudge.engine.compile import CelExpr, Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
 
 
@@ -145,7 +145,7 @@ class State:
                 why = f"{exp.path.source}={short(value)}, expected {short(exp.equals)}"
             else:
                 assert exp.cel is not None
-                got, err = exp.cel.evaluate(cel_activation(None, value))
+                got, err = exp.cel.evaluate_value(value)
                 if err is not None:
                     report.insufficient(
                         "F-EVIDENCE-CEL_ERROR",

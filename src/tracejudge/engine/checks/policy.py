@@ -194,30 +194,21 @@ class SensitiveData:
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
         """Scan what was asked for; explanations name the detector, never the value."""
-        segments: list[tuple[int, str, str, str | None]] = []  # step, span, where, tool
+        # step, span, what was scanned, tool; the explanation is written only on a match
+        segments: list[tuple[int, str, str, str | None]] = []
         texts: list[str] = []
-        starts: list[int] = []
-        pos = 0
-
-        def add(text: str | None, seg: tuple[int, str, str, str | None]) -> None:
-            nonlocal pos
-            if text is None:
-                return
-            segments.append(seg)
-            texts.append(text)
-            starts.append(pos)
-            pos += len(text) + len(_SEP)
-
+        args, results = "arguments" in self.scan, "results" in self.scan
         for i, call in ctx.tool_index:
-            if "arguments" in self.scan:
-                add(
-                    ctx.args_text(i, call),
-                    (i, call.span_id, f"arguments of {call.name}", call.name),
-                )
-            if "results" in self.scan:
-                add(
-                    ctx.result_text(i, call), (i, call.span_id, f"result of {call.name}", call.name)
-                )
+            if args:
+                text = ctx.args_text(i, call)
+                if text is not None:
+                    texts.append(text)
+                    segments.append((i, call.span_id, "arguments", call.name))
+            if results:
+                text = ctx.result_text(i, call)
+                if text is not None:
+                    texts.append(text)
+                    segments.append((i, call.span_id, "result", call.name))
         if "final_answer" in self.scan:
             if ctx.run.final_answer is None:
                 report.insufficient(
@@ -227,19 +218,24 @@ class SensitiveData:
                     ctx.final_index,
                 )
             else:
-                final = (ctx.final_index, ctx.final_span()[0], "the final answer", None)
-                add(ctx.run.final_answer, final)
+                texts.append(ctx.run.final_answer)
+                segments.append((ctx.final_index, ctx.final_span()[0], "final_answer", None))
         if not texts:
             return
         joined = _SEP.join(texts)
         if not self.combined.test(joined):
             return  # the common case: one RE2 pass, no match objects
+        starts: list[int] = []
+        pos = 0
+        for text in texts:
+            starts.append(pos)
+            pos += len(text) + len(_SEP)
         seen: set[tuple[int, int]] = set()
         for m in self.combined.finditer(joined):
             k = next(k for k, g in enumerate(self.groups) if m.group(g) is not None)
             det = self.detectors[k]
             seg = bisect.bisect_right(starts, m.start()) - 1
-            step, sid, where, tool = segments[seg]
+            step, sid, what, tool = segments[seg]
             if (k, seg) in seen or (tool is not None and tool in self.allow.get(det.name, ())):
                 continue
             if det.luhn and not luhn_ok(m.group(0)):
@@ -249,6 +245,7 @@ class SensitiveData:
                 "F-POLICY-SECRET_EXPOSURE" if det.category == "secret" else "F-POLICY-PII_EXPOSURE"
             )
             # never echo the matched value: the explanation itself lands in the trace store
+            where = "the final answer" if tool is None else f"{what} of {tool}"
             report.fail(code, (sid,), f"{det.name} found in {where} (value withheld)", step)
 
 
