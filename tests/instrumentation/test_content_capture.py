@@ -7,6 +7,9 @@ JSON is validated against the GenAI conventions' own schema files.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -77,14 +80,41 @@ def test_capture_mode_values(value: str | bool, mode: CaptureMode) -> None:
     assert parse_capture_mode(value) is mode
 
 
-def test_capture_mode_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without an explicit argument the mode comes from the conventional variable, and
-    an unknown value there is an error naming the accepted ones."""
+def test_capture_mode_from_environment(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Without an explicit argument the mode comes from the conventional variable; an
+    unknown value there is a warning naming the variable and means NO_CONTENT (never an
+    exception: it is read lazily from inside the application's calls), while an unknown
+    explicit argument is an error naming the accepted values."""
     monkeypatch.setenv(CAPTURE_ENV, "SPAN_AND_EVENT")
     assert parse_capture_mode(None) is CaptureMode.SPAN_AND_EVENT
     monkeypatch.setenv(CAPTURE_ENV, "everything")
+    assert parse_capture_mode(None) is CaptureMode.NO_CONTENT
+    assert CAPTURE_ENV in caplog.text
+    assert "everything" in caplog.text
     with pytest.raises(ValueError, match="NO_CONTENT"):
-        parse_capture_mode(None)
+        parse_capture_mode("everything")
+
+
+def test_bad_capture_variable_never_breaks_a_tool_call() -> None:
+    """A decorated tool called before instrument() with a typo in the capture variable
+    still runs and returns (regression: the lazily built runtime used to raise)."""
+    code = (
+        "import tracejudge\n"
+        "@tracejudge.tool(effect='read')\n"
+        "def lookup(x: int) -> int:\n"
+        "    return x + 1\n"
+        "assert lookup(1) == 2\n"
+        "print('ok')\n"
+    )
+    env = {**os.environ, CAPTURE_ENV: "everything", "OTEL_TRACES_EXPORTER": "none"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
+    assert CAPTURE_ENV in proc.stderr
 
 
 def test_no_content_keeps_only_tool_call_parts(

@@ -19,6 +19,7 @@ import base64
 import dataclasses
 import enum
 import json
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -62,15 +63,28 @@ def parse_capture_mode(value: str | bool | CaptureMode | None) -> CaptureMode:
     """Turn a mode name, a boolean or ``None`` (read the environment) into a ``CaptureMode``.
 
     Accepts the four util-genai names (case-insensitive) and the older true/false form
-    (true means SPAN_ONLY). An unknown value raises ``ValueError`` naming the accepted
-    ones: a typo must not silently turn capture off or on.
+    (true means SPAN_ONLY). An unknown value given as an argument raises ``ValueError``
+    naming the accepted ones: a typo must not silently turn capture off or on. An unknown
+    value in the environment variable is logged as a warning and means ``NO_CONTENT`` (the
+    private choice): the variable is read lazily, even from inside the application's own
+    tool calls, where raising would break the application.
     """
     if isinstance(value, CaptureMode):
         return value
     if isinstance(value, bool):
         return CaptureMode.SPAN_ONLY if value else CaptureMode.NO_CONTENT
     if value is None:
-        value = os.environ.get(CAPTURE_ENV, "")
+        env = os.environ.get(CAPTURE_ENV, "")
+        try:
+            return parse_capture_mode(env)
+        except ValueError as exc:
+            logging.getLogger(__name__).warning(
+                "tracejudge: %s=%r is not valid (%s); capturing no message content",
+                CAPTURE_ENV,
+                env,
+                exc,
+            )
+            return CaptureMode.NO_CONTENT
     text = value.strip()
     upper = text.upper()
     for mode in CaptureMode:
