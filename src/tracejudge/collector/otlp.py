@@ -66,6 +66,12 @@ def split_by_trace(request: ExportTraceServiceRequest) -> SplitResult:
     out = SplitResult()
     reasons: list[str] = []
     for rs in request.resource_spans:
+        whole = _single_trace(rs)
+        if whole is not None:
+            tid, count, has_root = whole
+            out.fragments.append(TraceFragment(tid, rs.SerializeToString(), count, has_root))
+            out.accepted += count
+            continue
         head = _field(1, rs.resource.SerializeToString()) if rs.HasField("resource") else b""
         tail = _field(3, rs.schema_url.encode()) if rs.schema_url else b""
         groups: dict[bytes, list[bytes]] = {}
@@ -109,6 +115,36 @@ def split_by_trace(request: ExportTraceServiceRequest) -> SplitResult:
         more = "" if out.rejected <= len(reasons) else f" (and {out.rejected - len(reasons)} more)"
         out.error_message = "; ".join(reasons) + more
     return out
+
+
+def _single_trace(rs: ResourceSpans) -> tuple[bytes, int, bool] | None:
+    """The usual case, one valid trace per ``ResourceSpans`` (what an SDK exporter sends
+    for one trace): its trace id, span count and root flag, so the whole message serializes
+    as the fragment in one call. None when the general split is needed."""
+    tid = b""
+    count = 0
+    root = False
+    for ss in rs.scope_spans:
+        if not ss.spans:
+            return None  # the general path drops scopes with no spans
+        for span in ss.spans:
+            t = span.trace_id
+            if t != tid:
+                if tid or len(t) != 16 or t == _ZERO_TRACE:
+                    return None
+                tid = t
+            sid = span.span_id
+            pid = span.parent_span_id
+            if len(sid) != 8 or sid == _ZERO_SPAN:
+                return None
+            if not pid:
+                root = True
+            elif len(pid) != 8:
+                return None
+            count += 1
+    if not count:
+        return None
+    return tid, count, root
 
 
 def fragment_info(data: bytes) -> TraceFragment:
