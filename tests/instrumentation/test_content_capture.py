@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -21,6 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracejudge
+from tests.support.paths import GENAI_SCHEMAS
 from tests.support.replay import ReplayServer
 from tracejudge.instrumentation import CaptureMode, Redactor
 from tracejudge.instrumentation._content import (
@@ -32,7 +32,7 @@ from tracejudge.instrumentation._content import (
 )
 
 Replay = Callable[..., ReplayServer]
-SCHEMAS = Path("/work/shared/reference/semconv-genai/model/gen-ai")
+SCHEMAS = GENAI_SCHEMAS
 WEATHER: list[Any] = [
     {"role": "system", "content": "You're a helpful assistant."},
     {"role": "user", "content": "What's the weather in Seattle and San Francisco today?"},

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from tests.model.model_helpers import recorder, to_otlp_json
+from tests.support.paths import OTLP_REFERENCE
 from tracejudge import semconv as sc
 from tracejudge.model import (
     OtlpDecodeError,
@@ -25,7 +25,7 @@ from tracejudge.model import (
 )
 from tracejudge.model.spans import SPAN_KIND_CLIENT, SPAN_KIND_SERVER, STATUS_ERROR
 
-REFERENCE_TRACE = Path("/work/shared/reference/otlp/trace.json")
+REFERENCE_TRACE = OTLP_REFERENCE / "trace.json"
 
 
 def _sample_request() -> tuple[ExportTraceServiceRequest, list[SpanRecord]]:

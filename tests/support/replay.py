@@ -7,7 +7,7 @@ sent as recorded (SSE streams byte for byte), gzip ``!!binary`` bodies are decom
 and when a cassette holds the same call several times the first recording is replayed
 (``sequential=True`` serves them in recorded order instead, repeating the last one).
 
-Cassettes come from /work/shared/fixtures/cassettes/ (Apache-2.0, see MANIFEST.tsv there:
+Cassettes come from ../shared/fixtures/cassettes/ (Apache-2.0, see MANIFEST.tsv there:
 recorded by open-telemetry/opentelemetry-python-contrib and traceloop/openllmetry).
 """
 
@@ -25,7 +25,9 @@ from urllib.parse import urlsplit
 
 import yaml
 
-CASSETTE_ROOT = Path("/work/shared/fixtures/cassettes")
+from tests.support.paths import CASSETTES
+
+CASSETTE_ROOT = CASSETTES
 
 _HOP_HEADERS = frozenset({"content-length", "transfer-encoding", "content-encoding", "connection"})
 
