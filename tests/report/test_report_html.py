@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 from tests.report.report_builders import make_record, make_run
@@ -121,3 +122,19 @@ def test_text_tables_strip_control_characters() -> None:
     assert len(table.splitlines()) == 3
     assert "line one line two [31mred" in table
     assert "\x1b" not in summary_text(summarize(records))
+
+
+def test_finding_markers_are_drawn_after_every_step_box() -> None:
+    """A marker sits above its step, inside the lane of the step before it; drawn early it
+    was painted over by later boxes (regression). Short tool calls keep a visible width."""
+    finding = Finding("REFUND_FAILED", "fail", "outcome", "r", ("b" * 16,), "refund errored")
+    verdict = Verdict(f"{1:032x}", f"{1:016x}", "fail", {}, primary=finding, findings=[finding])
+    record = VerdictRecord.from_verdict(verdict)
+    (row,), _ = build_rows([record], [make_run(1, tool_status="error")])
+    page = render_html(summarize([record]), [row])
+    marker = page.index("<title>REFUND_FAILED (fail)")
+    svg = page[page.rfind("<svg", 0, marker) : page.index("</svg>", marker)]
+    assert svg.rfind("<rect") < svg.index("<title>REFUND_FAILED (fail)")
+    widths = [float(w) for w in re.findall(r'<rect x="[^"]+" y="\d+" width="([^"]+)"', svg)]
+    assert widths
+    assert min(widths) >= 8.0

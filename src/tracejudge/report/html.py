@@ -327,7 +327,11 @@ def _timeline_row(row: TimelineRow) -> str:
             f'<text x="{x:.1f}" y="{height - 2}" text-anchor="{anchor}" fill="#757575">'
             f"{frac * row.duration / 1e6:.1f} ms</text>"
         )
-    svg.extend(_step_box(step, row.duration) for step in row.steps)
+    drawn = [_step_box(step, row.duration) for step in row.steps]
+    # Boxes first, finding markers last: a marker sits above its box, inside the lane of
+    # the step drawn before it, and must not be painted over by a later box.
+    svg.extend(box for box, _ in drawn)
+    svg.extend(markers for _, markers in drawn)
     svg.append("</svg>")
     extra = ""
     if row.run_findings:
@@ -338,10 +342,15 @@ def _timeline_row(row: TimelineRow) -> str:
     return head + "".join(svg) + extra + "</div>"
 
 
-def _step_box(step: TimelineStep, duration: int) -> str:
+MIN_BOX_WIDTH = 8.0
+"""Tool calls often take microseconds next to millisecond model calls; keep them visible."""
+
+
+def _step_box(step: TimelineStep, duration: int) -> tuple[str, str]:
+    """The step's box and, separately, its finding markers (drawn after every box)."""
     scale = (TIMELINE_WIDTH - 2) / duration
     x = 1 + step.start * scale
-    w = max(3.0, (step.end - step.start) * scale)
+    w = max(MIN_BOX_WIDTH, (step.end - step.start) * scale)
     x = min(x, TIMELINE_WIDTH - w)
     y = 12 if step.kind == "model" else 12 + LANE_HEIGHT + 2
     fill = STATUS_FILL.get(step.status, STATUS_FILL["unset"])
@@ -362,15 +371,16 @@ def _step_box(step: TimelineStep, duration: int) -> str:
             f'<text x="{x + 3:.1f}" y="{y + 13}" fill="#fff">{_e(_clip(step.label, chars))}</text>'
         )
     parts.append("</g>")
+    markers: list[str] = []
     for i, f in enumerate(step.findings):
         mx = x + min(w / 2, 6) + i * 10
         colour = SEVERITY_FILL.get(f.severity, SEVERITY_FILL["fail"])
-        parts.append(
+        markers.append(
             f"<g><title>{_e(f'{f.code} ({f.severity}): {f.explanation}')}</title>"
             f'<path d="M{mx - 5:.1f},{y - 10} L{mx + 5:.1f},{y - 10} L{mx:.1f},{y - 1} Z" '
             f'fill="{colour}" stroke="#fff"/></g>'
         )
-    return "".join(parts)
+    return "".join(parts), "".join(markers)
 
 
 def _finding_item(f: FindingRecord) -> str:
