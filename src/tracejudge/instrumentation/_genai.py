@@ -104,11 +104,18 @@ class ModelCallTelemetry:
     Lifecycle: ``__init__`` starts the CLIENT span (sampling-relevant attributes set at
     creation); ``activate()``/``deactivate()`` make it current while the SDK runs; the
     patcher calls ``set_*`` with what it learned; ``end()`` or ``fail(exc)`` finishes it.
-    Ending is idempotent, so stream finalisers may race (exhaustion, close, GC).
+
+    Ending is idempotent and thread-safe: stream finalisers may race (exhaustion, close,
+    and ``weakref.finalize`` on the garbage collector's thread). The right to end is one
+    token in a list, taken with ``list.pop()`` (atomic in CPython), so exactly one
+    caller ends the span and records the metrics, with no lock on the hot path. A caller
+    that must record something *before* ending (a stream's accumulated response) takes
+    the token first with ``claim()`` and then ends with ``claimed=True``, so a racing
+    finaliser cannot record a second, partial result.
     """
 
     __slots__ = (
-        "_ended",
+        "_end_token",
         "_event",
         "_token",
         "input_tokens",
@@ -158,7 +165,7 @@ class ModelCallTelemetry:
         self.output_tokens: int | None = None
         self._token: object | None = None
         self._event: dict[str, AttributeValue] | None = None
-        self._ended = False
+        self._end_token: list[None] = [None]
 
     # --- context -----------------------------------------------------------------
 
@@ -268,14 +275,24 @@ class ModelCallTelemetry:
 
     @property
     def ended(self) -> bool:
-        """Whether ``end``/``fail`` already ran."""
-        return self._ended
+        """Whether the right to end was taken (``end``/``fail``/``abandon``/``claim``)."""
+        return not self._end_token
 
-    def end(self) -> None:
+    def claim(self) -> bool:
+        """Take the right to end this call: True for exactly one caller, ever.
+
+        The winner must then call ``end``/``fail``/``abandon`` with ``claimed=True``.
+        """
+        try:
+            self._end_token.pop()
+        except IndexError:
+            return False
+        return True
+
+    def end(self, *, claimed: bool = False) -> None:
         """Finish successfully: content stats, metrics, span end. Idempotent."""
-        if self._ended:
+        if not claimed and not self.claim():
             return
-        self._ended = True
         if self._event:
             self.span.add_event(
                 semconv.EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS, self._event
@@ -289,24 +306,31 @@ class ModelCallTelemetry:
         )
         self.span.end()
 
-    def fail(self, exc: BaseException) -> None:
+    def fail(self, exc: BaseException, *, claimed: bool = False) -> None:
         """Finish with status ERROR and ``error.type``. Idempotent."""
-        if self._ended:
+        if not claimed and not self.claim():
             return
         etype = set_error(self.span, exc)
         self.metric_attributes[semconv.ERROR_TYPE] = etype
-        self.end()
+        self.end(claimed=True)
 
-    def abandon(self, error_type: str = "_OTHER", description: str = "") -> None:
+    def abandon(
+        self, error_type: str = "_OTHER", description: str = "", *, claimed: bool = False
+    ) -> None:
         """Finish a call whose result was dropped unfinished (e.g. a stream closed early).
 
         The span keeps what was accumulated; status stays unset unless ``description``
         is given: closing a stream early is the caller's choice, not a failure.
         """
-        if self._ended:
+        if not claimed and not self.claim():
             return
         if description:
-            self.span.set_attribute(semconv.ERROR_TYPE, error_type)
-            self.span.set_status(Status(StatusCode.ERROR, description))
-            self.metric_attributes[semconv.ERROR_TYPE] = error_type
-        self.end()
+            self.mark_error(error_type, description)
+        self.end(claimed=True)
+
+    def mark_error(self, error_type: str, description: str) -> None:
+        """Set status ERROR and ``error.type`` (span and metrics) without ending: for an
+        error the response itself reports (a stream's error event)."""
+        self.span.set_attribute(semconv.ERROR_TYPE, error_type)
+        self.span.set_status(Status(StatusCode.ERROR, description))
+        self.metric_attributes[semconv.ERROR_TYPE] = error_type

@@ -225,4 +225,5 @@ class ResponsesStreamAccumulator:
                 err = get(self.response, "error")
                 self.error = str(get(err, "code") or "failed")
         if self.error is not None:
-            call.abandon(self.error, f"stream error event: {self.error}")
+            # Status only: the stream state that called us ends the call.
+            call.mark_error(self.error, f"stream error event: {self.error}")

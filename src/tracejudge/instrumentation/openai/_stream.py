@@ -49,30 +49,33 @@ class StreamState:
                 )
             self.acc.add(item)
 
+    # Each ending claims the call first, so when exhaustion, close and the GC finaliser
+    # race (possibly on different threads) exactly one records the response and ends.
+
     def complete(self) -> None:
-        if self.call.ended:
+        if not self.call.claim():
             return
         with self.runtime.guard:
             self.acc.finish(self.call, complete=True)
         with self.runtime.guard:
-            self.call.end()
+            self.call.end(claimed=True)
 
     def fail(self, exc: BaseException) -> None:
-        if self.call.ended:
+        if not self.call.claim():
             return
         with self.runtime.guard:
             self.acc.finish(self.call, complete=False)
         with self.runtime.guard:
-            self.call.fail(exc)
+            self.call.fail(exc, claimed=True)
 
     def abandon(self) -> None:
         """The caller stopped reading: keep what arrived, end without an error status."""
-        if self.call.ended:
+        if not self.call.claim():
             return
         with self.runtime.guard:
             self.acc.finish(self.call, complete=False)
         with self.runtime.guard:
-            self.call.abandon()
+            self.call.abandon(claimed=True)
 
 
 class _ResponseProxy:
