@@ -58,19 +58,21 @@ def any_value_to_python(value: AnyValue, path: str = "value") -> Any:
     raise OtlpDecodeError(path, f"unsupported AnyValue field {which!r} in trace data")
 
 
-_SCALARS = frozenset({"string_value", "int_value", "bool_value", "double_value"})
-
-
 def attributes_to_dict(kvs: Iterable[KeyValue], path: str = "attributes") -> dict[str, Any]:
     """Turn repeated ``KeyValue`` into a dict. A repeated key keeps its last value (as the SDK)."""
     out: dict[str, Any] = {}
     for i, kv in enumerate(kvs):
         value = kv.value
         which = value.WhichOneof("value")
-        # Fast path for the common scalar cases (one getattr by field name); the general
-        # converter handles arrays, kvlists, bytes, null and reports what it cannot read.
-        if which in _SCALARS:
-            out[kv.key] = getattr(value, which)
+        # Fast path for the common scalar cases; fall back to the general converter.
+        if which == "string_value":
+            out[kv.key] = value.string_value
+        elif which == "int_value":
+            out[kv.key] = value.int_value
+        elif which == "bool_value":
+            out[kv.key] = value.bool_value
+        elif which == "double_value":
+            out[kv.key] = value.double_value
         else:
             out[kv.key] = any_value_to_python(value, f"{path}[{i}].value")
     return out
