@@ -169,16 +169,29 @@ def _event_bytes(rule_id: str, score: float | None, label: str, explanation: str
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _framed_event(
+    rule_id: str, score: float | None, label: str, explanation: str
+) -> tuple[bytes, bytes]:
+    """Span field 11 header and event body for an outcome, leaving the 9-byte time field
+    (tag + fixed64) to splice between them: the event's serialized form is cached whole."""
+    body = _event_bytes(rule_id, score, label, explanation)
+    return length_delimited(11, bytes(9) + body)[: -len(body) - 9], body
+
+
 def _add_outcome_events(span: Span, outcomes: Sequence[RuleOutcome]) -> None:
     when = span.end_time_unix_nano or span.start_time_unix_nano or time.time_ns()
     # Event field 1 (time_unix_nano, fixed64) then the cached name and attributes, each
-    # framed as Span field 11 and merged in one call.
+    # framed as Span field 11, merged in one call.
     stamp_time = b"\x09" + when.to_bytes(8, "little")
     parts = []
     for o in outcomes:
-        score = None if o.score is None else float(o.score)
-        body = stamp_time + _event_bytes(o.rule_id, score, o.result, o.explanation)
-        parts.append(length_delimited(11, body))
+        head, body = _framed_event(
+            o.rule_id, None if o.score is None else float(o.score), o.result, o.explanation
+        )
+        parts.append(head)
+        parts.append(stamp_time)
+        parts.append(body)
     span.MergeFromString(b"".join(parts))
 
 
