@@ -180,10 +180,12 @@ class CelExpr:
             out = self.program.eval(activation)
         except Exception as exc:  # the binding raises on conversion problems
             return None, f"{type(exc).__name__}: {exc}"
-        type_name = str(out.type())
-        if "ERROR" in type_name:
-            return None, str(out.value())
-        return out.value(), None
+        value = out.value()
+        if value is True or value is False:
+            return value, None  # the common case, decided without asking for the type
+        if "ERROR" in str(out.type()):
+            return None, str(value)
+        return value, None
 
 
 class Compiler:

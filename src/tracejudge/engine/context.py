@@ -126,6 +126,7 @@ class RunContext:
         "cel_view",
         "final_index",
         "kinds",
+        "memo",
         "prices",
         "run",
         "tool_index",
@@ -159,6 +160,8 @@ class RunContext:
         self._view: dict[str, Any] | None = None
         self._activation: Any = None
         self._texts: dict[int, str] = {}
+        self.memo: dict[str, Any] = {}
+        """Per-run values several checks derive the same way (keyed by check module)."""
 
     def args_text(self, i: int, call: ToolCall) -> str | None:
         """Step ``i``'s arguments as text (canonical JSON), computed once per run."""

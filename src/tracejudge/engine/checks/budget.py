@@ -23,6 +23,8 @@ class Budget:
 
     def __init__(self, limits: dict[str, float]) -> None:
         self.limits = limits
+        self.model_limits = any(k in limits for k, _, _ in _MODEL_LIMITS)
+        self.token_limits = any(k in limits for k in _TOKEN_LIMITS)
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
         """Count as we go so each finding points at the step where the budget ran out."""
@@ -48,16 +50,7 @@ class Budget:
             )
         if "max_duration_s" in lim:
             self._time(ctx, report, lim["max_duration_s"])
-        if any(
-            k in lim
-            for k in (
-                "max_model_calls",
-                "max_input_tokens",
-                "max_output_tokens",
-                "max_total_tokens",
-                "max_cost_usd",
-            )
-        ):
+        if self.model_limits:
             self._model(ctx, report)
 
     def _time(self, ctx: RunContext, report: Report, limit: float) -> None:
@@ -76,26 +69,7 @@ class Budget:
     def _model(self, ctx: RunContext, report: Report) -> None:
         """One pass for totals; a second only to find where an exceeded limit was crossed."""
         lim = self.limits
-        calls = tin = tout = 0
-        cost = 0.0
-        missing_tokens: str | None = None
-        missing_price: str | None = None
-        prices = ctx.prices
-        for step in ctx.run.steps:
-            if not isinstance(step, ModelCall):
-                continue
-            calls += 1
-            if step.input_tokens is None or step.output_tokens is None:
-                missing_tokens = missing_tokens or step.span_id
-                continue
-            tin += step.input_tokens
-            tout += step.output_tokens
-            model = step.response_model or step.request_model or ""
-            price = prices.get(model) or prices.get(step.request_model or "")
-            if price is None:
-                missing_price = missing_price or model or "<unknown model>"
-            else:
-                cost += (step.input_tokens * price.input + step.output_tokens * price.output) / 1e6
+        calls, tin, tout, cost, missing_tokens, missing_price = _totals(ctx)
         totals = {
             "max_model_calls": float(calls),
             "max_input_tokens": float(tin),
@@ -106,8 +80,7 @@ class Budget:
         over = [w for w in _MODEL_LIMITS if w[0] in lim and totals[w[0]] > lim[w[0]]]
         if over:
             self._locate(ctx, report, over)
-        wants_tokens = any(k in lim for k in _TOKEN_LIMITS)
-        if wants_tokens and missing_tokens is not None:
+        if self.token_limits and missing_tokens is not None:
             report.insufficient(
                 "F-EVIDENCE-NO_TOKENS",
                 (missing_tokens,),
@@ -153,6 +126,42 @@ class Budget:
                     report.fail(code, (step.span_id,), f"{shown} {label} (at most {lim[key]:g})", i)
             if not pending:
                 return
+
+
+_Totals = tuple[int, int, int, float, "str | None", "str | None"]
+
+
+def _totals(ctx: RunContext) -> _Totals:
+    """Model calls, tokens, cost and the first gaps in them; computed once per run.
+
+    Rule sets usually have a hard and a soft budget rule: both read the same totals.
+    """
+    memo: _Totals | None = ctx.memo.get("budget.totals")
+    if memo is not None:
+        return memo
+    calls = tin = tout = 0
+    cost = 0.0
+    missing_tokens: str | None = None
+    missing_price: str | None = None
+    prices = ctx.prices
+    for step in ctx.run.steps:
+        if not isinstance(step, ModelCall):
+            continue
+        calls += 1
+        if step.input_tokens is None or step.output_tokens is None:
+            missing_tokens = missing_tokens or step.span_id
+            continue
+        tin += step.input_tokens
+        tout += step.output_tokens
+        model = step.response_model or step.request_model or ""
+        price = prices.get(model) or prices.get(step.request_model or "")
+        if price is None:
+            missing_price = missing_price or model or "<unknown model>"
+        else:
+            cost += (step.input_tokens * price.input + step.output_tokens * price.output) / 1e6
+    out = (calls, tin, tout, cost, missing_tokens, missing_price)
+    ctx.memo["budget.totals"] = out
+    return out
 
 
 _TOKEN_LIMITS = ("max_input_tokens", "max_output_tokens", "max_total_tokens", "max_cost_usd")
