@@ -159,20 +159,41 @@ def _operation(span: SpanRecord) -> str:
     return _TL_REQUEST_TYPES.get(_text(attrs.get(sc.FOREIGN_LLM_REQUEST_TYPE)), _OP.CHAT)
 
 
+_FLATTENED_HEADS = tuple(
+    p + "."
+    for p in (
+        sc.FOREIGN_LLM_INPUT_MESSAGES,
+        sc.FOREIGN_LLM_OUTPUT_MESSAGES,
+        sc.FOREIGN_GEN_AI_PROMPT,
+        sc.FOREIGN_GEN_AI_COMPLETION,
+    )
+)
+
+
+def _has_flattened(attrs: Mapping[str, Any]) -> bool:
+    heads = _FLATTENED_HEADS
+    return any(key.startswith(heads) for key in attrs)
+
+
 def _messages(
     span: SpanRecord, notes: list[str]
 ) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
     attrs = span.attributes
     inputs = _genai_messages(span, sc.GEN_AI_INPUT_MESSAGES, ROLE_USER, notes)
     outputs = _genai_messages(span, sc.GEN_AI_OUTPUT_MESSAGES, ROLE_ASSISTANT, notes)
-    if inputs is None:
-        inputs = messages_from_openinference(attrs, sc.FOREIGN_LLM_INPUT_MESSAGES, ROLE_USER)
-    if outputs is None:
-        outputs = messages_from_openinference(attrs, sc.FOREIGN_LLM_OUTPUT_MESSAGES, ROLE_ASSISTANT)
-    if inputs is None:
-        inputs = messages_from_indexed(attrs, sc.FOREIGN_GEN_AI_PROMPT, ROLE_USER)
-    if outputs is None:
-        outputs = messages_from_indexed(attrs, sc.FOREIGN_GEN_AI_COMPLETION, ROLE_ASSISTANT)
+    # The flattened forms need a scan of every key each; one scan first says whether any
+    # flattened key is there at all (GenAI spans with one side uncaptured have none).
+    if (inputs is None or outputs is None) and _has_flattened(attrs):
+        if inputs is None:
+            inputs = messages_from_openinference(attrs, sc.FOREIGN_LLM_INPUT_MESSAGES, ROLE_USER)
+        if outputs is None:
+            outputs = messages_from_openinference(
+                attrs, sc.FOREIGN_LLM_OUTPUT_MESSAGES, ROLE_ASSISTANT
+            )
+        if inputs is None:
+            inputs = messages_from_indexed(attrs, sc.FOREIGN_GEN_AI_PROMPT, ROLE_USER)
+        if outputs is None:
+            outputs = messages_from_indexed(attrs, sc.FOREIGN_GEN_AI_COMPLETION, ROLE_ASSISTANT)
     # The oldest form: the whole prompt/completion as one JSON attribute.
     if inputs is None:
         inputs = normalize_messages(attrs.get(sc.FOREIGN_GEN_AI_PROMPT), ROLE_USER)
