@@ -60,7 +60,8 @@ def test_semantic_errors_are_all_listed() -> None:
     assert any(e.startswith("rules[1].id: duplicate rule id 'a'") for e in errors)
     assert any(e.startswith("rules[1].check.claim: bad regex") for e in errors)
     assert any(e.startswith("rules[3].check.expr: bad CEL") for e in errors)
-    assert len(errors) == 3
+    assert "rules[1].check.tool: 'refund_api.create' is not declared in tools" in errors
+    assert len(errors) == 4
     path_err = _errors(rules_text({"type": "entity_binding", "tool": "x", "argument": "a[?"}))
     assert path_err[0].startswith("rules[0].check.argument: bad path")
 

@@ -37,6 +37,8 @@ def check_command(files: tuple[Path, ...]) -> None:
             errors.append(f"{path}: cannot read: {exc.strerror or exc}")
             continue
         rules += _count_rules(ruleset)
+        for warning in getattr(ruleset, "warnings", ()):
+            click.echo(f"tracejudge rules check: warning: {path}: {warning}", err=True)
     if errors:
         echo_errors("rules check", errors)
         click.echo(f"{len(errors)} error(s) in {len(files)} file(s)", err=True)

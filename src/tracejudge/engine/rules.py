@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path as FsPath
@@ -25,6 +25,7 @@ from tracejudge.engine.checks.custom import CelPredicate
 from tracejudge.engine.compile import Compiler, Regex
 from tracejudge.engine.context import Price, ToolMeta
 from tracejudge.engine.errors import RulesError
+from tracejudge.engine.toolrefs import check_tool_names
 from tracejudge.engine.verdict import Layer, Severity
 from tracejudge.model.run import Run
 
@@ -60,13 +61,13 @@ class Selector:
     attributes: tuple[tuple[str, Any], ...] = ()
     attributes_match: tuple[tuple[str, Regex], ...] = ()
 
-    def matches(self, run: Run, tool_names: Iterable[str]) -> bool:
+    def matches(self, run: Run, tool_names: Collection[str]) -> bool:
         """True when the rule should judge ``run``."""
         if self.agents and run.agent_name not in self.agents:
             return False
         if self.cases and run.case_id not in self.cases:
             return False
-        if self.tools_present and not self.tools_present <= set(tool_names):
+        if self.tools_present and not all(t in tool_names for t in self.tools_present):
             return False
         attrs = run.root_attributes
         for key, want in self.attributes:
@@ -106,6 +107,10 @@ class RuleSet:
     """What of the run the rule set's CEL predicates can read: the run view given to CEL
     holds only that (cel-cpp converts the whole view per run, so size is cost).
     None: the full view."""
+    warnings: tuple[str, ...] = ()
+    """Problems that do not stop loading (``path: message``), e.g. tool names that could
+    not be checked because the file declares no ``tools:``. ``tracejudge rules check``
+    prints them."""
 
 
 @functools.cache
@@ -211,11 +216,14 @@ def load_rules_text(text: str, source: str = "<string>") -> RuleSet:
         rule = _rule(r, at, comp, tools)
         if rule is not None:
             rules.append(rule)
+    name_errors, warnings = check_tool_names(doc)
+    for err in name_errors:
+        comp.errors.append(err)
     if comp.errors:
         raise RulesError(source, comp.errors)
     digest = hashlib.sha256(raw).hexdigest()[:16]
     view = ViewSpec.of(r.check.expr.source for r in rules if isinstance(r.check, CelPredicate))
-    return RuleSet(f"sha256:{digest}", tuple(rules), tools, prices, source, view)
+    return RuleSet(f"sha256:{digest}", tuple(rules), tools, prices, source, view, tuple(warnings))
 
 
 def _tools(spec: dict[str, Any], comp: Compiler) -> dict[str, ToolMeta]:
