@@ -45,8 +45,11 @@ class Engine:
     def _steps(self) -> tuple[_Step, ...]:
         """Per rule, what the loop reads, looked up once (rebuilt if ``ruleset`` changes)."""
         if self._plan_of is not self.ruleset:
+            rules = self.ruleset.rules
+            several = sum(1 for r in rules if r.check_type in METRIC_CHECKS) > 1
             self._plan = tuple(
-                (r.id, r.layer, r.selector, r.check.evaluate, r) for r in self.ruleset.rules
+                (r.id, r.layer, r.selector, r.check.evaluate, r, f"{r.id}." if several else "")
+                for r in rules
             )
             self._plan_of = self.ruleset
         return self._plan
@@ -114,13 +117,16 @@ class Engine:
         ranks = dict.fromkeys(LAYERS, 0)  # 0 not_applicable, 1 pass, 2 warn, 3 fail
         report = Report()
         add = outcomes.append
-        for rule_id, layer, selector, evaluate, rule in self._steps():
+        for rule_id, layer, selector, evaluate, rule, prefix in self._steps():
             if selector is not None and not selector.matches(run, tool_names):
                 add(RuleOutcome(rule_id, layer, "not_applicable", root))
                 continue
             evaluate(ctx, report)
             if report.metrics:
-                metrics.update(report.metrics)
+                if prefix:
+                    metrics.update({prefix + k: v for k, v in report.metrics.items()})
+                else:
+                    metrics.update(report.metrics)
                 report.metrics = {}
             if not report.items and not report.not_applicable:
                 add(RuleOutcome(rule_id, layer, "pass", root, 1.0, ""))
@@ -159,7 +165,13 @@ class Engine:
         )
 
 
-_Step: TypeAlias = tuple[str, Layer, "Selector | None", Callable[[RunContext, Report], None], Rule]
+_Step: TypeAlias = tuple[
+    str, Layer, "Selector | None", Callable[[RunContext, Report], None], Rule, str
+]
+METRIC_CHECKS = frozenset({"reference"})
+"""Check types that write ``Verdict.metrics``. With one such rule in the rule set its
+metrics keep their plain names (``tool_selection_accuracy``); with several, each rule's
+are keyed ``<rule id>.<name>`` so one rule's values never overwrite another's."""
 
 _RANK: dict[RuleResult, int] = {
     "not_applicable": 0,
