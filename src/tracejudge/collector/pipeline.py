@@ -204,7 +204,7 @@ class Pipeline:
         self, trace: PendingTrace, ready_at: float
     ) -> tuple[list[tuple[bytes, int]], list[dict[str, Any]]]:
         """Judge and stamp one trace; returns its framed fragments with their span counts
-        (payload pieces) and the verdict records."""
+        (payload pieces) and the verdict records (none without verdict sinks)."""
         fragments = [ResourceSpans.FromString(b) for b in trace.fragments]
         verdicts = self._judge(trace, fragments)
         records: list[dict[str, Any]] = []
@@ -212,6 +212,8 @@ class Pipeline:
             if not v.rules_version:
                 v.rules_version = self.rules_version
             self.stats.verdict(v)
+            if not self.sinks:
+                continue  # the JSON form is only for verdict sinks
             rec = v.to_dict()
             if trace.truncated:
                 rec["note"] = (
