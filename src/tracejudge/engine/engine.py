@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 from tracejudge.engine.context import Item, Report, RunContext
+from tracejudge.engine.evidence import EVIDENCE_RULE_ID, evidence_findings
 from tracejudge.engine.rules import Rule, RuleSet, Selector
 from tracejudge.engine.verdict import (
     LAYERS,
@@ -143,6 +144,23 @@ class Engine:
                 score = 0.0 if result == "fail" else None
                 add(RuleOutcome(rule_id, layer, result, span, score, expl))
                 report = Report()
+        evidence = evidence_findings(ctx, findings)
+        if evidence:
+            findings.extend(evidence)
+            for f in evidence:
+                if ranks[f.layer] < 2:
+                    ranks[f.layer] = 2
+            first = evidence[0]
+            outcomes.append(
+                RuleOutcome(
+                    EVIDENCE_RULE_ID,
+                    first.layer,
+                    "insufficient_evidence",
+                    first.span_ids[0] if first.span_ids else root,
+                    None,
+                    first.explanation,
+                )
+            )
         if len(findings) > 1:
             findings.sort(key=_order(len(run.steps)))
         hard = any(f.severity == "fail" for f in findings)
