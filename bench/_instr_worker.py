@@ -10,11 +10,13 @@ completion with a tool call, so the figure is the SDK + instrumentation cost, no
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 RESPONSE = {
@@ -88,76 +90,155 @@ def _provider() -> Any:
     return provider
 
 
-def _setup(config: str, provider: Any) -> Any:
-    """Instrument per ``config``; return a wrapper for ``floor`` or None."""
+class Toggle:
+    """Switches one configuration's instrumentation on and off inside this process."""
+
+    def __init__(self, on: Callable[[], None], off: Callable[[], None]) -> None:
+        self.on, self.off = on, off
+
+
+def _floor_call(provider: Any) -> Callable[[Any], Any]:
+    """One bare SDK span carrying the attributes tracejudge's chat span carries, content
+    included (serialized with ``json.dumps``: what hand-written telemetry would do)."""
+    from opentelemetry import trace
+
+    tracer = provider.get_tracer("bench.floor")
+    start_attrs = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "openai.api.type": "chat_completions",
+        "server.address": "bench.invalid",
+        "server.port": 80,
+    }
+
+    def call(client: Any) -> Any:
+        with tracer.start_as_current_span(
+            "chat gpt-4o-mini", kind=trace.SpanKind.CLIENT, attributes=start_attrs
+        ) as s:
+            s.set_attribute("gen_ai.input.messages", json.dumps(MESSAGES))
+            s.set_attribute("gen_ai.tool.definitions", json.dumps(TOOLS))
+            r = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, tools=TOOLS)
+            choice = r.choices[0]
+            calls = [
+                {"id": tc.id, "name": tc.function.name, "arguments": tc.function.arguments}
+                for tc in choice.message.tool_calls or ()
+            ]
+            output = json.dumps([{"role": "assistant", "tool_calls": calls}])
+            s.set_attributes(
+                {
+                    "gen_ai.response.id": r.id,
+                    "gen_ai.response.model": r.model,
+                    "gen_ai.response.finish_reasons": (choice.finish_reason,),
+                    "gen_ai.usage.input_tokens": r.usage.prompt_tokens,
+                    "gen_ai.usage.output_tokens": r.usage.completion_tokens,
+                    "gen_ai.output.messages": output,
+                }
+            )
+            return r
+
+    return call
+
+
+def _toggle(config: str, provider: Any, state: dict[str, Any]) -> Toggle:
+    """How to switch ``config`` on and off (every instrumentor here can be undone)."""
     from opentelemetry import trace
 
     os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
     os.environ["TRACELOOP_TRACE_CONTENT"] = "true"
     trace.set_tracer_provider(provider)
     if config == "tracejudge":
         import tracejudge
 
-        tracejudge.instrument(tracer_provider=provider, capture_content="SPAN_ONLY")
-    elif config == "otel-genai":
+        return Toggle(
+            lambda: tracejudge.instrument(tracer_provider=provider, capture_content="SPAN_ONLY"),
+            tracejudge.uninstrument,
+        )
+    instrumentor: Any
+    if config == "otel-genai":
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
-        OpenAIInstrumentor().instrument(tracer_provider=provider)
+        instrumentor = OpenAIInstrumentor()
     elif config == "openllmetry":
         from opentelemetry.instrumentation.openai import OpenAIInstrumentor as LLMetry
 
-        LLMetry().instrument(tracer_provider=provider)
+        instrumentor = LLMetry()
     elif config == "openinference":
         from openinference.instrumentation.openai import OpenAIInstrumentor as OI
 
-        OI().instrument(tracer_provider=provider)
+        instrumentor = OI()
     elif config == "floor":
-        tracer = provider.get_tracer("bench.floor")
+        floor = _floor_call(provider)
 
-        def call(client: Any) -> Any:
-            # One bare SDK span carrying the attributes a GenAI chat span carries.
-            with tracer.start_as_current_span("chat gpt-4o-mini", kind=trace.SpanKind.CLIENT) as s:
-                s.set_attribute("gen_ai.operation.name", "chat")
-                s.set_attribute("gen_ai.provider.name", "openai")
-                s.set_attribute("gen_ai.request.model", "gpt-4o-mini")
-                s.set_attribute("server.address", "bench.invalid")
-                s.set_attribute("server.port", 443)
-                r = client.chat.completions.create(
-                    model="gpt-4o-mini", messages=MESSAGES, tools=TOOLS
-                )
-                s.set_attribute("gen_ai.response.id", r.id)
-                s.set_attribute("gen_ai.response.model", r.model)
-                s.set_attribute("gen_ai.response.finish_reasons", ["tool_calls"])
-                s.set_attribute("gen_ai.usage.input_tokens", r.usage.prompt_tokens)
-                s.set_attribute("gen_ai.usage.output_tokens", r.usage.completion_tokens)
-                return r
+        def floor_on() -> None:
+            state["wrapper"] = floor
 
-        return call
-    elif config != "bare":
+        return Toggle(floor_on, lambda: state.update(wrapper=None))
+    elif config == "bare":
+        # Both halves identical: the row measures the method's own noise.
+        return Toggle(lambda: None, lambda: None)
+    else:
         raise SystemExit(f"unknown config {config}")
-    return None
+    return Toggle(
+        lambda: instrumentor.instrument(tracer_provider=provider), instrumentor.uninstrument
+    )
+
+
+def _block(one: Callable[[], Any], calls: int) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    for _ in range(calls):
+        one()
+    return (time.perf_counter() - start) / calls * 1e6
 
 
 def main() -> None:
+    """``_instr_worker.py CONFIG CALLS [BLOCK]``: CALLS measured calls per state."""
     config, calls = sys.argv[1], int(sys.argv[2])
+    block = int(sys.argv[3]) if len(sys.argv) > 3 else 50
     provider = _provider()
-    wrapper = _setup(config, provider)
+    state: dict[str, Any] = {"wrapper": None}
+    toggle = _toggle(config, provider, state)
     client = _client()
 
     def one() -> Any:
+        wrapper = state["wrapper"]
         if wrapper is not None:
             return wrapper(client)
         return client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, tools=TOOLS)
 
-    for _ in range(200):
-        one()
-    before = provider.discard.count
-    start = time.perf_counter()
-    for _ in range(calls):
-        one()
-    elapsed = time.perf_counter() - start
-    spans = (provider.discard.count - before) / calls
-    print(json.dumps({"config": config, "us_per_call": elapsed / calls * 1e6, "spans": spans}))
+    for switch in (toggle.on, toggle.off):
+        switch()
+        for _ in range(200):
+            one()
+    on_us: list[float] = []
+    off_us: list[float] = []
+    on_spans = 0
+    for i in range(max(1, calls // block)):
+        # ABBA order: a slow drift of the machine hits both halves alike.
+        for instrumented in (False, True) if i % 2 == 0 else (True, False):
+            (toggle.on if instrumented else toggle.off)()
+            before = provider.discard.count
+            us = _block(one, block)
+            if instrumented:
+                on_us.append(us)
+                on_spans += provider.discard.count - before
+            else:
+                off_us.append(us)
+    toggle.off()
+    diffs = [a - b for a, b in zip(on_us, off_us, strict=True)]
+    print(
+        json.dumps(
+            {
+                "config": config,
+                "bare_us": statistics.median(off_us),
+                "us_per_call": statistics.median(on_us),
+                "overhead_us": statistics.median(diffs),
+                "spans": on_spans / (len(on_us) * block),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -124,6 +124,26 @@ DEFAULT_REDACT_PATTERNS: Final[tuple[str, ...]] = (
 """Secret patterns redacted by default. A pattern with a group named ``s`` has only that
 group replaced (the key stays readable); otherwise the whole match is replaced."""
 
+_SECRET_KEY_WORDS: Final = ("passw", "pwd", "secret", "apikey", "api_key", "api-key", "token")
+_DEFAULT_PATTERN_KEYWORDS: Final[tuple[tuple[str, ...], ...]] = (
+    ("sk-",),
+    ("akia",),
+    ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ("bearer",),
+    _SECRET_KEY_WORDS,
+    _SECRET_KEY_WORDS,
+)
+"""For each default pattern, lower-case literals one of which every match contains.
+
+Why: running six regular expressions over every content attribute was the largest
+single cost of a traced call (~30 µs per attribute); a substring test on the lower-cased
+text (C speed) skips a pattern that cannot match. Exact, not a heuristic: each pattern
+requires one of its words literally (case-insensitively), and a replacement
+(``[REDACTED]``) never creates a word that was not there before.
+"""
+_ALL_KEYWORDS: Final = tuple(dict.fromkeys(w for ws in _DEFAULT_PATTERN_KEYWORDS for w in ws))
+_ASCII_DIGITS: Final = "0123456789"
+
 _CARD_CANDIDATE = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
 
 
@@ -148,17 +168,35 @@ class Redactor:
     and timestamps survive.
     """
 
-    __slots__ = ("_patterns",)
+    __slots__ = ("_always", "_patterns")
 
     def __init__(self, extra_patterns: Iterable[str] = (), *, defaults: bool = True) -> None:
-        sources = (*DEFAULT_REDACT_PATTERNS, *extra_patterns) if defaults else tuple(extra_patterns)
+        gated = tuple(zip(DEFAULT_REDACT_PATTERNS, _DEFAULT_PATTERN_KEYWORDS, strict=True))
+        # Extra (user) patterns have no known literal: they always run.
+        sources: tuple[tuple[str, tuple[str, ...] | None], ...] = (
+            *(gated if defaults else ()),
+            *((p, None) for p in extra_patterns),
+        )
         try:
-            self._patterns = tuple(re.compile(p) for p in sources)
+            self._patterns = tuple((re.compile(p), words) for p, words in sources)
         except re.error as exc:
             raise ValueError(f"invalid redaction pattern: {exc}") from exc
+        self._always = any(words is None for _, words in sources)
 
     def redact(self, text: str) -> tuple[str, int]:
         """Return ``(redacted text, number of secrets replaced)``."""
+        count = 0
+        lower = text.lower()
+        if self._always or _has_keyword(lower):
+            text, count = self._redact_patterns(text, lower)
+        # A card candidate has at least 13 digits: count the ASCII ones (C speed) and
+        # scan only when there are enough, or when non-ASCII text may hold other digits.
+        if not text.isascii() or sum(map(text.count, _ASCII_DIGITS)) >= 13:
+            text, cards = _redact_cards(text)
+            count += cards
+        return text, count
+
+    def _redact_patterns(self, text: str, lower: str) -> tuple[str, int]:
         count = 0
 
         def _sub(match: re.Match[str]) -> str:
@@ -174,19 +212,32 @@ class Redactor:
             count += 1
             return REDACTED
 
-        for pattern in self._patterns:
-            text = pattern.sub(_sub, text)
-
-        def _card(match: re.Match[str]) -> str:
-            nonlocal count
-            digits = match.group(0).replace(" ", "").replace("-", "")
-            if 13 <= len(digits) <= 19 and _luhn_ok(digits):
-                count += 1
-                return REDACTED
-            return match.group(0)
-
-        text = _CARD_CANDIDATE.sub(_card, text)
+        for pattern, words in self._patterns:
+            if words is None or any(w in lower for w in words):
+                text = pattern.sub(_sub, text)
         return text, count
+
+
+def _has_keyword(lower: str) -> bool:
+    """Whether any default pattern could match (a loop: cheaper than ``any(genexpr)``)."""
+    for word in _ALL_KEYWORDS:  # noqa: SIM110 - any(genexpr) measured ~2x slower here
+        if word in lower:
+            return True
+    return False
+
+
+def _redact_cards(text: str) -> tuple[str, int]:
+    count = 0
+
+    def _card(match: re.Match[str]) -> str:
+        nonlocal count
+        digits = match.group(0).replace(" ", "").replace("-", "")
+        if 13 <= len(digits) <= 19 and _luhn_ok(digits):
+            count += 1
+            return REDACTED
+        return match.group(0)
+
+    return _CARD_CANDIDATE.sub(_card, text), count
 
 
 # --- JSON ----------------------------------------------------------------------
@@ -229,13 +280,17 @@ def _safe_repr(value: Any) -> str:
         return f"<unrepresentable {type(value).__name__}>"
 
 
+_COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+"""Built once: ``json.dumps`` with non-default options builds an encoder per call."""
+
+
 def dumps(value: Any) -> str:
     """Compact JSON of ``value`` (SDK objects converted, repr fallback); never raises."""
     if isinstance(value, str):
         # Strings are JSON-encoded too so that consumers always parse one format.
         return json.dumps(value, ensure_ascii=False)
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+        return _COMPACT.encode(value)
     except (TypeError, ValueError):
         try:
             return json.dumps(

@@ -115,6 +115,7 @@ class ModelCallTelemetry:
     """
 
     __slots__ = (
+        "_attrs",
         "_end_token",
         "_event",
         "_token",
@@ -166,6 +167,9 @@ class ModelCallTelemetry:
         self._token: object | None = None
         self._event: dict[str, AttributeValue] | None = None
         self._end_token: list[None] = [None]
+        # Attributes learned during the call, set on the span in one call at the end
+        # (each ``set_attributes`` takes the span's lock and validates: fewer is cheaper).
+        self._attrs: dict[str, AttributeValue] = {}
 
     # --- context -----------------------------------------------------------------
 
@@ -192,8 +196,10 @@ class ModelCallTelemetry:
         output_tokens: int | None = None,
         extra: Mapping[str, AttributeValue] | None = None,
     ) -> None:
-        """Record the response attributes the conventions recommend."""
-        attrs: dict[str, AttributeValue] = dict(extra) if extra else {}
+        """Record the response attributes the conventions recommend (set at the end)."""
+        attrs = self._attrs
+        if extra:
+            attrs.update(extra)
         if response_id:
             attrs[semconv.GEN_AI_RESPONSE_ID] = response_id
         if response_model:
@@ -207,8 +213,6 @@ class ModelCallTelemetry:
         if output_tokens is not None:
             attrs[semconv.GEN_AI_USAGE_OUTPUT_TOKENS] = output_tokens
             self.output_tokens = output_tokens
-        if attrs:
-            self.span.set_attributes(attrs)
 
     def set_input(
         self,
@@ -256,15 +260,15 @@ class ModelCallTelemetry:
             if (tc_parts := [p for p in m.get("parts", ()) if p.get("type") == "tool_call"])
         ]
         if reduced:
-            self.span.set_attribute(
-                semconv.GEN_AI_OUTPUT_MESSAGES, self.runtime.encode_content(reduced, self.stats)
+            self._attrs[semconv.GEN_AI_OUTPUT_MESSAGES] = self.runtime.encode_content(
+                reduced, self.stats
             )
 
     def _emit_content(self, attrs: dict[str, AttributeValue]) -> None:
         if not attrs:
             return
         if self.runtime.content_on_span:
-            self.span.set_attributes(attrs)
+            self._attrs.update(attrs)
         if self.runtime.content_on_event:
             # One details event per operation, emitted when the call ends.
             if self._event is None:
@@ -293,6 +297,8 @@ class ModelCallTelemetry:
         """Finish successfully: content stats, metrics, span end. Idempotent."""
         if not claimed and not self.claim():
             return
+        if self._attrs:
+            self.span.set_attributes(self._attrs)
         if self._event:
             self.span.add_event(
                 semconv.EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS, self._event
