@@ -51,10 +51,13 @@ class BaselineDiff:
         expected: list[dict[str, Any]] = [c for c in base["calls"] if isinstance(c, dict)]
         cursor = 0
         matched: set[int] = set()
+        n = len(actual)
         for e in expected:
             name = e.get("tool")
-            pos = next((p for p in range(cursor, len(actual)) if actual[p][1].name == name), None)
-            if pos is None:
+            pos = cursor
+            while pos < n and actual[pos][1].name != name:
+                pos += 1
+            if pos == n:
                 at = actual[cursor][0] if cursor < len(actual) else ctx.final_index
                 report.fail(
                     "F-BASELINE-MISSING_CALL",
