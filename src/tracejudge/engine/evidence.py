@@ -20,8 +20,9 @@ F-EVIDENCE-ARGS_NOT_JSON   tool arguments kept as text (from the steps)  traject
 
 Notes that describe where evidence came from rather than a gap in it (the final answer's
 source, tool calls inferred from model messages or matched by name, duplicate span
-copies, several roots in a trace without agent spans) make no finding, so a healthy
-trace does not warn. ``F-EVIDENCE-ARGS_NOT_JSON`` is added only when no rule already
+copies, several roots in a trace without agent spans, a requested tool call that never
+ran, which trajectory rules judge as behaviour) make no finding, so a healthy trace does
+not warn. ``F-EVIDENCE-ARGS_NOT_JSON`` is added only when no rule already
 reported it for the run: rules that read arguments say so themselves.
 
 The builder's notes are text (``Run.notes``), so classes are recognised by phrase; the
