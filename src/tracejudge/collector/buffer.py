@@ -90,6 +90,10 @@ class TraceBuffer:
         self.nbytes -= t.nbytes
         self.spans -= t.spans
 
+    def next_deadline(self) -> float:
+        """The earliest pending deadline (possibly stale, so never late), or infinity."""
+        return self._heap[0][0] if self._heap else math.inf
+
     def due(self, now: float, limit: int | None = None) -> list[PendingTrace]:
         """Remove and return the traces whose deadline has passed (oldest first)."""
         out: list[PendingTrace] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 from typing import Any
@@ -188,11 +189,24 @@ class Collector:
             log.info("disk queue: replayed %d payloads and %d fragments", len(outbox), len(inbox))
 
     async def _tick_loop(self) -> None:
-        assert self.pipeline is not None
+        p = self.pipeline
+        assert p is not None
+        loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(self.config.tick)
+            # Wake at the earliest decision deadline (at most one tick away, at least 1 ms),
+            # or sooner when ingest buffers a trace due before that: a fixed sleep after each
+            # batch made traces wait a tick plus the batch before them.
+            now = loop.time()
+            delay = min(self.config.tick, max(0.001, p.buffer.next_deadline() - now))
+            p.wake.clear()
+            p.wake_at = now + delay
+            timer = loop.call_later(delay, p.wake.set)
             try:
-                await self.pipeline.tick()
+                await p.wake.wait()
+            finally:
+                timer.cancel()
+            try:
+                await p.tick()
             except Exception:
                 log.exception("decision tick failed")
 
@@ -241,6 +255,10 @@ class Collector:
     async def serve_forever(self) -> None:
         """Start, run until SIGTERM/SIGINT, then stop gracefully."""
         await self.start()
+        # This process is the collector: move everything alive after start-up (modules, the
+        # compiled rules) out of the collector's generations, so full collections walk only
+        # what traffic made and no longer pause decisions for tens of milliseconds.
+        gc.freeze()
         loop = asyncio.get_running_loop()
         stop_requested = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -80,6 +81,9 @@ class Pipeline:
         """Traces taken from the buffer but not yet decided (the loop yields between chunks);
         spans arriving for them are held here and forwarded as late after the decision."""
         self.rules_version = ""
+        self.wake = asyncio.Event()
+        """Set to run the decision timer now (a trace became due before ``wake_at``)."""
+        self.wake_at = math.inf
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -122,6 +126,8 @@ class Pipeline:
                 held.append(frag)  # its trace is being decided: goes out late, once decided
             else:
                 self.buffer.add(frag, now)
+        if self.buffer.next_deadline() < self.wake_at:
+            self.wake.set()
         if late:
             self.stats.count("late", sum(n for _, _, n in late))
             self._enqueue([(p, n, 1, None) for _, p, n in late], [])
