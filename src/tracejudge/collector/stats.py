@@ -7,7 +7,6 @@ batch, not per span, to keep the hot path cheap.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -34,6 +33,7 @@ class Stats:
         self.webhook_dropped = 0
         self.judge_errors = 0
         self._latencies: list[float] = []
+        self._unsorted = False
         self.queue_depth: Callable[[], int] = lambda: 0
         self.provider = MeterProvider(metric_readers=list(readers))
         meter = self.provider.get_meter("tracejudge.collector")
@@ -103,14 +103,21 @@ class Stats:
     def latency(self, seconds: float) -> None:
         """Record one trace's time from finished to forwarded."""
         self._latency.record(seconds)
+        # Appended unsorted and sorted when read: inserting in order cost a memmove of the
+        # whole sample (~9 us per trace at the 100,000 cap).
         if len(self._latencies) >= 100_000:
+            self._latencies.sort()
             self._latencies = self._latencies[::2]
-        bisect.insort(self._latencies, seconds)
+        self._latencies.append(seconds)
+        self._unsorted = True
 
     def percentile(self, q: float) -> float | None:
         """A latency percentile over the kept sample (None before any forward)."""
         if not self._latencies:
             return None
+        if self._unsorted:
+            self._latencies.sort()
+            self._unsorted = False
         i = min(len(self._latencies) - 1, int(q * len(self._latencies)))
         return self._latencies[i]
 
