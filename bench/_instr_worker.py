@@ -16,6 +16,7 @@ import os
 import statistics
 import sys
 import time
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -140,20 +141,79 @@ def _floor_call(provider: Any) -> Callable[[Any], Any]:
     return call
 
 
+_MISSING = object()
+
+
+def _snapshot() -> dict[tuple[Any, str], Any]:
+    """Every attribute of the ``openai`` modules and of the classes they define."""
+    out: dict[tuple[Any, str], Any] = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "openai" or name.startswith("openai.")):
+            continue
+        for attr, value in list(vars(module).items()):
+            out[(module, attr)] = value
+            if isinstance(value, type) and value.__module__ == name:
+                for cattr, cvalue in list(vars(value).items()):
+                    out[(value, cattr)] = cvalue
+    return out
+
+
+def _patch_toggle(instrument: Callable[[], None]) -> Toggle:
+    """Instrument once, then switch by putting the SDK attributes it replaced back and
+    forth. Why not ``uninstrument()``: OpenLLMetry's does not undo everything (calls
+    got 3x slower and re-instrumenting stacked its wrappers: 3.5 spans per call); the
+    same switch for every configuration keeps the comparison fair."""
+    before = _snapshot()
+    instrument()
+    after = _snapshot()
+    owners = {id(owner) for owner, _ in before}
+    changed = [
+        (key, before.get(key, _MISSING), value)
+        for key, value in after.items()
+        if id(key[0]) in owners  # modules imported by instrument() itself are left alone
+        and not (key[1].startswith("__") and key[1].endswith("__"))  # pydantic's caches
+        and not isinstance(value, types.ModuleType)  # a submodule imported meanwhile
+        and before.get(key, _MISSING) is not value
+    ]
+
+    def switch(on: bool) -> None:
+        for (owner, attr), off_value, on_value in changed:
+            value = on_value if on else off_value
+            if value is _MISSING:
+                if attr in vars(owner):
+                    delattr(owner, attr)
+            else:
+                setattr(owner, attr, value)
+
+    names = sorted({f"{getattr(o, '__name__', o)}.{a}" for (o, a), _, _ in changed})
+    print(f"# switched: {' '.join(names)}", file=sys.stderr)
+    return Toggle(lambda: switch(True), lambda: switch(False))
+
+
 def _toggle(config: str, provider: Any, state: dict[str, Any]) -> Toggle:
-    """How to switch ``config`` on and off (every instrumentor here can be undone)."""
+    """How to switch ``config`` on and off inside this process."""
+    import openai  # noqa: F401 - imported before the snapshot, as an application would
     from opentelemetry import trace
 
     os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
     os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
     os.environ["TRACELOOP_TRACE_CONTENT"] = "true"
     trace.set_tracer_provider(provider)
+    if config == "floor":
+        floor = _floor_call(provider)
+
+        def floor_on() -> None:
+            state["wrapper"] = floor
+
+        return Toggle(floor_on, lambda: state.update(wrapper=None))
+    if config == "bare":
+        # Both halves identical: the row measures the method's own noise.
+        return Toggle(lambda: None, lambda: None)
     if config == "tracejudge":
         import tracejudge
 
-        return Toggle(
-            lambda: tracejudge.instrument(tracer_provider=provider, capture_content="SPAN_ONLY"),
-            tracejudge.uninstrument,
+        return _patch_toggle(
+            lambda: tracejudge.instrument(tracer_provider=provider, capture_content="SPAN_ONLY")
         )
     instrumentor: Any
     if config == "otel-genai":
@@ -168,21 +228,9 @@ def _toggle(config: str, provider: Any, state: dict[str, Any]) -> Toggle:
         from openinference.instrumentation.openai import OpenAIInstrumentor as OI
 
         instrumentor = OI()
-    elif config == "floor":
-        floor = _floor_call(provider)
-
-        def floor_on() -> None:
-            state["wrapper"] = floor
-
-        return Toggle(floor_on, lambda: state.update(wrapper=None))
-    elif config == "bare":
-        # Both halves identical: the row measures the method's own noise.
-        return Toggle(lambda: None, lambda: None)
     else:
         raise SystemExit(f"unknown config {config}")
-    return Toggle(
-        lambda: instrumentor.instrument(tracer_provider=provider), instrumentor.uninstrument
-    )
+    return _patch_toggle(lambda: instrumentor.instrument(tracer_provider=provider))
 
 
 def _block(one: Callable[[], Any], calls: int) -> float:
@@ -199,8 +247,11 @@ def main() -> None:
     block = int(sys.argv[3]) if len(sys.argv) > 3 else 50
     provider = _provider()
     state: dict[str, Any] = {"wrapper": None}
-    toggle = _toggle(config, provider, state)
     client = _client()
+    # One plain call first, as an application would: the SDK loads its resource
+    # modules lazily, and the switch below only covers what existed before patching.
+    client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, tools=TOOLS)
+    toggle = _toggle(config, provider, state)
 
     def one() -> Any:
         wrapper = state["wrapper"]
@@ -226,7 +277,6 @@ def main() -> None:
                 on_spans += provider.discard.count - before
             else:
                 off_us.append(us)
-    toggle.off()
     diffs = [a - b for a, b in zip(on_us, off_us, strict=True)]
     print(
         json.dumps(

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from tracejudge.instrumentation._agent import AgentRun, AgentScope, agent
 from tracejudge.instrumentation._content import CaptureMode, ContentStats, Redactor
-from tracejudge.instrumentation._context import PendingToolCall, should_skip_model_span
+from tracejudge.instrumentation._context import (
+    PendingToolCall,
+    ToolCallIdScope,
+    should_skip_model_span,
+    tool_call_id,
+)
 from tracejudge.instrumentation._genai import (
     ModelCallTelemetry,
     error_type_of,
@@ -49,6 +54,7 @@ __all__ = [
     "PendingToolCall",
     "Redactor",
     "Runtime",
+    "ToolCallIdScope",
     "ToolRun",
     "ToolScope",
     "active_patchers",
@@ -64,6 +70,7 @@ __all__ = [
     "should_skip_model_span",
     "text_part",
     "tool",
+    "tool_call_id",
     "tool_call_part",
     "tool_call_response_part",
     "uninstrument",

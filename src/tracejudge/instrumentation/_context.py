@@ -86,6 +86,14 @@ class ToolCallLedger:
         with self.lock:
             self.calls = list(calls)
 
+    def claim_id(self, call_id: str) -> None:
+        """Mark the pending call with this id claimed (an id given explicitly), so the
+        name/argument matching never hands it to another tool."""
+        with self.lock:
+            for c in self.calls:
+                if c.call_id == call_id:
+                    c.claimed = True
+
     def claim(self, names: tuple[str, ...], arguments: Any) -> str | None:
         """Take the id of the unclaimed call with a matching name (and arguments when
         more than one matches); ``None`` when nothing matches."""
@@ -142,11 +150,85 @@ def record_requested_tool_calls(calls: Sequence[PendingToolCall]) -> None:
 
 
 def claim_tool_call_id(names: tuple[str, ...], arguments: Any) -> str | None:
-    """The model's tool-call id for a tool now executing under one of ``names``."""
+    """The model's tool-call id for a tool now executing under one of ``names``: the one
+    given with ``tool_call_id()`` if a scope is open, else the ledger's match."""
+    explicit = _take_explicit_call_id()
+    if explicit is not None:
+        mark_tool_call_id_claimed(explicit)
+        return explicit
     ledger = _LEDGER.get()
     if ledger is None:
         return None
     return ledger.claim(names, arguments)
+
+
+def mark_tool_call_id_claimed(call_id: str) -> None:
+    """An id was given explicitly: take it out of the ledger's matching."""
+    ledger = _LEDGER.get()
+    if ledger is not None:
+        ledger.claim_id(call_id)
+
+
+# --- explicit ids ------------------------------------------------------------------
+
+# The open ``tool_call_id()`` scope's id, as a one-element list: the first tool span
+# started in the scope takes it with ``list.pop()`` (atomic), so a tool nested inside
+# that tool, or a second tool in the same scope, falls back to the ledger.
+_EXPLICIT: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "tracejudge_explicit_tool_call_id", default=None
+)
+
+
+def _take_explicit_call_id() -> str | None:
+    holder = _EXPLICIT.get()
+    if not holder:
+        return None
+    try:
+        return holder.pop()
+    except IndexError:  # another thread sharing this scope took it first
+        return None
+
+
+class ToolCallIdScope:
+    """``with tool_call_id("call_abc"): refund(...)`` (see ``tool_call_id``)."""
+
+    __slots__ = ("_call_id", "_token")
+
+    def __init__(self, call_id: str) -> None:
+        self._call_id = call_id
+        self._token: contextvars.Token[list[str] | None] | None = None
+
+    def __enter__(self) -> ToolCallIdScope:
+        if self._token is not None:
+            raise RuntimeError("a tool_call_id() scope can be entered only once")
+        self._token = _EXPLICIT.set([self._call_id])
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        token, self._token = self._token, None
+        if token is not None:
+            try:
+                _EXPLICIT.reset(token)
+            except ValueError:  # exited in another context than entered
+                _EXPLICIT.set(None)
+
+
+def tool_call_id(call_id: str) -> ToolCallIdScope:
+    """Give the next tool execution in this block the model's tool-call id explicitly.
+
+    For decorated tools, whose call signature is the application's own::
+
+        for tc in response.choices[0].message.tool_calls:
+            with tool_call_id(tc.id):
+                TOOLS[tc.function.name](**json.loads(tc.function.arguments))
+
+    The first ``@tool``/``tool(...)`` span started inside the block takes the id (tools
+    it calls in turn, and later tools in the block, are matched as usual). Without it,
+    the id is matched from the latest model response by name, then by arguments.
+    """
+    if not isinstance(call_id, str) or not call_id:
+        raise ValueError(f"tool_call_id() needs a non-empty string id, got {call_id!r}")
+    return ToolCallIdScope(call_id)
 
 
 class AgentState:

@@ -6,7 +6,10 @@ tool runs. Each execution becomes an INTERNAL ``execute_tool {name}`` span carry
 bound arguments and the result (always captured, redacted and capped: judging needs
 them), the declared side effect (``tracejudge.tool.effect``) and the model's tool-call
 id, picked up from the latest model response in the same logical flow (matched by name,
-then by arguments when several calls share a name) unless given as ``call_id=``.
+then by arguments when several calls share a name) unless given explicitly:
+``call_id=`` in the context-manager form, ``with tool_call_id(id):`` around a decorated
+tool's call. (Not a reserved keyword argument of the decorated function: that would
+change the application's own call signature under its type checker.)
 """
 
 from __future__ import annotations
@@ -24,7 +27,11 @@ from opentelemetry.util.types import AttributeValue
 
 from tracejudge import semconv
 from tracejudge.instrumentation._content import ContentStats
-from tracejudge.instrumentation._context import AGENT_STATE, claim_tool_call_id
+from tracejudge.instrumentation._context import (
+    AGENT_STATE,
+    claim_tool_call_id,
+    mark_tool_call_id_claimed,
+)
 from tracejudge.instrumentation._genai import set_error
 from tracejudge.instrumentation._runtime import Runtime, get_runtime
 
@@ -105,6 +112,8 @@ def _start(
         attrs[semconv.GEN_AI_AGENT_NAME] = state.name
     if call_id is None:
         call_id = claim_tool_call_id(aliases, arguments)
+    else:
+        mark_tool_call_id_claimed(call_id)
     if call_id is not None:
         attrs[semconv.GEN_AI_TOOL_CALL_ID] = call_id
     return rt.tracer.start_span(f"{_OPERATION} {name}", kind=SpanKind.INTERNAL, attributes=attrs)
