@@ -137,3 +137,19 @@ def test_shipped_example_declares_every_tool_it_names() -> None:
     """The refund example is what people copy: it loads with no warnings."""
     rs = load_rules(ROOT / "examples" / "refund" / "rules.yaml")
     assert rs.warnings == ()
+
+
+def test_eval_prints_rule_warnings_before_judging(tmp_path: Path) -> None:
+    """Whoever runs `tracejudge eval` in CI sees unchecked tool names too, not only authors
+    who remember to run `rules check`; the warning never changes the exit code."""
+    from tracejudge.cli import main
+
+    doc = json.loads(rules_text({"type": "required_steps", "tools": ["send_email"]}))
+    del doc["tools"]
+    path = tmp_path / "rules.yaml"
+    path.write_text(json.dumps(doc))
+    trace = ROOT / "examples" / "refund" / "traces" / "healthy.json"
+    result = CliRunner().invoke(main, ["eval", "--rules", str(path), str(trace)])
+    assert "tracejudge eval: warning:" in result.output
+    assert "tools: not declared" in result.output
+    assert result.exit_code == 0, result.output

@@ -104,6 +104,8 @@ def eval_command(
     except OSError as exc:
         echo_errors("eval", [f"{rules_path}: cannot read rules: {exc.strerror or exc}"])
         sys.exit(EXIT_INPUT)
+    for warning in ruleset.warnings:
+        click.echo(f"tracejudge eval: warning: {rules_path}: {warning}", err=True)
     store = None
     if baselines is not None:
         from tracejudge.engine import BaselineStore

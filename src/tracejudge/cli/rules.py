@@ -37,7 +37,7 @@ def check_command(files: tuple[Path, ...]) -> None:
             errors.append(f"{path}: cannot read: {exc.strerror or exc}")
             continue
         rules += _count_rules(ruleset)
-        for warning in getattr(ruleset, "warnings", ()):
+        for warning in ruleset.warnings:
             click.echo(f"tracejudge rules check: warning: {path}: {warning}", err=True)
     if errors:
         echo_errors("rules check", errors)

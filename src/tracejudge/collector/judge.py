@@ -6,12 +6,15 @@ plug in their own; ``load_judge`` builds the real engine from a rules file.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.spans import SpanRecord
+
+logger = logging.getLogger(__name__)
 
 
 class Judge(Protocol):
@@ -28,5 +31,8 @@ def load_judge(rules: Path, baselines: Path | None = None) -> Judge:
     from tracejudge.engine import BaselineStore, Engine, load_rules
 
     store = BaselineStore(baselines) if baselines is not None else None
-    engine: Judge = Engine(load_rules(rules), store)
+    ruleset = load_rules(rules)
+    for warning in ruleset.warnings:
+        logger.warning("tracejudge serve: %s: %s", rules, warning)
+    engine: Judge = Engine(ruleset, store)
     return engine
