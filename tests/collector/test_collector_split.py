@@ -7,7 +7,7 @@ import os
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
-from tracejudge.collector.otlp import split_by_trace
+from tracejudge.collector.otlp import resource_spans_slices, split_by_trace
 
 
 def _resource_spans(trace_ids: list[bytes], empty_scope: bool = False) -> ResourceSpans:
@@ -56,3 +56,23 @@ def test_empty_scope_and_invalid_ids_take_the_general_path() -> None:
     out = split_by_trace(ExportTraceServiceRequest(resource_spans=[bad]))
     assert (out.accepted, out.rejected) == (1, 1)
     assert "invalid span_id" in out.error_message
+
+
+def test_raw_body_fragments_are_the_received_bytes() -> None:
+    """With the request body at hand, one-trace fragments are its own ResourceSpans bytes
+    (no re-serializing); they must equal what serializing the parsed message gives, and a
+    body that is not plain field-1 entries must fall back rather than mis-slice."""
+    t1, t2 = os.urandom(16), os.urandom(16)
+    request = ExportTraceServiceRequest(
+        resource_spans=[_resource_spans([t1, t1]), _resource_spans([t2, t2, t2])]
+    )
+    raw = request.SerializeToString()
+    assert resource_spans_slices(raw) is not None
+    with_raw = split_by_trace(request, raw)
+    without = split_by_trace(request)
+    assert [(f.trace_id, f.data, f.spans) for f in with_raw.fragments] == [
+        (f.trace_id, f.data, f.spans) for f in without.fragments
+    ]
+    assert resource_spans_slices(raw + b"\x10\x01") is None  # a field-2 varint
+    assert resource_spans_slices(raw[:-1]) is None  # truncated
+    assert split_by_trace(request, raw + b"\x10\x01").fragments[1].data == without.fragments[1].data

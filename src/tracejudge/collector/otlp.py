@@ -56,20 +56,58 @@ def parse_request(data: bytes) -> ExportTraceServiceRequest:
         raise ValueError(f"undecodable ExportTraceServiceRequest: {exc}") from exc
 
 
-def split_by_trace(request: ExportTraceServiceRequest) -> SplitResult:
+def resource_spans_slices(data: bytes) -> list[memoryview] | None:
+    """The serialized ``ResourceSpans`` of a request body, as views into it, in order.
+
+    A request is a sequence of field-1 entries, so walking only its top-level tags finds
+    each ``ResourceSpans``' own bytes (no parse). None when the body holds anything but
+    well-formed field-1 entries; the caller then serializes from the parsed message.
+    """
+    out: list[memoryview] = []
+    view = memoryview(data)
+    pos = 0
+    end = len(data)
+    while pos < end:
+        if data[pos] != 0x0A:  # field 1, wire type 2 (one tag byte)
+            return None
+        pos += 1
+        size = 0
+        shift = 0
+        while True:
+            if pos >= end or shift > 63:
+                return None
+            b = data[pos]
+            pos += 1
+            size |= (b & 0x7F) << shift
+            if b < 0x80:
+                break
+            shift += 7
+        if pos + size > end:
+            return None
+        out.append(view[pos : pos + size])
+        pos += size
+    return out
+
+
+def split_by_trace(request: ExportTraceServiceRequest, raw: bytes | None = None) -> SplitResult:
     """Group valid spans by trace id; spans with invalid ids are rejected (partial success).
 
     Fragments are assembled as bytes (each span serialized once, then framed into its
     ``ScopeSpans`` and ``ResourceSpans``), which is several times faster than building new
-    protobuf messages and copying spans into them.
+    protobuf messages and copying spans into them. ``raw``, the request's own bytes, lets a
+    ``ResourceSpans`` that holds one trace be buffered as received, with no serializing.
     """
     out = SplitResult()
     reasons: list[str] = []
-    for rs in request.resource_spans:
+    slices = resource_spans_slices(raw) if raw is not None else None
+    if slices is not None and len(slices) != len(request.resource_spans):
+        slices = None
+    for i, rs in enumerate(request.resource_spans):
         whole = _single_trace(rs)
         if whole is not None:
             tid, count, has_root = whole
-            out.fragments.append(TraceFragment(tid, rs.SerializeToString(), count, has_root))
+            data = bytes(slices[i]) if slices is not None else rs.SerializeToString()
+            out.fragments.append(TraceFragment(tid, data, count, has_root))
             out.accepted += count
             continue
         head = _field(1, rs.resource.SerializeToString()) if rs.HasField("resource") else b""

@@ -102,9 +102,10 @@ class Pipeline:
         """Count a refused request (refused before parsing, so its spans are not counted)."""
         self.stats.requests_throttled += 1
 
-    def ingest(self, request: ExportTraceServiceRequest) -> IngestResult:
-        """Admit a request: validate and split it, buffer each trace, forward late spans."""
-        split = split_by_trace(request)
+    def ingest(self, request: ExportTraceServiceRequest, raw: bytes | None = None) -> IngestResult:
+        """Admit a request: validate and split it, buffer each trace, forward late spans.
+        ``raw`` (the protobuf body ``request`` was parsed from) saves re-serializing."""
+        split = split_by_trace(request, raw)
         now = self._now()
         fresh = []
         late: list[tuple[bytes, bytes, int]] = []

@@ -63,7 +63,7 @@ def grpc_handler(pipeline: Pipeline) -> grpc.GenericRpcHandler[bytes, bytes]:
             request = parse_request(data)
         except ValueError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        result = pipeline.ingest(request)
+        result = pipeline.ingest(request, data)
         return response_bytes(result.rejected, result.error_message)
 
     handler = grpc.unary_unary_rpc_method_handler(export)
@@ -170,7 +170,7 @@ def traces_handler(pipeline: Pipeline, cap: int) -> Callable[[web.Request], Any]
             parsed = json_to_proto(json.loads(body)) if ctype == JSON else parse_request(body)
         except (ValueError, UnicodeDecodeError) as exc:
             return _status_response(400, code_pb2.INVALID_ARGUMENT, str(exc)[:500], ctype)
-        result = pipeline.ingest(parsed)
+        result = pipeline.ingest(parsed, body if ctype == PROTOBUF else None)
         raw = response_bytes(result.rejected, result.error_message)
         if ctype == JSON:
             obj = json_format.MessageToDict(ExportTraceServiceResponse.FromString(raw))
