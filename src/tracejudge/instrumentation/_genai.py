@@ -218,9 +218,11 @@ class ModelCallTelemetry:
         self,
         messages: list[dict[str, Any]] | None,
         system_instructions: list[dict[str, Any]] | None = None,
-        tool_definitions: list[dict[str, Any]] | None = None,
+        tool_definitions: list[dict[str, Any]] | str | None = None,
     ) -> None:
-        """Record input content per the capture mode (nothing in NO_CONTENT)."""
+        """Record input content per the capture mode (nothing in NO_CONTENT).
+
+        ``tool_definitions`` may come already encoded (``Runtime.encode_static``)."""
         if not self.runtime.capture_any:
             return
         attrs: dict[str, AttributeValue] = {}
@@ -229,7 +231,9 @@ class ModelCallTelemetry:
             attrs[semconv.GEN_AI_INPUT_MESSAGES] = enc(messages, self.stats)
         if system_instructions:
             attrs[semconv.GEN_AI_SYSTEM_INSTRUCTIONS] = enc(system_instructions, self.stats)
-        if tool_definitions:
+        if isinstance(tool_definitions, str):
+            attrs[semconv.GEN_AI_TOOL_DEFINITIONS] = tool_definitions
+        elif tool_definitions:
             attrs[semconv.GEN_AI_TOOL_DEFINITIONS] = enc(tool_definitions, self.stats)
         self._emit_content(attrs)
 

@@ -10,8 +10,9 @@ no other global state, so ``instrument()`` can swap it and tests can build their
 
 from __future__ import annotations
 
+import copy
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Final
 
@@ -41,6 +42,9 @@ DURATION_BUCKETS: Final = (
 TOKEN_BUCKETS: Final = (
     1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
 )  # fmt: skip
+
+_STATIC_ENTRIES: Final = 16
+"""Distinct tool lists remembered per runtime (an app has a few agents, each one list)."""
 
 _INPUT_TOKEN_ATTRS: Final = {semconv.GEN_AI_TOKEN_TYPE: semconv.GenAiTokenTypeValues.INPUT}
 _OUTPUT_TOKEN_ATTRS: Final = {semconv.GEN_AI_TOKEN_TYPE: semconv.GenAiTokenTypeValues.OUTPUT}
@@ -89,6 +93,7 @@ class Runtime:
 
     __slots__ = (
         "_seen_errors",
+        "_static",
         "capture",
         "capture_any",
         "content_on_event",
@@ -142,6 +147,7 @@ class Runtime:
         self.raise_internal_errors = raise_internal_errors
         self.guard = _Guard(self)
         self._seen_errors: set[str] = set()
+        self._static: dict[int, tuple[Any, Any, str | None, int, bool]] = {}
 
     # --- errors ----------------------------------------------------------------
 
@@ -166,6 +172,37 @@ class Runtime:
     def encode_content(self, value: Any, stats: ContentStats, *, as_json: bool = True) -> str:
         """Serialize, redact and cap ``value`` for a content attribute; updates ``stats``."""
         return self.encoder.encode(value, stats, as_json=as_json)
+
+    def encode_static(
+        self, source: Any, convert: Callable[[Any], Any], stats: ContentStats
+    ) -> str | None:
+        """``encode_content(convert(source))``, remembered for sources passed unchanged
+        on every call (tool definitions: agents pass the same list each time).
+
+        Why: converting, serializing and redacting the tool list was a fifth of a
+        traced call's cost. The entry is keyed by the source object's identity and used
+        only while the source still equals a deep copy taken when it was encoded, so a
+        list mutated in place is encoded afresh. ``None`` when ``convert`` gives nothing.
+        """
+        key = id(source)
+        hit = self._static.get(key)
+        if hit is not None and hit[0] is source and _still_equal(hit[1], source):
+            stats.redacted += hit[3]
+            stats.truncated = stats.truncated or hit[4]
+            return hit[2]
+        value = convert(source)
+        local = ContentStats()
+        text = self.encode_content(value, local) if value else None
+        stats.redacted += local.redacted
+        stats.truncated = stats.truncated or local.truncated
+        try:
+            snapshot = copy.deepcopy(source)
+        except Exception:  # an uncopyable source is simply not remembered
+            return text
+        if len(self._static) >= _STATIC_ENTRIES:
+            self._static.clear()
+        self._static[key] = (source, snapshot, text, local.redacted, local.truncated)
+        return text
 
     @staticmethod
     def stamp_content_stats(span: Span, stats: ContentStats) -> None:
@@ -195,6 +232,13 @@ class Runtime:
             self.token_usage.record(input_tokens, {**attributes, **_INPUT_TOKEN_ATTRS})
         if output_tokens is not None:
             self.token_usage.record(output_tokens, {**attributes, **_OUTPUT_TOKEN_ATTRS})
+
+
+def _still_equal(snapshot: Any, source: Any) -> bool:
+    try:
+        return bool(snapshot == source)
+    except Exception:  # a broken __eq__: treat as changed
+        return False
 
 
 _current: Runtime | None = None

@@ -68,10 +68,13 @@ def start(runtime: Runtime, resource: Any, kwargs: dict[str, Any]) -> ModelCallT
     )
     if runtime.capture_any:
         with runtime.guard:  # the span is open: a content bug must not leak it
+            tools = kwargs.get("tools")
             call.set_input(
                 input_messages(kwargs.get("messages")),
                 None,
-                tool_definitions(kwargs.get("tools")),
+                runtime.encode_static(tools, tool_definitions, call.stats)
+                if isinstance(tools, (list, tuple))
+                else None,
             )
     return call
 
