@@ -2,7 +2,8 @@
 
 Measures, with the real refund rules and real recorded refund-agent traces (10 spans):
 - sustained spans/s received, judged and forwarded (closed-loop load over loopback gRPC and
-  HTTP; the collector pushes back when full, so the rate is what it can really finish),
+  HTTP; the collector pushes back when full, so the rate is what it can really finish), and
+  the collector's CPU per decided trace (spans per CPU-second: comparable on a busy box),
 - p50/p99 time from a trace being finished (its decision deadline) to its forward being
   acknowledged, at half the sustained rate,
 - memory per buffered span against its wire size (RSS growth while holding traces),
@@ -91,6 +92,12 @@ def metrics(port: int) -> dict[str, Any]:
         return out
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_kib(pid: int) -> int:
     """Resident set size of a process, KiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -151,11 +158,13 @@ def throughput(sink: SinkThread, templates: list[Path], transport: str, seconds:
         scheme = "grpc" if transport == "grpc" else "http"
         gen = loadgen(f"{scheme}://127.0.0.1:{port}", templates, "--seconds", str(seconds))
         time.sleep(seconds / 4)
-        m0, t0 = metrics(serve.http), time.monotonic()
+        m0, t0, c0 = metrics(serve.http), time.monotonic(), cpu_seconds(serve.proc.pid)
         time.sleep(seconds / 2)
-        m1, t1 = metrics(serve.http), time.monotonic()
+        m1, t1, c1 = metrics(serve.http), time.monotonic(), cpu_seconds(serve.proc.pid)
         sent = json.loads(gen.communicate(timeout=seconds + 60)[0])
         dt = t1 - t0
+        decided = m1["traces_decided"] - m0["traces_decided"]
+        spans_per_trace = sent["sent_spans"] / max(1, sent["sent_traces"])
         return {
             "transport": transport,
             "received_spans_per_s": round((m1["spans"]["received"] - m0["spans"]["received"]) / dt),
@@ -169,6 +178,11 @@ def throughput(sink: SinkThread, templates: list[Path], transport: str, seconds:
             "forwarded_spans_per_s": round(
                 (m1["spans"]["forwarded"] - m0["spans"]["forwarded"]) / dt
             ),
+            # CPU the collector spent per decided trace (receive, refusals, judging,
+            # forwarding): the figure that does not depend on what else the machine runs.
+            "collector_cpu_share": round((c1 - c0) / dt, 2),
+            "cpu_us_per_trace": round((c1 - c0) / max(1, decided) * 1e6),
+            "spans_per_cpu_second": round(decided * spans_per_trace / max(1e-9, c1 - c0)),
             "throttled_requests": sent["throttled"],
             "loadgen": sent,
         }
