@@ -75,7 +75,7 @@ def main() -> int:
     )
     for c in args.configs:
         med = statistics.median(over[c])
-        spread = f"{min(over[c]):.1f}-{max(over[c]):.1f}"
+        spread = f"{min(over[c]):.1f}..{max(over[c]):.1f}"
         ratio = med / floor if floor > 0 and c not in ("bare", "floor") else float("nan")
         ratio_s = f"{ratio:.2f}" if ratio == ratio else "-"
         print(
