@@ -128,12 +128,16 @@ class AnthropicCall:
         self._acc: MessageAccumulator | None = None
         self._first_chunk = False
         self._sdk_token: Token[bool] | None = None
-        with runtime.guard:  # the span exists now: odd content must not orphan it
-            self.telemetry.set_input(
-                cv.input_messages(params.get("messages")),
-                cv.system_instructions(params.get("system")),
-                cv.tool_definitions(params.get("tools")),
-            )
+        if runtime.capture_any:  # nothing is recorded in NO_CONTENT: skip converting
+            tools = params.get("tools")
+            with runtime.guard:  # the span exists now: odd content must not orphan it
+                self.telemetry.set_input(
+                    cv.input_messages(params.get("messages")),
+                    cv.system_instructions(params.get("system")),
+                    runtime.encode_static(tools, cv.tool_definitions, self.telemetry.stats)
+                    if isinstance(tools, (list, tuple))
+                    else cv.tool_definitions(tools),  # other iterables: converted each time
+                )
 
     @classmethod
     def start(

@@ -64,11 +64,14 @@ def start(runtime: Runtime, resource: Any, kwargs: dict[str, Any]) -> ModelCallT
     )
     if runtime.capture_any:
         instructions = kwargs.get("instructions")
+        tools = kwargs.get("tools")
         with runtime.guard:  # the span is open: a content bug must not leak it
             call.set_input(
                 input_messages(kwargs.get("input")),
                 [text_part(instructions)] if isinstance(instructions, str) else None,
-                tool_definitions(kwargs.get("tools")),
+                runtime.encode_static(tools, tool_definitions, call.stats)
+                if isinstance(tools, (list, tuple))
+                else None,
             )
     return call
 
