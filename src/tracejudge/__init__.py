@@ -8,6 +8,6 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 # Imported after __version__: the instrumentation reads it for its tracer scope.
-from tracejudge.instrumentation import agent, instrument, tool, uninstrument
+from tracejudge.instrumentation import agent, instrument, tool, tool_call_id, uninstrument
 
-__all__ = ["__version__", "agent", "instrument", "tool", "uninstrument"]
+__all__ = ["__version__", "agent", "instrument", "tool", "tool_call_id", "uninstrument"]

@@ -291,3 +291,53 @@ def test_encoder_never_raises() -> None:
     assert "unrepresentable" in encoder.encode({"x": BadRepr()}, stats)
     assert isinstance(encoder.encode(cyclic, stats), str)
     assert dumps({"b": b"\x00\x01"}) == '{"b":"AAE="}'
+
+
+def test_capture_content_false_records_no_content_at_all(
+    tracer_provider: TracerProvider, replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """`capture_content=False` is the explicit "nothing leaves the process" switch: it
+    overrides the default capture of tool arguments/results, requested tool calls and the
+    final answer too, unlike the NO_CONTENT mode (which keeps that evidence)."""
+    tracejudge.instrument(tracer_provider=tracer_provider, capture_content=False)
+
+    @tracejudge.tool(effect="read")
+    def lookup(order_id: str) -> dict[str, str]:
+        return {"id": order_id}
+
+    with tracejudge.agent("a") as run:
+        _call(replay("openai/test_chat_completion_tool_calls_with_content.yaml"), WEATHER)
+        lookup("A-1")
+        run.set_output("done")
+    spans = {
+        s.name.split()[0]: dict(s.attributes or {}) for s in span_exporter.get_finished_spans()
+    }
+    assert set(spans) == {"chat", "execute_tool", "invoke_agent"}
+    content_keys = ("messages", "instructions", "definitions", "arguments", "result")
+    for name, attrs in spans.items():
+        assert not [k for k in attrs if k.endswith(content_keys)], name
+    assert spans["execute_tool"]["gen_ai.tool.name"] == "lookup"
+
+
+def test_no_content_mode_still_records_tool_evidence(
+    tracer_provider: TracerProvider, span_exporter: InMemorySpanExporter
+) -> None:
+    """The NO_CONTENT mode (the default) hides message text only: the judge still gets
+    tool arguments, results and the final answer."""
+    tracejudge.instrument(tracer_provider=tracer_provider, capture_content="NO_CONTENT")
+
+    @tracejudge.tool(effect="read")
+    def lookup(order_id: str) -> dict[str, str]:
+        return {"id": order_id}
+
+    with tracejudge.agent("a") as run:
+        lookup("A-1")
+        run.set_output("done")
+    spans = {
+        s.name.split()[0]: dict(s.attributes or {}) for s in span_exporter.get_finished_spans()
+    }
+    assert json.loads(str(spans["execute_tool"]["gen_ai.tool.call.arguments"])) == {
+        "order_id": "A-1"
+    }
+    assert json.loads(str(spans["execute_tool"]["gen_ai.tool.call.result"])) == {"id": "A-1"}
+    assert "done" in str(spans["invoke_agent"]["gen_ai.output.messages"])

@@ -116,7 +116,7 @@ class AgentScope:
         span = run.span
         if state is not None and len(state.providers) == 1:
             span.set_attribute(semconv.GEN_AI_PROVIDER_NAME, next(iter(state.providers)))
-        if run.output is not None:
+        if run.output is not None and rt.capture_evidence:
             stats = ContentStats()
             span.set_attribute(
                 semconv.GEN_AI_OUTPUT_MESSAGES,

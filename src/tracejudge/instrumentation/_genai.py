@@ -256,7 +256,7 @@ class ModelCallTelemetry:
             }
             self._emit_content(attrs)
             return
-        if not tool_calls:
+        if not tool_calls or not self.runtime.capture_evidence:
             return
         reduced = [
             {"role": m.get("role", "assistant"), "parts": tc_parts}

@@ -86,6 +86,11 @@ class Runtime:
       ``gen_ai.client.token.usage`` ({token}) histograms; prefer ``record_metrics``.
     - ``capture``: the message-content ``CaptureMode`` (``content_on_span``,
       ``content_on_event``, ``capture_any``: its flags, precomputed for the hot path).
+    - ``capture_evidence``: whether tool arguments/results, the model's requested tool
+      calls and the final answer are recorded. On by default, and in every capture mode
+      (judging needs them); off only for ``instrument(capture_content=False)``, the
+      explicit "no content at all" that overrides both the mode and this default.
+      ``capture_content=True`` is ``SPAN_ONLY`` with evidence.
     - ``encoder``: serializes + redacts + caps a content value (``encode_content``).
     - ``guard``: ``with runtime.guard: ...`` runs telemetry code that must never raise
       into the app; errors are logged, or re-raised when ``raise_internal_errors``.
@@ -96,6 +101,7 @@ class Runtime:
         "_static",
         "capture",
         "capture_any",
+        "capture_evidence",
         "content_on_event",
         "content_on_span",
         "duration",
@@ -142,6 +148,8 @@ class Runtime:
         self.content_on_span = self.capture.on_span
         self.content_on_event = self.capture.on_event
         self.capture_any = self.content_on_span or self.content_on_event
+        # False (the bool) is the one explicit "no content at all"; see the class docstring.
+        self.capture_evidence = capture_content is not False
         self.redactor = Redactor(redact_patterns)
         self.encoder = ContentEncoder(self.redactor, max_attribute_bytes)
         self.raise_internal_errors = raise_internal_errors

@@ -126,13 +126,13 @@ def _finish(
     try:
         with rt.guard:
             stats = ContentStats()
-            if arguments is not _UNSET:
+            if arguments is not _UNSET and rt.capture_evidence:
                 span.set_attribute(
                     semconv.GEN_AI_TOOL_CALL_ARGUMENTS, rt.encode_content(arguments, stats)
                 )
             if exc is not None:
                 set_error(span, exc)
-            elif result is not _UNSET:
+            elif result is not _UNSET and rt.capture_evidence:
                 span.set_attribute(
                     semconv.GEN_AI_TOOL_CALL_RESULT, rt.encode_content(result, stats)
                 )
