@@ -42,3 +42,34 @@ def test_not_json_is_kept_as_text() -> None:
     """A plain-text tool result stays text and is flagged as not JSON."""
     assert parse_json_text("refund issued") == ("refund issued", False)
     assert parse_json_text("[1, 2") == ("[1, 2", False)
+
+
+def test_otlp_json_documents_parse_like_the_stdlib() -> None:
+    """The document parser takes orjson's fast path; in-range values come out exactly as
+    json.loads gives them, and non-JSON is a decode error."""
+    from tracejudge.model.decode_json import parse_json_document
+    from tracejudge.model.errors import OtlpDecodeError
+
+    for text in ['{"a": 1, "t": "1544712660000000000"}', '[1.5, "x", null, 9223372036854775807]']:
+        assert parse_json_document(text) == json.loads(text)
+        assert parse_json_document(text.encode()) == json.loads(text)
+    with pytest.raises(OtlpDecodeError, match="invalid JSON"):
+        parse_json_document(b"{not json")
+
+
+@pytest.mark.parametrize("literal", ["123456789012345678901234567890", '"9223372036854775808"'])
+def test_int_values_beyond_int64_are_refused(literal: str) -> None:
+    """An intValue no OTLP field can hold is a clear decode error, not a silently rounded
+    number (a fast JSON parser turns such literals into floats on the way in)."""
+    from tracejudge.model.decode_json import spans_from_json
+    from tracejudge.model.errors import OtlpDecodeError
+
+    doc = (
+        '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c",'
+        '"spanId":"eee19b7ec3c1b174","name":"x","startTimeUnixNano":"1544712660000000000",'
+        '"endTimeUnixNano":"1544712661000000000","attributes":[{"key":"k","value":{"intValue":'
+        + literal
+        + "}}]}]}]}]}"
+    )
+    with pytest.raises(OtlpDecodeError, match="range"):
+        spans_from_json(doc)

@@ -9,7 +9,6 @@ decompressed as a stream with a cap (a zip bomb gets 413, not an OOM), 400 with 
 
 from __future__ import annotations
 
-import json
 import logging
 import zlib
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tracejudge.collector.otlp import parse_request, response_bytes, status_bytes
 from tracejudge.collector.pipeline import Pipeline, Throttled
-from tracejudge.model.decode_json import json_to_proto
+from tracejudge.model.decode_json import json_to_proto, parse_json_document
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -167,7 +166,9 @@ def traces_handler(pipeline: Pipeline, cap: int) -> Callable[[web.Request], Any]
         except BadEncoding as exc:
             return _status_response(400, code_pb2.INVALID_ARGUMENT, str(exc), ctype)
         try:
-            parsed = json_to_proto(json.loads(body)) if ctype == JSON else parse_request(body)
+            parsed = (
+                json_to_proto(parse_json_document(body)) if ctype == JSON else parse_request(body)
+            )
         except (ValueError, UnicodeDecodeError) as exc:
             return _status_response(400, code_pb2.INVALID_ARGUMENT, str(exc)[:500], ctype)
         result = pipeline.ingest(parsed, body if ctype == PROTOBUF else None)
