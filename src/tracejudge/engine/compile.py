@@ -217,7 +217,7 @@ class Compiler:
             return Regex(
                 pattern,
                 compiled,
-                _raw_matcher(compiled),
+                _raw_matcher(_re2_compile(pattern, never_capture=True)),
                 _raw_spans(compiled),
                 _capture_group(compiled),
             )
@@ -297,9 +297,13 @@ def cel_macro_nesting(expression: str) -> int:
     return best
 
 
-def _re2_compile(pattern: str) -> Any:
+def _re2_compile(pattern: str, never_capture: bool = False) -> Any:
+    """``never_capture``: the yes/no twin ``Regex.test`` uses. The binding always asks RE2
+    for every group's span, which on a match makes RE2 rerun the match for submatches
+    (~3.4 -> ~1.3 us on a 170-character answer); without groups the DFA answer is enough."""
     options = re2.Options()
     options.log_errors = False
+    options.never_capture = never_capture
     return re2.compile(pattern, options)
 
 

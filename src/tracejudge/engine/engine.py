@@ -24,6 +24,7 @@ from tracejudge.engine.verdict import (
     Verdict,
     clip_explanation,
 )
+from tracejudge.model.build import build_runs
 from tracejudge.model.run import Run
 
 if TYPE_CHECKING:
@@ -75,9 +76,6 @@ class Engine:
         Never raises either: if the run builder fails, the trace gets one error verdict.
         """
         try:
-            # lazy: the run builder (and what it imports) is only needed for spans
-            from tracejudge.model.build import build_runs
-
             runs = build_runs(spans)
         except Exception as exc:
             trace_id = spans[0].trace_id if spans else ""
