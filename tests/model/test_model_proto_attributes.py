@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from tracejudge.model import OtlpDecodeError
-from tracejudge.model.decode_proto import attributes_to_dict
+from tracejudge.model.decode_proto import attributes_to_dict, span_from_proto
+from tracejudge.model.spans import SpanRecord
 
 
 def _kv(key: str, value: AnyValue) -> KeyValue:
@@ -48,3 +50,36 @@ def test_error_path_names_the_failing_entry_after_fast_path_entries() -> None:
         attributes_to_dict(kvs, "span.attributes")
     assert str(info.value).startswith("span.attributes[2].value.arrayValue.values[1]:")
     assert "string_value_strindex" in str(info.value)
+
+
+def test_decoded_span_fields_land_in_their_own_slots() -> None:
+    """The decoder builds SpanRecord positionally (hot path); every field, given a distinct
+    value, must come out under its own name, so a reordered dataclass cannot go unnoticed."""
+    span = Span(
+        trace_id=bytes(range(16)),
+        span_id=bytes(range(8)),
+        parent_span_id=bytes(range(8, 16)),
+        name="chat m",
+        kind=Span.SPAN_KIND_CLIENT,
+        start_time_unix_nano=11,
+        end_time_unix_nano=22,
+        status=Status(code=Status.STATUS_CODE_ERROR, message="boom"),
+        attributes=[_kv("k", AnyValue(string_value="v"))],
+    )
+    resource = {"service.name": "svc"}
+    got = span_from_proto(span, resource, "scope-x")
+    assert got == SpanRecord(
+        trace_id=bytes(range(16)).hex(),
+        span_id=bytes(range(8)).hex(),
+        parent_span_id=bytes(range(8, 16)).hex(),
+        name="chat m",
+        kind=Span.SPAN_KIND_CLIENT,
+        start_ns=11,
+        end_ns=22,
+        status_code=Status.STATUS_CODE_ERROR,
+        status_message="boom",
+        attributes={"k": "v"},
+        events=[],
+        resource=resource,
+        scope="scope-x",
+    )
