@@ -2,7 +2,7 @@
 #   make demo   - the main job: the refund agent judged by an embedded collector
 #   make test   - semconv freshness, lint, strict types and the whole test suite,
 #                 end-to-end tests against real Jaeger and the OpenTelemetry Collector included
-.PHONY: demo test bootstrap backends lint typecheck semconv semconv-check pytest bench bench-instrumentation bench-engine bench-decode bench-collector
+.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check pytest pytest-compiled bench bench-instrumentation bench-engine bench-decode bench-collector
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -12,6 +12,10 @@ bootstrap:
 
 backends:
 	@bash scripts/build-backends.sh
+
+# The mypyc-compiled wheel (what a release ships) in dist/compiled, installed in .venv-compiled.
+compiled: bootstrap
+	@bash scripts/build-compiled.sh
 
 demo: bootstrap
 	$(VENV)/bin/tracejudge demo
@@ -23,16 +27,22 @@ semconv-check: bootstrap
 	$(PY) semconv/generate.py --check
 
 lint: bootstrap
-	$(VENV)/bin/ruff check src tests semconv bench examples
-	$(VENV)/bin/ruff format --check src tests semconv bench examples
+	$(VENV)/bin/ruff check hatch_build.py src tests semconv bench examples
+	$(VENV)/bin/ruff format --check hatch_build.py src tests semconv bench examples
 
 typecheck: bootstrap
-	$(VENV)/bin/mypy src tests
+	$(VENV)/bin/mypy hatch_build.py src tests
 
 pytest: bootstrap backends
 	$(PY) -m pytest
 
-test: semconv-check lint typecheck pytest
+# The judging path again, on the compiled wheel: it must behave exactly like the sources.
+COMPILED_TESTS := tests/model tests/engine tests/collector tests/report tests/cli tests/e2e
+
+pytest-compiled: compiled backends
+	.venv-compiled/bin/python -m pytest --expect-compiled $(COMPILED_TESTS)
+
+test: semconv-check lint typecheck pytest pytest-compiled
 
 bench-instrumentation:
 	@bash bench/setup-peers.sh
@@ -44,7 +54,7 @@ bench-engine: bootstrap
 bench-decode: bootstrap
 	$(PY) bench/bench_decode.py
 
-bench-collector: bootstrap backends
+bench-collector: bootstrap compiled backends
 	$(PY) bench/bench_collector.py --anchor
 
 # Every benchmark, one after the other; results belong in docs/performance.md.

@@ -20,6 +20,21 @@ from tests.support.otel import FakeClock, make_meter_provider, make_tracer_provi
 from tests.support.replay import ReplayServer
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--expect-compiled``: the run tests the mypyc-compiled wheel (``make pytest-compiled``)."""
+    parser.addoption(
+        "--expect-compiled",
+        action="store_true",
+        help="assert that the judging hot path is the mypyc-compiled build",
+    )
+
+
+@pytest.fixture
+def expect_compiled(request: pytest.FixtureRequest) -> bool:
+    """True when this run must exercise the compiled build, False for pure Python."""
+    return bool(request.config.getoption("--expect-compiled"))
+
+
 @pytest.fixture
 def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     """Span start/end times advance 1 ms per reading (deterministic timestamps)."""

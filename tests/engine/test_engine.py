@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from tests.engine.engine_runs import ORDERS, REFUND_TOOLS, make_run, model, span, tool
 from tracejudge.engine import Engine, load_rules_text
+from tracejudge.engine.context import Report, RunContext
 from tracejudge.engine.verdict import EXPLANATION_MAX_BYTES
 
 RULES = {
@@ -86,13 +88,22 @@ def test_warn_only_run() -> None:
 
 
 def test_judge_never_raises() -> None:
-    """A broken run object becomes an error verdict instead of an exception."""
-    run = make_run([])
-    run.steps = None  # type: ignore[assignment]
-    v = _engine().judge(run)
+    """A check that crashes becomes an error verdict instead of an exception."""
+
+    class Crashing:
+        """A ``Check`` with a bug (a fake: the shipped checks are tested not to raise)."""
+
+        def evaluate(self, ctx: RunContext, report: Report) -> None:
+            raise TypeError("boom")
+
+    engine = _engine()
+    first = engine.ruleset.rules[0]
+    engine.ruleset = dataclasses.replace(
+        engine.ruleset, rules=(dataclasses.replace(first, check=Crashing()),)
+    )
+    v = engine.judge(make_run([]))
     assert v.verdict == "error"
-    assert v.error is not None
-    assert "TypeError" in v.error
+    assert v.error == "TypeError: boom"
     assert v.to_dict()["error"] == v.error
 
 
@@ -121,16 +132,16 @@ def test_judge_spans_never_raises() -> None:
     """Spans the run builder cannot handle give one error verdict, not an exception."""
     from tracejudge.model.spans import SpanRecord
 
-    class Broken:
-        """Not a SpanRecord: the builder fails on it (a fake: no real span is this broken)."""
-
-        trace_id = "0af7651916cd43dd8448eb211c80319c"
-        span_id = "00f067aa0ba902b7"
-        parent_span_id = None
-
-    spans: list[SpanRecord] = [Broken()]  # type: ignore[list-item]
-    verdicts = _engine().judge_spans(spans)
+    # An event that is not an EventRecord (a fake: no decoder makes one, but a bug in the
+    # builder must still not escape ``judge_spans``). Pure Python fails reading its fields,
+    # the compiled build on its type: either way one error verdict.
+    span = SpanRecord("0af7651916cd43dd8448eb211c80319c", "00f067aa0ba902b7", None, "chat")
+    span.attributes = {"gen_ai.operation.name": "chat"}
+    span.events = ["not an event"]  # type: ignore[list-item]
+    verdicts = _engine().judge_spans([span])
     assert len(verdicts) == 1
     assert verdicts[0].verdict == "error"
     assert verdicts[0].trace_id == "0af7651916cd43dd8448eb211c80319c"
     assert verdicts[0].root_span_id == "00f067aa0ba902b7"
+    assert verdicts[0].error is not None
+    assert verdicts[0].error.startswith(("AttributeError", "TypeError"))

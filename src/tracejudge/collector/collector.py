@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tracejudge._build import build_kind
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.forward import Item, TargetQueue, make_target
 from tracejudge.collector.judge import Judge, load_judge
@@ -82,6 +83,7 @@ class Collector:
             status = "stopping"
         return self.stats.snapshot(
             status=status,
+            build=build_kind(),
             buffered_traces=len(p.buffer.traces) if p else 0,
             buffered_spans=p.buffer.spans if p else 0,
             buffered_bytes=p.buffer.nbytes if p else 0,
@@ -126,12 +128,13 @@ class Collector:
             raise
         self._timer = asyncio.get_running_loop().create_task(self._tick_loop())
         log.info(
-            "tracejudge serve: OTLP/gRPC %s:%d, OTLP/HTTP %s:%d, forwarding to %s",
+            "tracejudge serve: OTLP/gRPC %s:%d, OTLP/HTTP %s:%d, forwarding to %s (%s build)",
             cfg.host,
             self.grpc_port,
             cfg.host,
             self.http_port,
             ", ".join(cfg.forward),
+            build_kind(),
         )
 
     async def _abort_start(self) -> None:
