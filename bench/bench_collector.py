@@ -1,6 +1,9 @@
 """Collector benchmark: one ``tracejudge serve`` process on one core, load from another.
 
-Measures, with the real refund rules and real recorded refund-agent traces (10 spans):
+Measures, with the engine benchmark's rules (the refund rules plus five more: 24 rules over
+all four layers, CEL included) and real recorded 10-span refund-agent traces (one passing, two
+failing runs), for the compiled build (the wheel a release ships, ``.venv-compiled``) and the
+pure-Python build (``.venv``) side by side:
 - sustained spans/s received, judged and forwarded (closed-loop load over loopback gRPC and
   HTTP; the collector pushes back when full, so the rate is what it can really finish), and
   the collector's CPU per decided trace (spans per CPU-second: comparable on a busy box),
@@ -9,8 +12,9 @@ Measures, with the real refund rules and real recorded refund-agent traces (10 s
 - memory per buffered span against its wire size (RSS growth while holding traces),
 - optionally the OpenTelemetry Collector with tail_sampling as an anchor (``--anchor``).
 
-Run: ``.venv/bin/python bench/bench_collector.py [--seconds 10] [--anchor]``. The collector
-is pinned to CPU 0; the load generator and the sink share CPU 1.
+Run: ``make bench-collector`` (builds ``.venv-compiled`` first) or
+``.venv/bin/python bench/bench_collector.py [--seconds 10] [--builds compiled,pure]
+[--anchor]``. The collector is pinned to CPU 0; the load generator and the sink share CPU 1.
 """
 
 from __future__ import annotations
@@ -29,7 +33,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
-TJ = str(Path(PY).with_name("tracejudge"))
+BUILDS = {
+    "compiled": ROOT / ".venv-compiled" / "bin" / "tracejudge",
+    "pure": ROOT / ".venv" / "bin" / "tracejudge",
+}
+"""The ``tracejudge`` executable of each build."""
+VARIANTS = ("healthy", "wrong_order", "half_amount")
+"""Refund-agent variants recorded as load templates: 10 spans each; pass, fail, fail."""
 
 
 def free_port() -> int:
@@ -72,9 +82,9 @@ class SinkThread:
 
 
 def record_templates(tmp: Path) -> list[Path]:
-    """Record one healthy and one failing refund run with the instrumented demo agent."""
+    """Record the refund runs of ``VARIANTS`` with the instrumented demo agent."""
     out = []
-    for variant in ("healthy", "silent_failure"):
+    for variant in VARIANTS:
         path = tmp / f"{variant}.json"
         subprocess.run(
             [PY, str(ROOT / "examples/refund/agent.py"), "--variant", variant, "--trace-out",
@@ -106,14 +116,26 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def write_rules(tmp: Path) -> Path:
+    """The engine benchmark's rule set as a rules file."""
+    from bench_engine import EXTRA_RULES
+
+    path = tmp / "rules.yaml"
+    path.write_text((ROOT / "examples" / "refund" / "rules.yaml").read_text() + EXTRA_RULES)
+    return path
+
+
 class Serve:
-    """A ``tracejudge serve`` process pinned to CPU 0."""
+    """A ``tracejudge serve`` process of one build, pinned to CPU 0."""
+
+    rules: Path
+    build = "compiled"
 
     def __init__(self, sink: SinkThread, *extra: str) -> None:
         self.grpc = free_port()
         self.http = free_port()
         self.proc = subprocess.Popen(
-            [TJ, "serve", "--rules", str(ROOT / "examples/refund/rules.yaml"),
+            [str(BUILDS[self.build]), "serve", "--rules", str(self.rules),
              "--forward", f"http://127.0.0.1:{sink.port}",
              "--grpc-port", str(self.grpc), "--http-port", str(self.http), *extra],
         )  # fmt: skip
@@ -166,6 +188,7 @@ def throughput(sink: SinkThread, templates: list[Path], transport: str, seconds:
         decided = m1["traces_decided"] - m0["traces_decided"]
         spans_per_trace = sent["sent_spans"] / max(1, sent["sent_traces"])
         return {
+            "build": Serve.build,
             "transport": transport,
             "received_spans_per_s": round((m1["spans"]["received"] - m0["spans"]["received"]) / dt),
             "judged_traces_per_s": round((m1["traces_decided"] - m0["traces_decided"]) / dt),
@@ -308,6 +331,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--wait", default="0.5s", help="decision_wait_after_root")
     parser.add_argument("--memory-traces", type=int, default=5000)
+    parser.add_argument("--builds", default="compiled,pure", help="comma-separated: compiled,pure")
     parser.add_argument("--anchor", action="store_true", help="also run otelcol tail_sampling")
     parser.add_argument("--anchor-only", action="store_true", help="only the otelcol anchor")
     args = parser.parse_args()
@@ -315,12 +339,25 @@ def main() -> int:
     report: dict[str, Any] = {"cpus": os.cpu_count(), "loadavg": os.getloadavg()}
     with tempfile.TemporaryDirectory() as tmp:
         templates = record_templates(Path(tmp))
+        Serve.rules = write_rules(Path(tmp))
+        builds = [b for b in args.builds.split(",") if b]
+        for b in builds:
+            if not BUILDS[b].exists():
+                parser.error(f"{BUILDS[b]} is missing (make compiled / make bootstrap)")
         if not args.anchor_only:
-            report["throughput"] = [
-                throughput(sink, templates, t, args.seconds, args.wait) for t in ("grpc", "http")
-            ]
-            print(json.dumps(report["throughput"], indent=1), flush=True)
-            best = min(r["forwarded_spans_per_s"] for r in report["throughput"])
+            report["throughput"] = []
+            for b in builds:
+                Serve.build = b
+                for t in ("grpc", "http"):
+                    report["throughput"].append(
+                        throughput(sink, templates, t, args.seconds, args.wait)
+                    )
+                    print(json.dumps(report["throughput"][-1], indent=1), flush=True)
+            # Latency and memory on the build a release ships (the first one asked for).
+            Serve.build = builds[0]
+            best = min(
+                r["forwarded_spans_per_s"] for r in report["throughput"] if r["build"] == builds[0]
+            )
             report["latency"] = latency(sink, templates, best / 2, args.seconds, args.wait)
             print(json.dumps(report["latency"], indent=1), flush=True)
             report["memory"] = memory(sink, templates, args.memory_traces)
