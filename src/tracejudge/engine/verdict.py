@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from tracejudge.model.spans import reduce_by_fields
+
 Layer: TypeAlias = Literal["outcome", "trajectory", "policy", "budget"]
 LAYERS: tuple[Layer, ...] = ("outcome", "trajectory", "policy", "budget")
 LayerResult: TypeAlias = Literal["pass", "warn", "fail", "not_applicable"]
@@ -58,12 +60,14 @@ class Finding:
         }
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class RuleOutcome:
     """The result of one rule on one run; becomes one ``gen_ai.evaluation.result`` event.
 
     Not frozen: one is built per rule per run on the collector's hot path, and a frozen
     dataclass's ``__init__`` costs several times more. Treat it as read-only.
+
+    ``__init__`` is written out for the compiled build (see ``SpanRecord``).
     """
 
     rule_id: str
@@ -73,10 +77,32 @@ class RuleOutcome:
     score: float | None = None
     explanation: str = ""
 
+    def __init__(
+        self,
+        rule_id: str,
+        layer: Layer,
+        result: RuleResult,
+        span_id: str,
+        score: float | None = None,
+        explanation: str = "",
+    ) -> None:
+        self.rule_id = rule_id
+        self.layer = layer
+        self.result = result
+        self.span_id = span_id
+        self.score = score
+        self.explanation = explanation
 
-@dataclass(slots=True)
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return reduce_by_fields(self)
+
+
+@dataclass(slots=True, init=False)
 class Verdict:
-    """The judgement of one run."""
+    """The judgement of one run.
+
+    ``__init__`` is written out for the compiled build (see ``SpanRecord``).
+    """
 
     trace_id: str
     root_span_id: str
@@ -93,6 +119,43 @@ class Verdict:
     metrics: dict[str, float] = field(default_factory=dict)
     rules_version: str = ""
     error: str | None = None
+
+    def __init__(
+        self,
+        trace_id: str,
+        root_span_id: str,
+        verdict: Overall,
+        layers: dict[str, LayerResult],
+        agent: str | None = None,
+        case_id: str | None = None,
+        variant: str | None = None,
+        run_id: str | None = None,
+        experiment_id: str | None = None,
+        primary: Finding | None = None,
+        findings: list[Finding] | None = None,
+        outcomes: list[RuleOutcome] | None = None,
+        metrics: dict[str, float] | None = None,
+        rules_version: str = "",
+        error: str | None = None,
+    ) -> None:
+        self.trace_id = trace_id
+        self.root_span_id = root_span_id
+        self.verdict = verdict
+        self.layers = layers
+        self.agent = agent
+        self.case_id = case_id
+        self.variant = variant
+        self.run_id = run_id
+        self.experiment_id = experiment_id
+        self.primary = primary
+        self.findings = [] if findings is None else findings
+        self.outcomes = [] if outcomes is None else outcomes
+        self.metrics = {} if metrics is None else metrics
+        self.rules_version = rules_version
+        self.error = error
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return reduce_by_fields(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The public JSON form (one line per run in ``--format json``)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from tracejudge.model.spans import AttrValue, SpanRecord
+from tracejudge.model.spans import AttrValue, SpanRecord, reduce_by_fields
 
 StepStatus: TypeAlias = Literal["ok", "error", "unset"]
 ToolEffect: TypeAlias = Literal["read", "write", "notify", "unknown"]
@@ -26,9 +26,12 @@ class RequestedToolCall:
     arguments: Any
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class ModelCall:
-    """One model (inference or embeddings) call."""
+    """One model (inference or embeddings) call.
+
+    ``__init__`` is written out for the compiled build (see ``SpanRecord``).
+    """
 
     span_id: str
     operation: str
@@ -49,8 +52,51 @@ class ModelCall:
     attributes: dict[str, AttrValue] = field(default_factory=dict)
     kind: Literal["model"] = "model"
 
+    def __init__(
+        self,
+        span_id: str,
+        operation: str,
+        provider: str | None = None,
+        request_model: str | None = None,
+        response_model: str | None = None,
+        response_id: str | None = None,
+        finish_reasons: tuple[str, ...] = (),
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        input_messages: list[dict[str, Any]] | None = None,
+        output_messages: list[dict[str, Any]] | None = None,
+        requested_tool_calls: list[RequestedToolCall] | None = None,
+        status: StepStatus = "unset",
+        error_type: str | None = None,
+        start_ns: int = 0,
+        end_ns: int = 0,
+        attributes: dict[str, AttrValue] | None = None,
+        kind: Literal["model"] = "model",
+    ) -> None:
+        self.span_id = span_id
+        self.operation = operation
+        self.provider = provider
+        self.request_model = request_model
+        self.response_model = response_model
+        self.response_id = response_id
+        self.finish_reasons = finish_reasons
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.input_messages = input_messages
+        self.output_messages = output_messages
+        self.requested_tool_calls = [] if requested_tool_calls is None else requested_tool_calls
+        self.status = status
+        self.error_type = error_type
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self.attributes = {} if attributes is None else attributes
+        self.kind = kind
 
-@dataclass(slots=True)
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return reduce_by_fields(self)
+
+
+@dataclass(slots=True, init=False)
 class ToolCall:
     """One tool execution, observed (an ``execute_tool`` span) or inferred.
 
@@ -59,6 +105,8 @@ class ToolCall:
     call whose input showed the result, and ``inferred`` is True.
     ``arguments``/``result`` are parsed JSON when the text was JSON, else the raw text
     (``arguments_is_json`` tells which).
+
+    ``__init__`` is written out for the compiled build (see ``SpanRecord``).
     """
 
     span_id: str
@@ -78,17 +126,58 @@ class ToolCall:
     attributes: dict[str, AttrValue] = field(default_factory=dict)
     kind: Literal["tool"] = "tool"
 
+    def __init__(
+        self,
+        span_id: str,
+        name: str,
+        call_id: str | None = None,
+        arguments: Any = None,
+        arguments_is_json: bool = True,
+        result: Any = None,
+        status: StepStatus = "unset",
+        error_type: str | None = None,
+        effect: ToolEffect = "unknown",
+        idempotency_key: str | None = None,
+        approval_granted: bool | None = None,
+        start_ns: int = 0,
+        end_ns: int = 0,
+        inferred: bool = False,
+        attributes: dict[str, AttrValue] | None = None,
+        kind: Literal["tool"] = "tool",
+    ) -> None:
+        self.span_id = span_id
+        self.name = name
+        self.call_id = call_id
+        self.arguments = arguments
+        self.arguments_is_json = arguments_is_json
+        self.result = result
+        self.status = status
+        self.error_type = error_type
+        self.effect = effect
+        self.idempotency_key = idempotency_key
+        self.approval_granted = approval_granted
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self.inferred = inferred
+        self.attributes = {} if attributes is None else attributes
+        self.kind = kind
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return reduce_by_fields(self)
+
 
 Step: TypeAlias = ModelCall | ToolCall
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Run:
     """One agent run: identity, ordered steps, final answer and the spans behind them.
 
     ``notes`` lists what was wrong with the evidence (missing attributes, non-JSON
     arguments, parent cycles...) so rules can answer ``insufficient_evidence`` instead
     of passing silently.
+
+    ``__init__`` is written out for the compiled build (see ``SpanRecord``).
     """
 
     trace_id: str
@@ -114,6 +203,53 @@ class Run:
     root_attributes: dict[str, AttrValue] = field(default_factory=dict)
     spans: list[SpanRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def __init__(
+        self,
+        trace_id: str,
+        root_span_id: str,
+        agent_name: str | None = None,
+        agent_id: str | None = None,
+        agent_version: str | None = None,
+        run_id: str | None = None,
+        case_id: str | None = None,
+        experiment_id: str | None = None,
+        variant_id: str | None = None,
+        user_id: str | None = None,
+        tenant_id: str | None = None,
+        steps: list[Step] | None = None,
+        final_answer: str | None = None,
+        final_answer_span_id: str | None = None,
+        final_answer_step_index: int | None = None,
+        start_ns: int = 0,
+        end_ns: int = 0,
+        root_attributes: dict[str, AttrValue] | None = None,
+        spans: list[SpanRecord] | None = None,
+        notes: list[str] | None = None,
+    ) -> None:
+        self.trace_id = trace_id
+        self.root_span_id = root_span_id
+        self.agent_name = agent_name
+        self.agent_id = agent_id
+        self.agent_version = agent_version
+        self.run_id = run_id
+        self.case_id = case_id
+        self.experiment_id = experiment_id
+        self.variant_id = variant_id
+        self.user_id = user_id
+        self.tenant_id = tenant_id
+        self.steps = [] if steps is None else steps
+        self.final_answer = final_answer
+        self.final_answer_span_id = final_answer_span_id
+        self.final_answer_step_index = final_answer_step_index
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self.root_attributes = {} if root_attributes is None else root_attributes
+        self.spans = [] if spans is None else spans
+        self.notes = [] if notes is None else notes
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return reduce_by_fields(self)
 
     @property
     def tool_calls(self) -> list[ToolCall]:
