@@ -48,11 +48,14 @@ bench-instrumentation:
 	@bash bench/setup-peers.sh
 	.venv-bench/bin/python bench/bench_instrumentation.py
 
-bench-engine: bootstrap
+# The engine and decoders on both builds: pure Python (.venv) and the compiled wheel.
+bench-engine: bootstrap compiled
 	$(PY) bench/bench_engine.py
+	.venv-compiled/bin/python bench/bench_engine.py
 
-bench-decode: bootstrap
+bench-decode: bootstrap compiled
 	$(PY) bench/bench_decode.py
+	.venv-compiled/bin/python bench/bench_decode.py
 
 bench-collector: bootstrap compiled backends
 	$(PY) bench/bench_collector.py --anchor

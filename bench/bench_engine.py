@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tracejudge._build import build_kind
 from tracejudge.engine import BaselineStore, Engine, RuleSet, load_rules_text
 from tracejudge.engine.celview import ViewSpec
 from tracejudge.model.run import ModelCall, Run, Step, ToolCall
@@ -163,7 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         store = BaselineStore(tmp)
         store.record(synthetic_run(10, 0), full.tools)
-        print(f"python {sys.version.split()[0]}, one core, CPU time, best of {args.trials}")
+        print(
+            f"tracejudge {build_kind()} build, python {sys.version.split()[0]}, one core, "
+            f"CPU time, best of {args.trials}"
+        )
         for label, rs in (("all rules", full), ("without the CEL rules", no_cel)):
             engine = Engine(rs, store)
             print(f"\n{label}: {len(rs.rules)} rules")
