@@ -7,11 +7,11 @@ This is how black and mypy ship: the same sources, compiled in release wheels, p
 everywhere else.
 
 The hook is off by default (hatch's own switch turns it on:
-``HATCH_BUILD_HOOK_ENABLE_CUSTOM=true``, which ``make wheel`` sets), so an sdist install
+``HATCH_BUILD_HOOK_ENABLE_CUSTOM=true``, which ``make compiled`` sets), so an sdist install
 without a C compiler, and every editable development install, stay pure Python: an edited
 module takes effect at once. When it is on, a failed compile fails the build instead of
 quietly producing a slower wheel. It type-checks with the building environment's packages,
-so build with ``--no-build-isolation`` from the dev venv (``make wheel`` does).
+so build with ``--no-build-isolation`` from the dev venv (``make compiled`` does).
 """
 
 from __future__ import annotations
