@@ -2,7 +2,7 @@
 
 Why: the collector's work per trace (decode spans, build the run, judge it, stamp the
 verdict) is pure Python bound by interpreter overhead, and the strictly typed modules on
-that path compile with mypyc unchanged, ~1.25x faster end to end (docs/performance.md).
+that path compile with mypyc unchanged, ~1.35x faster end to end (docs/performance.md).
 This is how black and mypy ship: the same sources, compiled in release wheels, pure Python
 everywhere else.
 
