@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tracejudge.engine.compile import Compiler
@@ -22,6 +23,32 @@ class Check(Protocol):
 
 Factory = Callable[[dict[str, Any], str, Compiler, dict[str, ToolMeta]], Check | None]
 """``(params, path, compiler, tools) -> Check`` (None after recording errors on ``compiler``)."""
+
+
+@dataclass(slots=True, frozen=True)
+class CheckSpec:
+    """Everything the project says about one check type, declared once, next to its code.
+
+    The rules-file JSON Schema, the tool-name validation of rules files and the failure-code
+    reference (docs/failure-codes.md) are generated from or checked against these
+    declarations, so adding a check is one declaration, not five hand-kept lists.
+    """
+
+    name: str
+    """The ``check.type`` in rules files."""
+    doc: str
+    """One line: what the check asks of a run."""
+    params: dict[str, Any]
+    """JSON Schema of the check object (``type`` included as ``true``)."""
+    factory: Factory
+    codes: tuple[str, ...]
+    """Every finding code the check can emit (``F-EVIDENCE-*`` included)."""
+    tool_fields: tuple[str, ...] = ()
+    """Where the params name tools: ``field`` (a name), ``field[]`` (a list), ``field{}``
+    (a map keyed by name), ``field{}[]`` (a map of lists), ``list[].field`` (each item's)."""
+    forbids_tools: tuple[str, ...] = ()
+    """Fields (same forms) that name tools the agent must *not* have: unknown names there
+    are allowed (near-misses of declared tools warn)."""
 
 
 def names(value: Any) -> frozenset[str]:
