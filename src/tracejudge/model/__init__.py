@@ -23,7 +23,7 @@ from tracejudge.model.decode_proto import (
 from tracejudge.model.decode_sdk import spans_from_sdk
 from tracejudge.model.errors import OtlpDecodeError
 from tracejudge.model.files import group_by_trace, load_spans, load_traces
-from tracejudge.model.run import ModelCall, RequestedToolCall, Run, Step, ToolCall
+from tracejudge.model.run import ModelCall, RequestedToolCall, Run, Step, ToolCall, Turn
 from tracejudge.model.spans import EventRecord, SpanRecord
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "SpanRecord",
     "Step",
     "ToolCall",
+    "Turn",
     "build_runs",
     "group_by_trace",
     "json_to_proto",

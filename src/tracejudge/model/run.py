@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeAlias
 from tracejudge.model.spans import AttrValue, SpanRecord, reduce_by_fields
 
 StepStatus: TypeAlias = Literal["ok", "error", "unset"]
+TurnRole: TypeAlias = Literal["system", "user", "assistant", "tool"]
 ToolEffect: TypeAlias = Literal["read", "write", "notify", "unknown"]
 
 
@@ -24,6 +25,67 @@ class RequestedToolCall:
     call_id: str | None
     name: str
     arguments: Any
+
+
+@dataclass(slots=True, init=False)
+class Turn:
+    """One message of the conversation, in order, tied to the step that showed it.
+
+    Each model call re-sends the history, so the builder reconstructs the conversation once
+    (no duplicates) from every call's input and output messages. ``step_index`` places the
+    turn among ``Run.steps``: for an assistant turn, the model call that produced it; for a
+    user, system or tool turn, the first model call whose input shows it (the turn happened
+    before that call). A turn known only from the agent span's output (no model call
+    produced it) has ``step_index == len(run.steps)``.
+
+    ``__init__`` is written out for the compiled build (see ``SpanRecord``).
+    """
+
+    index: int
+    role: TurnRole
+    text: str | None = None
+    """The turn's text parts joined by newlines; None when it has none."""
+    tool_calls: tuple[RequestedToolCall, ...] = ()
+    """Assistant turns: the tool calls it requested."""
+    call_id: str | None = None
+    """Tool turns: the id of the call this result answers."""
+    tool_name: str | None = None
+    """Tool turns: the tool's name when the message says it."""
+    result: Any = None
+    """Tool turns: the result as the model saw it (parsed JSON when it was JSON)."""
+    step_index: int = 0
+    span_id: str = ""
+    """The span that showed the turn first (a model call, or the agent span)."""
+    time_ns: int = 0
+    """When the turn is known to have existed: the producing call's end for assistant
+    turns, the showing call's start otherwise."""
+
+    def __init__(
+        self,
+        index: int,
+        role: TurnRole,
+        text: str | None = None,
+        tool_calls: tuple[RequestedToolCall, ...] = (),
+        call_id: str | None = None,
+        tool_name: str | None = None,
+        result: Any = None,
+        step_index: int = 0,
+        span_id: str = "",
+        time_ns: int = 0,
+    ) -> None:
+        self.index = index
+        self.role = role
+        self.text = text
+        self.tool_calls = tool_calls
+        self.call_id = call_id
+        self.tool_name = tool_name
+        self.result = result
+        self.step_index = step_index
+        self.span_id = span_id
+        self.time_ns = time_ns
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return reduce_by_fields(self)
 
 
 @dataclass(slots=True, init=False)
@@ -125,6 +187,9 @@ class ToolCall:
     inferred: bool = False
     attributes: dict[str, AttrValue] = field(default_factory=dict)
     kind: Literal["tool"] = "tool"
+    request_turn: int | None = None
+    """Index in ``Run.turns`` of the assistant turn that requested this call (matched by
+    call id, else by name and position); None when no captured message requested it."""
 
     def __init__(
         self,
@@ -144,6 +209,7 @@ class ToolCall:
         inferred: bool = False,
         attributes: dict[str, AttrValue] | None = None,
         kind: Literal["tool"] = "tool",
+        request_turn: int | None = None,
     ) -> None:
         self.span_id = span_id
         self.name = name
@@ -161,6 +227,7 @@ class ToolCall:
         self.inferred = inferred
         self.attributes = {} if attributes is None else attributes
         self.kind = kind
+        self.request_turn = request_turn
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return reduce_by_fields(self)
@@ -203,6 +270,11 @@ class Run:
     root_attributes: dict[str, AttrValue] = field(default_factory=dict)
     spans: list[SpanRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    """The conversation, reconstructed once from the model calls' messages (see ``Turn``)."""
+    conversation_id: str | None = None
+    """``gen_ai.conversation.id`` (or ``session.id``): runs of several traces that share it
+    are merged into one run."""
 
     def __init__(
         self,
@@ -226,6 +298,8 @@ class Run:
         root_attributes: dict[str, AttrValue] | None = None,
         spans: list[SpanRecord] | None = None,
         notes: list[str] | None = None,
+        turns: list[Turn] | None = None,
+        conversation_id: str | None = None,
     ) -> None:
         self.trace_id = trace_id
         self.root_span_id = root_span_id
@@ -247,6 +321,8 @@ class Run:
         self.root_attributes = {} if root_attributes is None else root_attributes
         self.spans = [] if spans is None else spans
         self.notes = [] if notes is None else notes
+        self.turns = [] if turns is None else turns
+        self.conversation_id = conversation_id
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return reduce_by_fields(self)
@@ -260,6 +336,11 @@ class Run:
     def model_calls(self) -> list[ModelCall]:
         """The model calls, in order."""
         return [s for s in self.steps if isinstance(s, ModelCall)]
+
+    @property
+    def user_turns(self) -> list[Turn]:
+        """The user's messages, in order."""
+        return [t for t in self.turns if t.role == "user"]
 
     @property
     def duration_ns(self) -> int:
