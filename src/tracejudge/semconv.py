@@ -190,6 +190,9 @@ ERROR_TYPE: Final = "error.type"
 USER_ID: Final = "user.id"
 """Unique identifier of the end user on whose behalf the run acts; used by identity-scope policies. [core; string]"""
 
+SESSION_ID: Final = "session.id"
+"""Identifier of the user session; runs of several traces that share it (or gen_ai.conversation.id) are one conversation. [core; string]"""
+
 SERVICE_NAME: Final = "service.name"
 """Logical name of the service (resource attribute). [core; string]"""
 

@@ -20,6 +20,7 @@ from tracejudge.model.decode_json import spans_from_json
 from tracejudge.model.decode_proto import spans_from_proto_request
 from tracejudge.model.errors import OtlpDecodeError
 from tracejudge.model.spans import SpanRecord
+from tracejudge.model.transcripts import is_transcript, spans_from_transcript_doc
 
 __all__ = ["group_by_trace", "load_spans", "load_traces"]
 
@@ -76,6 +77,14 @@ def _length_prefixed(data: bytes) -> list[bytes] | None:
     return frames or None
 
 
+def _decode_doc(doc: object, where: str = "") -> list[SpanRecord]:
+    """One parsed JSON document: chat transcripts and tau-bench records become the spans an
+    instrumented agent would have emitted (``model.transcripts``); anything else is OTLP."""
+    if is_transcript(doc):
+        return spans_from_transcript_doc(doc, where)
+    return spans_from_json(doc)
+
+
 def _decode_json_text(text: str) -> list[SpanRecord]:
     try:
         doc = json.loads(text)
@@ -87,13 +96,15 @@ def _decode_json_text(text: str) -> list[SpanRecord]:
         out: list[SpanRecord] = []
         for number, line in lines:
             try:
-                out.extend(spans_from_json(json.loads(line)))
+                out.extend(_decode_doc(json.loads(line)))
             except json.JSONDecodeError as exc:
                 raise OtlpDecodeError(f"line {number}", f"invalid JSON: {exc}") from None
             except OtlpDecodeError as exc:
                 path = f"line {number}: {exc.path}" if exc.path else f"line {number}"
                 raise OtlpDecodeError(path, exc.reason) from None
         return out
+    if is_transcript(doc):
+        return spans_from_transcript_doc(doc)
     if isinstance(doc, list):  # a JSON array of requests
         out = []
         for i, item in enumerate(doc):

@@ -1,0 +1,212 @@
+"""The conversation of a run, reconstructed from model calls that each re-send the history.
+
+Spans come from the real OTel SDK (``Recorder``) and go through the real decoder, as in the
+other builder tests; the refund traces under examples/ were recorded from the real OpenAI
+SDK instrumented by tracejudge.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.model.model_helpers import Recorder, recorder
+from tracejudge import semconv as sc
+from tracejudge.model import Run, ToolCall, build_runs, load_traces, spans_from_sdk
+from tracejudge.model.conversation import merge_conversations
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _text(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "parts": [{"type": "text", "content": text}]}
+
+
+def _call(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "parts": [{"type": "tool_call", "id": call_id, "name": name, "arguments": args}],
+    }
+
+
+def _result(call_id: str, response: Any, role: str = "tool") -> dict[str, Any]:
+    return {
+        "role": role,
+        "parts": [{"type": "tool_call_response", "id": call_id, "response": response}],
+    }
+
+
+def _chat(rec: Recorder, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]]) -> None:
+    with rec.tracer.start_as_current_span("chat gpt-4o") as span:
+        span.set_attribute(sc.GEN_AI_OPERATION_NAME, "chat")
+        span.set_attribute(sc.GEN_AI_INPUT_MESSAGES, json.dumps(inputs))
+        span.set_attribute(sc.GEN_AI_OUTPUT_MESSAGES, json.dumps(outputs))
+
+
+def _tool(rec: Recorder, name: str, call_id: str, args: dict[str, Any], result: Any) -> None:
+    with rec.tracer.start_as_current_span(f"execute_tool {name}") as span:
+        span.set_attribute(sc.GEN_AI_OPERATION_NAME, "execute_tool")
+        span.set_attribute(sc.GEN_AI_TOOL_NAME, name)
+        span.set_attribute(sc.GEN_AI_TOOL_CALL_ID, call_id)
+        span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, json.dumps(args))
+        span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, json.dumps(result))
+
+
+def _run(rec: Recorder) -> Run:
+    runs = build_runs(spans_from_sdk(rec.spans()))
+    assert len(runs) == 1
+    return runs[0]
+
+
+def _cancel_conversation(rec: Recorder, *, history: str = "full") -> None:
+    """An agent that proposes, hears "yes" twice (two different questions), and cancels."""
+    sys_msg = _text("system", "You are an airline agent.")
+    u1 = _text("user", "Cancel reservation R1 please")
+    a1 = _text("assistant", "Cancel R1? Please confirm (yes).")
+    u2 = _text("user", "yes")
+    a2 = _text("assistant", "Also cancel the hotel?")
+    u3 = _text("user", "yes")
+    a3 = _call("c1", "cancel_reservation", {"reservation_id": "R1"})
+    r3 = _result("c1", {"status": "cancelled"})
+    a4 = _text("assistant", "R1 has been cancelled.")
+    with rec.tracer.start_as_current_span("invoke_agent airline") as agent:
+        agent.set_attribute(sc.GEN_AI_OPERATION_NAME, "invoke_agent")
+        agent.set_attribute(sc.GEN_AI_AGENT_NAME, "airline")
+        _chat(rec, [sys_msg, u1], [a1])
+        _chat(rec, [sys_msg, u1, a1, u2], [a2])
+        _chat(rec, [sys_msg, u1, a1, u2, a2, u3], [a3])
+        _tool(rec, "cancel_reservation", "c1", {"reservation_id": "R1"}, {"status": "cancelled"})
+        if history == "full":
+            _chat(rec, [sys_msg, u1, a1, u2, a2, u3, a3, r3], [a4])
+        else:  # a framework that keeps only the last messages of the history
+            _chat(rec, [sys_msg, u3, a3, r3], [a4])
+
+
+def test_each_message_once_in_order_with_the_step_that_showed_it() -> None:
+    with recorder() as rec:
+        _cancel_conversation(rec)
+        run = _run(rec)
+    roles = [(t.role, t.text) for t in run.turns]
+    assert roles == [
+        ("system", "You are an airline agent."),
+        ("user", "Cancel reservation R1 please"),
+        ("assistant", "Cancel R1? Please confirm (yes)."),
+        ("user", "yes"),
+        ("assistant", "Also cancel the hotel?"),
+        ("user", "yes"),
+        ("assistant", None),
+        ("tool", None),
+        ("assistant", "R1 has been cancelled."),
+    ]
+    assert [t.index for t in run.turns] == list(range(9))
+    # steps: chat0, chat1, chat2, tool3, chat4
+    assert [t.step_index for t in run.turns] == [0, 0, 0, 1, 1, 2, 2, 4, 4]
+    assert run.turns[6].tool_calls[0].name == "cancel_reservation"
+    assert run.turns[7].call_id == "c1"
+    assert run.turns[7].result == {"status": "cancelled"}
+    call = run.steps[3]
+    assert isinstance(call, ToolCall)
+    assert call.request_turn == 6
+    assert [t.text for t in run.user_turns] == ["Cancel reservation R1 please", "yes", "yes"]
+
+
+def test_a_trimmed_history_still_yields_each_message_once() -> None:
+    with recorder() as rec:
+        _cancel_conversation(rec, history="trimmed")
+        run = _run(rec)
+    assert [t.role for t in run.turns] == [
+        "system", "user", "assistant", "user", "assistant", "user", "assistant", "tool",
+        "assistant",
+    ]  # fmt: skip
+
+
+def test_tool_results_inside_user_messages_are_tool_turns() -> None:
+    """Anthropic sends tool results in ``user`` messages; they are not the user speaking."""
+    with recorder() as rec:
+        ask = _text("user", "Refund A1")
+        req = _call("t1", "refund", {"order": "A1"})
+        res = _result("t1", "ok", role="user")
+        with rec.tracer.start_as_current_span("invoke_agent a") as agent:
+            agent.set_attribute(sc.GEN_AI_OPERATION_NAME, "invoke_agent")
+            _chat(rec, [ask], [req])
+            _chat(rec, [ask, req, res], [_text("assistant", "Refunded.")])
+        run = _run(rec)
+    assert [t.role for t in run.turns] == ["user", "assistant", "tool", "assistant"]
+    assert [t.text for t in run.user_turns] == ["Refund A1"]
+
+
+def test_repeated_call_ids_pair_in_order() -> None:
+    """Real transcripts reuse a call id inside one run; each execution takes the earliest
+    request not yet taken."""
+    with recorder() as rec:
+        ask = _text("user", "look up both")
+        q1 = _call("dup", "lookup", {"id": 1})
+        q2 = _call("dup", "lookup", {"id": 2})
+        with rec.tracer.start_as_current_span("invoke_agent a") as agent:
+            agent.set_attribute(sc.GEN_AI_OPERATION_NAME, "invoke_agent")
+            _chat(rec, [ask], [q1])
+            _tool(rec, "lookup", "dup", {"id": 1}, {"n": 1})
+            _chat(rec, [ask, q1, _result("dup", {"n": 1})], [q2])
+            _tool(rec, "lookup", "dup", {"id": 2}, {"n": 2})
+        run = _run(rec)
+    assert [c.request_turn for c in run.tool_calls] == [1, 3]
+
+
+def test_the_agent_spans_own_answer_is_the_last_turn() -> None:
+    with recorder() as rec:
+        with rec.tracer.start_as_current_span("invoke_agent a") as agent:
+            agent.set_attribute(sc.GEN_AI_OPERATION_NAME, "invoke_agent")
+            agent.set_attribute(
+                sc.GEN_AI_OUTPUT_MESSAGES, json.dumps([_text("assistant", "Done: R1 cancelled.")])
+            )
+            _chat(rec, [_text("user", "cancel R1")], [_text("assistant", "draft")])
+        run = _run(rec)
+    assert [(t.role, t.text, t.step_index) for t in run.turns] == [
+        ("user", "cancel R1", 0),
+        ("assistant", "draft", 0),
+        ("assistant", "Done: R1 cancelled.", 1),
+    ]
+
+
+def test_runs_of_one_conversation_across_traces_merge() -> None:
+    """One trace per user turn (as many frameworks emit), joined by gen_ai.conversation.id."""
+    runs: list[Run] = []
+    u1 = _text("user", "cancel R1")
+    a1 = _text("assistant", "Confirm cancelling R1?")
+    u2 = _text("user", "yes")
+    a2 = _call("c9", "cancel_reservation", {"reservation_id": "R1"})
+    for inputs, outputs in (([u1], [a1]), ([u1, a1, u2], [a2])):
+        with recorder() as rec:
+            with rec.tracer.start_as_current_span("invoke_agent a") as agent:
+                agent.set_attribute(sc.GEN_AI_OPERATION_NAME, "invoke_agent")
+                agent.set_attribute(sc.GEN_AI_CONVERSATION_ID, "conv-7")
+                _chat(rec, inputs, outputs)
+                if outputs == [a2]:
+                    _tool(rec, "cancel_reservation", "c9", {"reservation_id": "R1"}, "ok")
+            runs.extend(build_runs(spans_from_sdk(rec.spans())))
+    assert len(runs) == 2
+    assert runs[0].trace_id != runs[1].trace_id
+    merged = merge_conversations(runs)
+    assert len(merged) == 1
+    run = merged[0]
+    assert run.conversation_id == "conv-7"
+    assert [t.role for t in run.turns] == ["user", "assistant", "user", "assistant"]
+    assert run.tool_calls[0].request_turn == 3
+    assert any("merged into one" in n for n in run.notes)
+
+
+def test_real_instrumented_refund_trace() -> None:
+    """A trace recorded from the real OpenAI SDK under tracejudge.instrument()."""
+    traces = load_traces(REPO / "examples/refund/traces/healthy.json")
+    (run,) = build_runs(next(iter(traces.values())))
+    assert [t.role for t in run.turns][:3] == ["system", "user", "assistant"]
+    assert run.turns[-1].role == "assistant"
+    assert "refund" in (run.turns[-1].text or "").lower()
+    assert all(c.request_turn is not None for c in run.tool_calls)
+    requested = [
+        run.turns[c.request_turn].tool_calls[0].name
+        for c in run.tool_calls
+        if c.request_turn is not None
+    ]
+    assert requested == [c.name for c in run.tool_calls]
