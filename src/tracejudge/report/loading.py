@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracejudge.model.build import build_runs
+from tracejudge.model.conversation import merge_conversations
 from tracejudge.model.errors import OtlpDecodeError
 from tracejudge.model.files import group_by_trace, load_spans
 from tracejudge.model.run import Run
@@ -30,7 +31,8 @@ class LoadedRuns:
 
 
 def load_runs(paths: Sequence[Path]) -> LoadedRuns:
-    """Decode every file, then build runs trace by trace (first-seen order)."""
+    """Decode every file, then build runs trace by trace (first-seen order); runs of one
+    conversation (``gen_ai.conversation.id``) spread over several traces become one run."""
     out = LoadedRuns()
     spans: list[SpanRecord] = []
     for path in paths:
@@ -52,4 +54,5 @@ def load_runs(paths: Sequence[Path]) -> LoadedRuns:
             out.runs.extend(build_runs(trace_spans))
         except Exception as exc:  # a builder bug must not hide the other traces
             out.errors.append(f"trace {trace_id}: cannot build runs: {exc}")
+    out.runs = merge_conversations(out.runs)
     return out
