@@ -1,8 +1,8 @@
 # The two commands of the README's quickstart. Both set everything up from scratch.
 #   make demo   - the main job: the refund agent judged by an embedded collector
-#   make test   - semconv freshness, lint, strict types and the whole test suite,
+#   make test   - semconv and rules-schema freshness, lint, strict types and the whole test suite,
 #                 end-to-end tests against real Jaeger and the OpenTelemetry Collector included
-.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check pytest pytest-compiled bench bench-instrumentation bench-engine bench-decode bench-collector
+.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-engine bench-decode bench-collector
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -26,9 +26,16 @@ semconv: bootstrap
 semconv-check: bootstrap
 	$(PY) semconv/generate.py --check
 
+# The shipped rules JSON Schema, generated from the check declarations (CheckSpec).
+rules-schema: bootstrap
+	$(PY) scripts/gen_rules_schema.py
+
+rules-schema-check: bootstrap
+	$(PY) scripts/gen_rules_schema.py --check
+
 lint: bootstrap
-	$(VENV)/bin/ruff check hatch_build.py src tests semconv bench examples
-	$(VENV)/bin/ruff format --check hatch_build.py src tests semconv bench examples
+	$(VENV)/bin/ruff check hatch_build.py src tests semconv bench examples scripts
+	$(VENV)/bin/ruff format --check hatch_build.py src tests semconv bench examples scripts
 
 typecheck: bootstrap
 	$(VENV)/bin/mypy hatch_build.py src tests
@@ -42,7 +49,7 @@ COMPILED_TESTS := tests/model tests/engine tests/collector tests/report tests/cl
 pytest-compiled: compiled backends
 	.venv-compiled/bin/python -m pytest --expect-compiled $(COMPILED_TESTS)
 
-test: semconv-check lint typecheck pytest pytest-compiled
+test: semconv-check rules-schema-check lint typecheck pytest pytest-compiled
 
 bench-instrumentation:
 	@bash bench/setup-peers.sh

@@ -90,6 +90,10 @@ _CLASSES = (
 )
 ARGS_NOT_JSON = "F-EVIDENCE-ARGS_NOT_JSON"
 
+CODES: tuple[str, ...] = (*(c.code for c in _CLASSES), ARGS_NOT_JSON)
+"""The codes the engine itself emits (not a check type): the failure-code reference must
+document them, as it documents every ``CheckSpec.codes``."""
+
 
 def _scoped(phrase: re.Pattern[str]) -> str:
     """``phrase`` as a group carrying its own flags, so alternatives keep their meaning."""

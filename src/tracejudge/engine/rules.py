@@ -1,4 +1,4 @@
-"""Loading a rules file: YAML, validated against the shipped JSON Schema, then compiled.
+"""Loading a rules file: YAML, validated against the rules JSON Schema, then compiled.
 
 Every problem is collected (schema errors, then semantic ones: duplicate ids, bad regexes,
 bad CEL, bad paths) and raised together in one ``RulesError``. Rule files are untrusted:
@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path as FsPath
 from typing import Any
 
 import jsonschema
 import yaml
 
+from tracejudge.engine import ruleschema
 from tracejudge.engine.celview import ViewSpec
 from tracejudge.engine.checks import FACTORIES, Check
 from tracejudge.engine.checks.custom import CelPredicate
@@ -115,10 +114,13 @@ class RuleSet:
 
 @functools.cache
 def schema() -> dict[str, Any]:
-    """The JSON Schema of rules files, shipped in the package."""
-    text = resources.files("tracejudge.engine").joinpath("schema/rules.schema.json").read_text()
-    doc: dict[str, Any] = json.loads(text)
-    return doc
+    """The JSON Schema of rules files, built from the check declarations.
+
+    The copy shipped in the package (``schema/rules.schema.json``) is generated from the
+    same declarations and kept fresh by ``python -m tracejudge.engine.ruleschema --check``;
+    validating against the declarations themselves means a declared check always loads.
+    """
+    return ruleschema.build()
 
 
 @functools.cache

@@ -6,11 +6,16 @@ A rule that names a tool no agent has (``refund_api.creat``) never finds a call:
 tool. That is a silent pass, so when the file declares its tools, naming an undeclared
 one is a load error with the rule's path and the closest declared name.
 
+Where each check type names tools is part of its declaration (``CheckSpec.tool_fields``
+and ``CheckSpec.forbids_tools``, forms ``field``, ``field[]``, ``field{}``, ``field{}[]``,
+``list[].field``), so a new check type is validated without touching this module.
+
 Two exceptions, both deliberate:
 
-- places that *forbid* a tool (``forbidden_steps.tools``, ``tool_access.deny``) may name
-  tools that are not declared: the agent is not supposed to have them. A name there that
-  is one typo away from a declared tool is still reported, as a warning.
+- places that *forbid* a tool (``forbids_tools``: ``forbidden_steps.tools``,
+  ``tool_access.deny``) may name tools that are not declared: the agent is not supposed
+  to have them. A name there that is one typo away from a declared tool is still
+  reported, as a warning.
 - a file without ``tools:`` has nothing to check against. Its rules load, and the rule
   set carries one warning saying that tool names were not checked (``tracejudge rules
   check`` prints it), so a typo is at least one declaration away from being caught.
@@ -22,32 +27,7 @@ import difflib
 from collections.abc import Iterator
 from typing import Any
 
-# check type -> where it names tools: "field" (a name), "field[]" (a list of names),
-# "field{}" (a map keyed by name), "field{}[]" (a map of lists of names),
-# "list[].field" (a field of each item)
-_USES: dict[str, tuple[str, ...]] = {
-    "step_pattern": ("steps[].tool",),
-    "entity_binding": ("tool", "source.tool"),
-    "precedence": ("before", "after"),
-    "required_steps": ("tools[]",),
-    "reference": ("calls[].tool", "overrides{}"),
-    "no_duplicate_side_effect": ("tools[]",),
-    "recovery": ("tools[]",),
-    "tool_access": ("allow[]",),
-    "approval": ("tools[]", "approval_tools[]"),
-    "max_calls": ("limits{}",),
-    "forbidden_arguments": ("tool",),
-    "sensitive_data": ("allow{}[]",),
-    "identity_scope": ("tool",),
-    "claim_evidence": ("tool",),
-    "identifier_evidence": ("tools[]",),
-    "state": ("expect[].tool",),
-    "baseline": ("arguments{}",),
-}
-_FORBIDS: dict[str, tuple[str, ...]] = {
-    "forbidden_steps": ("tools[]",),
-    "tool_access": ("deny[]",),
-}
+from tracejudge.engine.checks import SPECS
 
 
 def _names_at(node: Any, spec: str, path: str) -> Iterator[tuple[str, str]]:
@@ -93,19 +73,28 @@ def _names_at(node: Any, spec: str, path: str) -> Iterator[tuple[str, str]]:
         yield f"{path}.{spec}", value
 
 
-def _uses(doc: dict[str, Any], table: dict[str, tuple[str, ...]]) -> Iterator[tuple[str, str]]:
+def _fields(check_type: str, forbidden: bool) -> tuple[str, ...]:
+    """Where a check type names tools, from its declaration (``CheckSpec.tool_fields``)."""
+    spec = SPECS.get(check_type)
+    if spec is None:
+        return ()
+    return spec.forbids_tools if forbidden else spec.tool_fields
+
+
+def _uses(doc: dict[str, Any], forbidden: bool) -> Iterator[tuple[str, str]]:
+    """``(path, name)`` for each tool name the rules use (``forbidden``: those they forbid)."""
     for k, rule in enumerate(doc.get("rules") or []):
         if not isinstance(rule, dict):
             continue
         at = f"rules[{k}]"
-        if table is _USES:
+        if not forbidden:
             select = rule.get("select")
             if isinstance(select, dict):
                 yield from _names_at(select, "tools_present[]", f"{at}.select")
         check = rule.get("check")
         if isinstance(check, dict):
-            for spec in table.get(str(check.get("type")), ()):
-                yield from _names_at(check, spec, f"{at}.check")
+            for field in _fields(str(check.get("type")), forbidden):
+                yield from _names_at(check, field, f"{at}.check")
 
 
 def _hint(name: str, declared: list[str]) -> str:
@@ -117,7 +106,7 @@ def check_tool_names(doc: dict[str, Any]) -> tuple[list[str], list[str]]:
     """``(errors, warnings)`` about tool names in a schema-valid rules document."""
     spec = doc.get("tools")
     if not spec:
-        named = sorted({name for _, name in _uses(doc, _USES)})
+        named = sorted({name for _, name in _uses(doc, False)})
         if not named:
             return [], []
         shown = ", ".join(repr(n) for n in named[:5]) + (" ..." if len(named) > 5 else "")
@@ -129,11 +118,11 @@ def check_tool_names(doc: dict[str, Any]) -> tuple[list[str], list[str]]:
     known = set(declared)
     errors = [
         f"{path}: {name!r} is not declared in tools{_hint(name, declared)}"
-        for path, name in _uses(doc, _USES)
+        for path, name in _uses(doc, False)
         if name not in known
     ]
     warnings = []
-    for path, name in _uses(doc, _FORBIDS):
+    for path, name in _uses(doc, True):
         hint = _hint(name, declared)
         if name not in known and hint:
             warnings.append(f"{path}: {name!r} is not declared in tools{hint}")

@@ -51,6 +51,30 @@ class CheckSpec:
     are allowed (near-misses of declared tools warn)."""
 
 
+def ref(name: str) -> dict[str, Any]:
+    """A reference to a shared definition of the rules schema (``name``, ``names``,
+    ``nameOrNames``, ``regex``, ``cel``, ``path``, ``posint``, ``posnum``, ``kind``,
+    ``argMode``; see ``tracejudge.engine.ruleschema.BASE``)."""
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def check_params(
+    properties: dict[str, Any], required: tuple[str, ...] = (), **extra: Any
+) -> dict[str, Any]:
+    """The JSON Schema of a check object: ``type`` plus ``properties`` and nothing else.
+
+    ``extra`` adds object-level keywords (``anyOf``, ``minProperties``...). Every check
+    object has the same frame, so declarations state only what differs.
+    """
+    return {
+        "type": "object",
+        "required": ["type", *required],
+        "additionalProperties": False,
+        "properties": {"type": True, **properties},
+        **extra,
+    }
+
+
 def names(value: Any) -> frozenset[str]:
     """A name or a list of names as a set."""
     if value is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge.engine.baseline import BaselineError, terminal_action
-from tracejudge.engine.checks.base import Check, short
+from tracejudge.engine.checks.base import Check, CheckSpec, check_params, ref, short
 from tracejudge.engine.compile import Compiler
 from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
 from tracejudge.model.run import ToolCall
@@ -143,3 +143,44 @@ def build_baseline(
             k: ("ignore" if v == "ignore" else float(v["tolerance"])) for k, v in per.items()
         }
     return BaselineDiff(args)
+
+
+SPECS: tuple[CheckSpec, ...] = (
+    CheckSpec(
+        name="baseline",
+        doc="The run must do what the reviewed baseline run of its case did.",
+        params=check_params(
+            {
+                "arguments": {
+                    "type": "object",
+                    "maxProperties": 200,
+                    "additionalProperties": {
+                        "type": "object",
+                        "maxProperties": 200,
+                        "additionalProperties": {
+                            "oneOf": [
+                                {"const": "ignore"},
+                                {
+                                    "type": "object",
+                                    "required": ["tolerance"],
+                                    "additionalProperties": False,
+                                    "properties": {"tolerance": ref("posnum")},
+                                },
+                            ]
+                        },
+                    },
+                }
+            }
+        ),
+        factory=build_baseline,
+        codes=(
+            "F-BASELINE-MISSING_CALL",
+            "F-BASELINE-TERMINAL_ACTION",
+            "F-BASELINE-UNEXPECTED_CALL",
+            "F-BASELINE-ARG_DRIFT",
+            "F-EVIDENCE-NO_BASELINE",
+        ),
+        tool_fields=("arguments{}",),
+    ),
+)
+"""The ``baseline`` check type, declared once (see ``tracejudge.engine.checks``)."""

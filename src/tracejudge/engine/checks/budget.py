@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracejudge.engine.checks.base import Check
+from tracejudge.engine.checks.base import Check, CheckSpec, check_params, ref
 from tracejudge.engine.compile import Compiler
 from tracejudge.engine.context import Report, RunContext, ToolMeta
 from tracejudge.model.run import ModelCall
@@ -172,3 +172,36 @@ def build_budget(
 ) -> Check | None:
     """``budget``."""
     return Budget({k: float(v) for k, v in p.items() if k != "type"})
+
+
+SPECS: tuple[CheckSpec, ...] = (
+    CheckSpec(
+        name="budget",
+        doc="Steps, calls, wall time, tokens and cost stay within the given limits.",
+        params=check_params(
+            {
+                "max_steps": ref("posint"),
+                "max_model_calls": ref("posint"),
+                "max_tool_calls": ref("posint"),
+                "max_duration_s": ref("posnum"),
+                "max_input_tokens": ref("posint"),
+                "max_output_tokens": ref("posint"),
+                "max_total_tokens": ref("posint"),
+                "max_cost_usd": ref("posnum"),
+            },
+            minProperties=2,
+        ),
+        factory=build_budget,
+        codes=(
+            "F-BUDGET-STEPS",
+            "F-BUDGET-MODEL_CALLS",
+            "F-BUDGET-TIME",
+            "F-BUDGET-TOKENS",
+            "F-BUDGET-COST",
+            "F-EVIDENCE-NO_TIMING",
+            "F-EVIDENCE-NO_TOKENS",
+            "F-EVIDENCE-NO_PRICE",
+        ),
+    ),
+)
+"""The budget check type, declared once (see ``tracejudge.engine.checks``)."""

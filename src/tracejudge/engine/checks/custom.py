@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracejudge.engine.checks.base import Check, short
+from tracejudge.engine.checks.base import Check, CheckSpec, check_params, ref, short
 from tracejudge.engine.compile import CelExpr, Compiler
 from tracejudge.engine.context import Report, RunContext, ToolMeta
 
@@ -36,3 +36,17 @@ def build_cel(
     """``cel``."""
     expr = c.cel(f"{path}.expr", p["expr"])
     return None if expr is None else CelPredicate(expr, p.get("message"))
+
+
+SPECS: tuple[CheckSpec, ...] = (
+    CheckSpec(
+        name="cel",
+        doc="A CEL expression over the run must be true.",
+        params=check_params(
+            {"expr": ref("cel"), "message": {"type": "string", "maxLength": 500}}, ("expr",)
+        ),
+        factory=build_cel,
+        codes=("F-CUSTOM-PREDICATE", "F-EVIDENCE-CEL_ERROR"),
+    ),
+)
+"""The ``cel`` check type, declared once (see ``tracejudge.engine.checks``)."""

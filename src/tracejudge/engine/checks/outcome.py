@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tracejudge.engine.checks.base import Check, names, short
+from tracejudge.engine.checks.base import Check, CheckSpec, check_params, names, ref, short
 from tracejudge.engine.compile import CelExpr, Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
 
@@ -191,3 +191,61 @@ def build_state(
             continue
         out.append(Expectation(e["tool"], jp, e.get("equals"), "equals" in e, expr))
     return None if failed else State(out)
+
+
+SPECS: tuple[CheckSpec, ...] = (
+    CheckSpec(
+        name="claim_evidence",
+        doc="A claim in the final answer needs a successful call of the named tool or kind.",
+        params=check_params(
+            {"claim": ref("regex"), "tool": ref("name"), "kind": ref("kind")},
+            ("claim",),
+            anyOf=[{"required": ["tool"]}, {"required": ["kind"]}],
+        ),
+        factory=build_claim_evidence,
+        codes=("F-OUTPUT-UNSUPPORTED_CLAIM", "F-EVIDENCE-NO_FINAL_ANSWER"),
+        tool_fields=("tool",),
+    ),
+    CheckSpec(
+        name="identifier_evidence",
+        doc="Identifiers the final answer reports must appear in a successful tool result.",
+        params=check_params({"pattern": ref("regex"), "tools": ref("names")}, ("pattern",)),
+        factory=build_identifier_evidence,
+        codes=(
+            "F-OUTPUT-UNSUPPORTED_IDENTIFIER",
+            "F-EVIDENCE-NO_FINAL_ANSWER",
+            "F-EVIDENCE-RESULT_MISSING",
+        ),
+        tool_fields=("tools[]",),
+    ),
+    CheckSpec(
+        name="state",
+        doc="The last successful result of each tool must hold the expected values.",
+        params=check_params(
+            {
+                "expect": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 100,
+                    "items": {
+                        "type": "object",
+                        "required": ["tool", "path"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "tool": ref("name"),
+                            "path": ref("path"),
+                            "equals": {},
+                            "cel": ref("cel"),
+                        },
+                        "oneOf": [{"required": ["equals"]}, {"required": ["cel"]}],
+                    },
+                }
+            },
+            ("expect",),
+        ),
+        factory=build_state,
+        codes=("F-OUTPUT-STATE_MISMATCH", "F-EVIDENCE-RESULT_MISSING", "F-EVIDENCE-CEL_ERROR"),
+        tool_fields=("expect[].tool",),
+    ),
+)
+"""The outcome check types, declared once (see ``tracejudge.engine.checks``)."""

@@ -6,7 +6,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Any
 
-from tracejudge.engine.checks.base import Check, names, short
+from tracejudge.engine.checks.base import Check, CheckSpec, check_params, names, ref, short
 from tracejudge.engine.checks.trajectory import flatten
 from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
@@ -364,3 +364,111 @@ def build_identity_scope(
     """``identity_scope``."""
     arg = c.path(f"{path}.argument", p["argument"])
     return None if arg is None else IdentityScope(p["tool"], arg, p["equals"])
+
+
+SPECS: tuple[CheckSpec, ...] = (
+    CheckSpec(
+        name="tool_access",
+        doc="Only allowlisted tools, and no denylisted ones, may run.",
+        params=check_params({"allow": ref("names"), "deny": ref("names")}, minProperties=2),
+        factory=build_tool_access,
+        codes=("F-POLICY-UNAUTHORIZED_TOOL",),
+        tool_fields=("allow[]",),
+        forbids_tools=("deny[]",),
+    ),
+    CheckSpec(
+        name="approval",
+        doc="The listed tools need an approval on the call or a prior successful approval step.",
+        params=check_params({"tools": ref("names"), "approval_tools": ref("names")}, ("tools",)),
+        factory=build_approval,
+        codes=("F-POLICY-MISSING_APPROVAL",),
+        tool_fields=("tools[]", "approval_tools[]"),
+    ),
+    CheckSpec(
+        name="max_calls",
+        doc="Each listed tool runs at most its limit of times.",
+        params=check_params(
+            {
+                "limits": {
+                    "type": "object",
+                    "minProperties": 1,
+                    "maxProperties": 1000,
+                    "additionalProperties": ref("posint"),
+                }
+            },
+            ("limits",),
+        ),
+        factory=build_max_calls,
+        codes=("F-POLICY-MAX_CALLS",),
+        tool_fields=("limits{}",),
+    ),
+    CheckSpec(
+        name="forbidden_arguments",
+        doc="A tool argument must not take the listed values or match the pattern.",
+        params=check_params(
+            {
+                "tool": ref("name"),
+                "argument": ref("path"),
+                "values": {"type": "array", "minItems": 1, "maxItems": 1000},
+                "pattern": ref("regex"),
+            },
+            ("tool", "argument"),
+            anyOf=[{"required": ["values"]}, {"required": ["pattern"]}],
+        ),
+        factory=build_forbidden_arguments,
+        codes=("F-POLICY-FORBIDDEN_ARGUMENT", "F-EVIDENCE-ARGS_NOT_JSON"),
+        tool_fields=("tool",),
+    ),
+    CheckSpec(
+        name="sensitive_data",
+        doc="No secrets or personal data in tool arguments, tool results or the final answer.",
+        params=check_params(
+            {
+                "detectors": {
+                    "type": "array",
+                    "maxItems": 20,
+                    "items": {"enum": list(BUILTIN_DETECTORS)},
+                },
+                "custom": {
+                    "type": "array",
+                    "maxItems": 100,
+                    "items": {
+                        "type": "object",
+                        "required": ["name", "pattern"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "name": ref("name"),
+                            "pattern": ref("regex"),
+                            "category": {"enum": ["secret", "pii"]},
+                        },
+                    },
+                },
+                "scan": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {"enum": ["arguments", "results", "final_answer"]},
+                },
+                "allow": {"type": "object", "additionalProperties": ref("names")},
+            }
+        ),
+        factory=build_sensitive_data,
+        codes=("F-POLICY-SECRET_EXPOSURE", "F-POLICY-PII_EXPOSURE", "F-EVIDENCE-NO_FINAL_ANSWER"),
+        tool_fields=("allow{}[]",),
+    ),
+    CheckSpec(
+        name="identity_scope",
+        doc="A tool argument must equal the run's user id or tenant id.",
+        params=check_params(
+            {
+                "tool": ref("name"),
+                "argument": ref("path"),
+                "equals": {"enum": ["user_id", "tenant_id"]},
+            },
+            ("tool", "argument", "equals"),
+        ),
+        factory=build_identity_scope,
+        codes=("F-POLICY-IDENTITY_SCOPE", "F-EVIDENCE-NO_IDENTITY", "F-EVIDENCE-ARGS_NOT_JSON"),
+        tool_fields=("tool",),
+    ),
+)
+"""The policy check types, declared once (see ``tracejudge.engine.checks``)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tracejudge.engine.checks.base import Check, names, short
+from tracejudge.engine.checks.base import Check, CheckSpec, check_params, names, ref, short
 from tracejudge.engine.compile import CelExpr, Compiler, Path, Regex, cel_activation
 from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
 from tracejudge.model.run import ToolCall
@@ -524,3 +524,165 @@ def build_recovery(
     """``recovery``."""
     rx = c.regex(f"{path}.error_report", p.get("error_report", DEFAULT_ERROR_REPORT))
     return None if rx is None else Recovery(names(p.get("tools")), rx)
+
+
+_KINDS = {"enum": ["lookup", "mutate", "notify", "approval"]}
+_TOOLS_LIST = check_params(
+    {"tools": ref("names"), "require_success": {"type": "boolean"}}, ("tools",)
+)
+
+SPECS: tuple[CheckSpec, ...] = (
+    CheckSpec(
+        name="step_pattern",
+        doc="Steps (by kind or tool) must succeed in the given order.",
+        params=check_params(
+            {
+                "steps": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 100,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "minProperties": 1,
+                        "properties": {"kind": _KINDS, "tool": ref("name")},
+                    },
+                },
+                "mutation_requires_lookup": {"type": "boolean"},
+            },
+            ("steps",),
+        ),
+        factory=build_step_pattern,
+        codes=("F-ACTION-ORDER", "F-ACTION-MISSING_STEP"),
+        tool_fields=("steps[].tool",),
+    ),
+    CheckSpec(
+        name="entity_binding",
+        doc="A call's argument must be an entity an earlier successful lookup returned.",
+        params=check_params(
+            {
+                "tool": ref("name"),
+                "argument": ref("path"),
+                "source": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"tool": ref("name"), "path": ref("path")},
+                },
+            },
+            ("tool", "argument"),
+        ),
+        factory=build_entity_binding,
+        codes=(
+            "F-ACTION-ORDER",
+            "F-ACTION-ARG-ENTITY_BINDING",
+            "F-EVIDENCE-ARGS_NOT_JSON",
+            "F-EVIDENCE-RESULT_MISSING",
+        ),
+        tool_fields=("tool", "source.tool"),
+    ),
+    CheckSpec(
+        name="precedence",
+        doc="A successful `before` call must precede each `after` call, optionally bound.",
+        params=check_params(
+            {
+                "before": ref("name"),
+                "after": ref("name"),
+                "bind": {
+                    "type": "object",
+                    "required": ["after", "before"],
+                    "additionalProperties": False,
+                    "properties": {"after": ref("path"), "before": ref("path")},
+                },
+            },
+            ("before", "after"),
+        ),
+        factory=build_precedence,
+        codes=(
+            "F-ACTION-ORDER",
+            "F-ACTION-ARG-ENTITY_BINDING",
+            "F-EVIDENCE-ARGS_NOT_JSON",
+            "F-EVIDENCE-RESULT_MISSING",
+        ),
+        tool_fields=("before", "after"),
+    ),
+    CheckSpec(
+        name="required_steps",
+        doc="Each listed tool must run (successfully, by default).",
+        params=_TOOLS_LIST,
+        factory=build_required,
+        codes=("F-ACTION-MISSING_STEP",),
+        tool_fields=("tools[]",),
+    ),
+    CheckSpec(
+        name="forbidden_steps",
+        doc="None of the listed tools may run.",
+        params=_TOOLS_LIST,
+        factory=build_forbidden,
+        codes=("F-ACTION-FORBIDDEN_STEP",),
+        forbids_tools=("tools[]",),
+    ),
+    CheckSpec(
+        name="reference",
+        doc="The tool calls must match a reference trajectory in the chosen mode.",
+        params=check_params(
+            {
+                "mode": {"enum": ["strict", "unordered", "subset", "superset"]},
+                "args_mode": ref("argMode"),
+                "overrides": {
+                    "type": "object",
+                    "maxProperties": 200,
+                    "additionalProperties": {
+                        "oneOf": [
+                            ref("argMode"),
+                            {
+                                "type": "object",
+                                "required": ["predicate"],
+                                "additionalProperties": False,
+                                "properties": {"predicate": ref("cel")},
+                            },
+                        ]
+                    },
+                },
+                "calls": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 500,
+                    "items": {
+                        "type": "object",
+                        "required": ["tool"],
+                        "additionalProperties": False,
+                        "properties": {"tool": ref("name"), "args": {}},
+                    },
+                },
+            },
+            ("calls",),
+        ),
+        factory=build_reference,
+        codes=("F-ACTION-REFERENCE_MISMATCH",),
+        tool_fields=("calls[].tool", "overrides{}"),
+    ),
+    CheckSpec(
+        name="no_duplicate_side_effect",
+        doc="The same write (tool + arguments) must not succeed twice without an idempotency key.",
+        params=check_params({"tools": ref("names")}),
+        factory=build_no_dup,
+        codes=("F-ACTION-DUPLICATE_SIDE_EFFECT",),
+        tool_fields=("tools[]",),
+    ),
+    CheckSpec(
+        name="no_loop",
+        doc="The same tool with the same arguments must not run `max_repeats` times.",
+        params=check_params({"max_repeats": {"type": "integer", "minimum": 2, "maximum": 10000}}),
+        factory=build_no_loop,
+        codes=("F-ACTION-LOOP",),
+    ),
+    CheckSpec(
+        name="recovery",
+        doc="A failed call must be retried or reported in the final answer.",
+        params=check_params({"tools": ref("names"), "error_report": ref("regex")}),
+        factory=build_recovery,
+        codes=("F-ACTION-NO_RECOVERY", "F-EVIDENCE-NO_FINAL_ANSWER"),
+        tool_fields=("tools[]",),
+    ),
+)
+"""The trajectory check types, declared once (see ``tracejudge.engine.checks``)."""
