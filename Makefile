@@ -2,7 +2,7 @@
 #   make demo   - the main job: the refund agent judged by an embedded collector
 #   make test   - semconv and rules-schema freshness, lint, strict types and the whole test suite,
 #                 end-to-end tests against real Jaeger and the OpenTelemetry Collector included
-.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-engine bench-decode bench-collector
+.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-engine bench-decode bench-collector bench-accuracy
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -67,5 +67,10 @@ bench-decode: bootstrap compiled
 bench-collector: bootstrap compiled backends
 	$(PY) bench/bench_collector.py --anchor
 
+# Judging accuracy on the real tau-bench airline runs (examples/airline): policy rules alone,
+# then with the cases file; prints detection, false alarms and agreement against the targets.
+bench-accuracy: bootstrap
+	$(PY) bench/bench_accuracy.py
+
 # Every benchmark, one after the other; results belong in docs/performance.md.
-bench: bench-instrumentation bench-decode bench-engine bench-collector
+bench: bench-instrumentation bench-decode bench-engine bench-collector bench-accuracy
