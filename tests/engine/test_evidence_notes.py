@@ -3,15 +3,15 @@
 Real spans: the real ``tracejudge.agent``/``tracejudge.tool`` instrumentation on a real
 OTel SDK provider, decoded by the real SDK decoder, then damaged the way real traces get
 damaged (a dropped parent, a parent loop, a crashed span, a stray span) and built by the
-real run builder. That also keeps the builder's note wording and the engine's
-recognition of it in step: a reworded note fails here.
+real run builder. The builder's notes are coded records (``Note``): the engine maps
+codes to findings with a table, so these tests pin codes and cited spans, not wording.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -19,8 +19,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import tracejudge
 from tests.engine.engine_runs import make_run, rules_text, tool
 from tracejudge import semconv as sc
-from tracejudge.engine import Engine, Verdict, load_rules, load_rules_text
+from tracejudge.engine import Engine, Verdict, evidence, load_rules, load_rules_text
 from tracejudge.engine.evidence import EVIDENCE_RULE_ID
+from tracejudge.model import Note, NoteCode
 from tracejudge.model.decode_sdk import spans_from_sdk
 from tracejudge.model.spans import SpanRecord
 
@@ -166,3 +167,28 @@ def test_text_arguments_are_not_reported_twice() -> None:
     v = Engine(rs).judge(run)
     assert [f.code for f in v.findings] == ["F-EVIDENCE-ARGS_NOT_JSON"]
     assert v.findings[0].rule_id == "r1"
+
+
+def test_findings_come_from_note_codes_and_span_ids_not_wording() -> None:
+    """Any text under a gap code warns, citing the note's spans; provenance codes never do."""
+    rs = load_rules_text(rules_text({"type": "required_steps", "tools": ["send_email"]}))
+    run = make_run([tool("send_email", {"to": "u1"}, {"sent": True})])
+    run.notes.extend(
+        [
+            Note("final_answer", (run.root_span_id,), "parent xyz is missing from the trace"),
+            Note("inferred_call", ("00000000000000c1",), "parent links loop"),
+            Note("orphan_span", ("00000000000000AA",), "reworded: lost my parent"),
+            Note("orphan_span", ("00000000000000bb", "00000000000000aa"), "another"),
+        ]
+    )
+    v = Engine(rs).judge(run)
+    assert _evidence(v) == ["F-EVIDENCE-ORPHAN_SPAN"]
+    (finding,) = [f for f in v.findings if f.rule_id == EVIDENCE_RULE_ID]
+    assert finding.span_ids == ("00000000000000aa", "00000000000000bb")
+    assert finding.explanation.endswith("reworded: lost my parent (+1 more)")
+
+
+def test_every_gap_in_the_table_is_a_note_code_the_builder_can_write() -> None:
+    """A table entry for a code the model does not define would never fire."""
+    assert set(evidence._CLASSES) <= set(get_args(NoteCode))
+    assert len(evidence.CODES) == len(set(evidence.CODES))

@@ -11,6 +11,7 @@ from tests.model.model_helpers import Recorder, recorder
 from tracejudge import semconv as sc
 from tracejudge.model import (
     ModelCall,
+    Note,
     SpanRecord,
     ToolCall,
     build_runs,
@@ -124,7 +125,9 @@ class TestGenAi:
         assert run.final_answer == "Your refund is on its way."
         assert run.final_answer_span_id == run.root_span_id
         assert run.final_answer_step_index == 2  # the last chat call wrote the text
-        assert any("final answer: gen_ai.output.messages of agent span" in n for n in run.notes)
+        (source,) = [n for n in run.notes if n.code == "final_answer"]
+        assert source.span_ids == (run.root_span_id,)
+        assert source.text.startswith("final answer: gen_ai.output.messages of agent span")
         assert len(run.spans) == 4
         assert run.duration_ns > 0
 
@@ -136,9 +139,11 @@ class TestGenAi:
         assert run.final_answer == "Refund R9 is on its way."
         assert run.final_answer_span_id == run.model_calls[-1].span_id
         assert run.final_answer_step_index == 2
-        assert f"final answer: output of the last model call {run.final_answer_span_id}" in (
-            run.notes
-        )
+        assert Note(
+            "final_answer",
+            (run.final_answer_span_id,),
+            f"final answer: output of the last model call {run.final_answer_span_id}",
+        ) in (run.notes)
 
     def test_same_runs_from_the_otlp_wire(self) -> None:
         """Building from OTLP protobuf bytes gives the same run as from SDK spans, so the
@@ -163,11 +168,17 @@ class TestGenAi:
                             sub.set_attribute(sc.GEN_AI_AGENT_NAME, "helper")
                             _chat(rec, _msgs(), _msgs(_text("assistant", f"from {name}")))
                 _chat(rec, _msgs(), _msgs(_text("assistant", "stray")))
-            runs = build_runs(spans_from_sdk(rec.spans()))
+            spans = spans_from_sdk(rec.spans())
+            runs = build_runs(spans)
         assert [r.agent_name for r in runs] == ["a", "b"]
         assert [r.final_answer for r in runs] == ["from a", "from b"]
         assert all(len(r.model_calls) == 1 for r in runs)
-        assert all("outside every agent run" in " ".join(r.notes) for r in runs)
+        in_runs = {s.span_id for r in runs for s in r.spans}
+        stray = [s.span_id for s in spans if s.span_id not in in_runs and s.name.startswith("chat")]
+        for r in runs:
+            (note,) = [n for n in r.notes if n.code == "unjudged_steps"]
+            assert "outside every agent run" in note.text
+            assert note.span_ids == tuple(stray)  # the unjudged model call, not the workflow
 
     def test_whole_trace_is_one_run_without_agent_spans(self) -> None:
         """A plain chat-and-tool loop with no agent span is judged as one run."""
@@ -202,7 +213,10 @@ class TestToolEvidence:
         assert (inferred.name, inferred.call_id) == ("cancel", "c1")
         assert inferred.arguments == {"order": "B2"}
         assert inferred.result == {"ok": 1}
-        assert any("c2" in n and "no execution or result was seen" in n for n in run.notes)
+        (missing,) = [n for n in run.notes if n.code == "not_executed"]
+        assert missing.span_ids == (run.steps[2].span_id,)
+        assert "c2" in missing.text
+        assert "no execution or result was seen" in missing.text
 
     def test_observed_execution_is_not_inferred_twice(self) -> None:
         """When an execute_tool span carries the call id, no inferred copy is added."""
@@ -231,9 +245,11 @@ class TestToolEvidence:
         assert (b.name, b.status, b.error_type) == ("b", "error", "tool_error")
         assert b.arguments == "order=A1"
         assert b.arguments_is_json is False
-        notes = " ".join(run.notes)
-        assert "result reports failure (isError)" in notes
-        assert "arguments are not JSON" in notes
+        by_code = {n.code: n for n in run.notes}
+        assert by_code["result_error"].span_ids == (b.span_id,)
+        assert "result reports failure (isError)" in by_code["result_error"].text
+        assert by_code["args_not_json"].span_ids == (b.span_id,)
+        assert "arguments are not JSON" in by_code["args_not_json"].text
 
 
 def _rec(sid: str, parent: str | None, start: int, end: int, **attrs: Any) -> SpanRecord:
@@ -278,12 +294,19 @@ class TestBadInput:
         ]
         (run,) = build_runs(spans)
         assert len(run.steps) == 3
-        notes = " ".join(run.notes)
-        assert "parent links loop" in notes
+        got = sorted((n.code, n.span_ids) for n in run.notes if n.code != "final_answer")
+        assert got == [
+            ("duplicate_span", ("0000000000000003",)),
+            ("orphan_span", ("0000000000000003",)),  # the orphan, not its missing parent
+            ("parent_cycle", ("0000000000000001", "0000000000000002")),  # cut span first
+            ("parent_cycle", ("0000000000000004",)),
+            ("several_roots", ("0000000000000001", "0000000000000003", "0000000000000004")),
+            ("unfinished_span", ("0000000000000003",)),
+        ]
+        notes = " ".join(n.text for n in run.notes)
         assert "cut above span 0000000000000001" in notes
         assert "parent 00000000000000ff is missing" in notes
         assert "appears 2 times; kept the first copy" in notes
-        assert "no valid end time" in notes
         assert "cut above span 0000000000000004" in notes
         assert run.spans[2].start_ns == 3  # the first copy of the duplicate was kept
 
@@ -299,7 +322,9 @@ class TestBadInput:
         (run,) = build_runs(spans)
         assert run.root_span_id == "0000000000000002"
         assert [s.span_id for s in run.spans] == ["0000000000000002"]
-        assert any("appears 2 times" in n for n in run.notes)
+        (dup,) = [n for n in run.notes if n.code == "duplicate_span"]
+        assert dup.span_ids == ("0000000000000001",)
+        assert "appears 2 times" in dup.text
 
     def test_missing_attributes_and_garbage_messages(self) -> None:
         """Model spans with no usable content yield calls with None fields and a note."""
@@ -321,7 +346,9 @@ class TestBadInput:
         assert call.output_messages is None
         assert call.input_tokens is None
         assert run.final_answer is None
-        assert any("is not a JSON list of messages" in n for n in run.notes)
+        (bad,) = [n for n in run.notes if n.code == "bad_messages"]
+        assert bad.span_ids == ("0000000000000001",)
+        assert "is not a JSON list of messages" in bad.text
 
     def test_spans_of_several_traces_and_empty_input(self) -> None:
         """Mixed traces are built trace by trace; no spans, no runs."""

@@ -176,5 +176,8 @@ class TestOpenLlmetry:
             "ok",
         )
         assert run.final_answer == "All set."
-        assert not any("outside every agent run" in n for n in run.notes)  # workflow: a container
-        assert any("matched to the requested call c1 by name" in n for n in run.notes)
+        codes = [n.code for n in run.notes]
+        assert "outside_runs" not in codes  # the workflow span is a container, not a stray
+        (matched,) = [n for n in run.notes if n.code == "matched_by_name"]
+        assert matched.span_ids[0] == tool_call.span_id
+        assert "matched to the requested call c1 by name" in matched.text

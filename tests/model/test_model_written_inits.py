@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tracejudge.engine.verdict import RuleOutcome, Verdict
-from tracejudge.model.run import ModelCall, Run, ToolCall
+from tracejudge.model.run import ModelCall, Note, Run, ToolCall
 from tracejudge.model.spans import SpanRecord
 
 REQUIRED: dict[type[Any], tuple[Any, ...]] = {
@@ -19,6 +19,7 @@ REQUIRED: dict[type[Any], tuple[Any, ...]] = {
     ModelCall: ("s" * 16, "chat"),
     ToolCall: ("s" * 16, "lookup_order"),
     Run: ("t" * 32, "s" * 16),
+    Note: ("orphan_span", ("s" * 16,), "span ssss: parent pppp is missing from the trace"),
     RuleOutcome: ("rule", "policy", "pass", "s" * 16),
     Verdict: ("t" * 32, "s" * 16, "pass", {"policy": "pass"}),
 }

@@ -23,12 +23,23 @@ from tracejudge.model.decode_proto import (
 from tracejudge.model.decode_sdk import spans_from_sdk
 from tracejudge.model.errors import OtlpDecodeError
 from tracejudge.model.files import group_by_trace, load_spans, load_traces
-from tracejudge.model.run import ModelCall, RequestedToolCall, Run, Step, ToolCall, Turn
+from tracejudge.model.run import (
+    ModelCall,
+    Note,
+    NoteCode,
+    RequestedToolCall,
+    Run,
+    Step,
+    ToolCall,
+    Turn,
+)
 from tracejudge.model.spans import EventRecord, SpanRecord
 
 __all__ = [
     "EventRecord",
     "ModelCall",
+    "Note",
+    "NoteCode",
     "OtlpDecodeError",
     "RequestedToolCall",
     "Run",

@@ -8,8 +8,8 @@ time, then span id), so the order is the same however the spans arrived.
 Traces are messy: spans get duplicated by retrying exporters, parents go missing when a
 service drops its spans, clock or id bugs make parent links loop, and crashed processes
 leave spans without an end. None of that raises here. Each problem is handled in one
-documented way and written to ``Run.notes`` so rules can say "insufficient evidence"
-instead of passing silently:
+documented way and recorded in ``Run.notes`` as a coded ``Note`` (code, span ids, text)
+so rules can say "insufficient evidence" instead of passing silently:
 
 - duplicate span id: the first copy is kept;
 - parent id not in the trace (orphan): the span is treated as a root (its subtree is still
@@ -40,7 +40,7 @@ from tracejudge.model.messages import (
     parse_json_text,
     tool_responses,
 )
-from tracejudge.model.run import ModelCall, Run, Step, ToolCall
+from tracejudge.model.run import ModelCall, Note, NoteCode, Run, Step, ToolCall
 from tracejudge.model.spans import SpanRecord
 from tracejudge.model.steps import (
     TRACELOOP_AGENT,
@@ -79,7 +79,7 @@ class _Trace:
 
     def __init__(self, spans: Iterable[SpanRecord]) -> None:
         self.by_id: dict[str, SpanRecord] = {}
-        self.span_notes: dict[str, list[str]] = {}
+        self.span_notes: dict[str, list[Note]] = {}
         copies: dict[str, int] = {}
         for span in spans:
             if span.span_id in self.by_id:
@@ -87,12 +87,15 @@ class _Trace:
             else:
                 self.by_id[span.span_id] = span
         for sid, count in copies.items():
-            self._note(sid, f"span {sid} appears {count} times; kept the first copy")
+            self._note(
+                "duplicate_span", sid, f"span {sid} appears {count} times; kept the first copy"
+            )
         self.parent: dict[str, str | None] = {}
         for sid, span in self.by_id.items():
             pid = span.parent_span_id
             if pid is not None and pid not in self.by_id:
                 self._note(
+                    "orphan_span",
                     sid,
                     f"span {sid} ({span.name}): parent {pid} is missing from the trace; "
                     "treated as a root",
@@ -100,7 +103,11 @@ class _Trace:
                 pid = None
             self.parent[sid] = pid
             if span.end_ns == 0 or span.end_ns < span.start_ns:
-                self._note(sid, f"span {sid} ({span.name}) has no valid end time (unfinished?)")
+                self._note(
+                    "unfinished_span",
+                    sid,
+                    f"span {sid} ({span.name}) has no valid end time (unfinished?)",
+                )
         self._break_cycles()
         self.children: dict[str, list[str]] = {}
         self.roots: list[str] = []
@@ -111,8 +118,8 @@ class _Trace:
             else:
                 self.children.setdefault(pid, []).append(sid)
 
-    def _note(self, sid: str, text: str) -> None:
-        self.span_notes.setdefault(sid, []).append(text)
+    def _note(self, code: NoteCode, sid: str, text: str, span_ids: tuple[str, ...] = ()) -> None:
+        self.span_notes.setdefault(sid, []).append(Note(code, span_ids or (sid,), text))
 
     def _break_cycles(self) -> None:
         state: dict[str, int] = {}  # 1: on the current walk, 2: resolved
@@ -128,9 +135,11 @@ class _Trace:
                 cut = min(cycle, key=lambda s: (self.by_id[s].start_ns, s))
                 self.parent[cut] = None
                 self._note(
+                    "parent_cycle",
                     cut,
                     f"parent links loop through spans {_listed(sorted(cycle))}; "
                     f"cut above span {cut}, treated as a root",
+                    (cut, *sorted(s for s in cycle if s != cut)),
                 )
             for sid in chain:
                 state[sid] = 2
@@ -186,8 +195,12 @@ def _build_trace(spans: Sequence[SpanRecord]) -> list[Run]:
         run = _build_run(trace, root, everything, agent=False)
         if len(trace.roots) > 1:
             run.notes.append(
-                f"trace has {len(trace.roots)} root spans and no agent span; judged as one run "
-                f"rooted at the earliest ({root})"
+                Note(
+                    "several_roots",
+                    tuple(trace.roots),
+                    f"trace has {len(trace.roots)} root spans and no agent span; judged as one "
+                    f"run rooted at the earliest ({root})",
+                )
             )
         return [run]
     runs = [_build_run(trace, root, ids, agent=True) for root, ids in runs_spans.items()]
@@ -208,10 +221,18 @@ def _build_trace(spans: Sequence[SpanRecord]) -> list[Run]:
             f"{len(outside)} span(s) of this trace are outside every agent run and were not "
             f"judged: {_listed(outside_sorted)}"
         )
-        if stepish:
-            text += f"; model/tool spans among them: {_listed(stepish)}"
+        # only unjudged model/tool spans are a gap; containers beside the agents are not
+        note = (
+            Note(
+                "unjudged_steps",
+                tuple(stepish),
+                f"{text}; model/tool spans among them: {_listed(stepish)}",
+            )
+            if stepish
+            else Note("outside_runs", tuple(outside_sorted), text)
+        )
         for run in runs:
-            run.notes.append(text)
+            run.notes.append(note)
     # Defects of spans outside every run (a duplicated or looping container) still matter.
     in_runs = {sid for ids in runs_spans.values() for sid in ids}
     stray = [
@@ -244,7 +265,7 @@ def _s(value: Any) -> str | None:
 def _build_run(trace: _Trace, root_id: str, ids: list[str], *, agent: bool) -> Run:
     root = trace.by_id[root_id]
     ordered = sorted((trace.by_id[s] for s in ids), key=_key)
-    notes: list[str] = []
+    notes: list[Note] = []
     for span in ordered:
         notes.extend(trace.span_notes.get(span.span_id, []))
     steps: list[Step] = []
@@ -288,7 +309,7 @@ def _build_run(trace: _Trace, root_id: str, ids: list[str], *, agent: bool) -> R
     return run
 
 
-def _infer_tool_calls(steps: list[Step], notes: list[str]) -> list[Step]:
+def _infer_tool_calls(steps: list[Step], notes: list[Note]) -> list[Step]:
     """Add the tool executions that only the model calls' messages show (see module doc)."""
     models = [s for s in steps if isinstance(s, ModelCall)]
     observed = {s.call_id for s in steps if isinstance(s, ToolCall) and s.call_id}
@@ -301,8 +322,12 @@ def _infer_tool_calls(steps: list[Step], notes: list[str]) -> list[Step]:
         for req in model.requested_tool_calls:
             if req.call_id is None:
                 notes.append(
-                    f"model call {model.span_id} requested tool {req.name} without a call id; "
-                    "its execution cannot be matched"
+                    Note(
+                        "no_call_id",
+                        (model.span_id,),
+                        f"model call {model.span_id} requested tool {req.name} without a call "
+                        "id; its execution cannot be matched",
+                    )
                 )
                 continue
             if req.call_id in observed:
@@ -315,8 +340,12 @@ def _infer_tool_calls(steps: list[Step], notes: list[str]) -> list[Step]:
                 unmatched.remove(by_name)
                 observed.add(req.call_id)
                 notes.append(
-                    f"tool {req.name} (span {by_name.span_id}) has no call id; matched to the "
-                    f"requested call {req.call_id} by name"
+                    Note(
+                        "matched_by_name",
+                        (by_name.span_id, model.span_id),
+                        f"tool {req.name} (span {by_name.span_id}) has no call id; matched to "
+                        f"the requested call {req.call_id} by name",
+                    )
                 )
                 continue
             later = next(
@@ -324,8 +353,12 @@ def _infer_tool_calls(steps: list[Step], notes: list[str]) -> list[Step]:
             )
             if later is None:
                 notes.append(
-                    f"model call {model.span_id} requested tool {req.name} (call {req.call_id}) "
-                    "but no execution or result was seen"
+                    Note(
+                        "not_executed",
+                        (model.span_id,),
+                        f"model call {model.span_id} requested tool {req.name} "
+                        f"(call {req.call_id}) but no execution or result was seen",
+                    )
                 )
                 continue
             target = models[later]
@@ -353,12 +386,22 @@ def _infer_tool_calls(steps: list[Step], notes: list[str]) -> list[Step]:
                 call.status = "error"
                 call.error_type = "tool_error"
             notes.append(
-                f"tool {req.name} (call {req.call_id}) has no execute_tool span; inferred from "
-                f"the result in model call {target.span_id}'s input"
-                + (f" (result reports failure: {flag})" if flag else "")
+                Note(
+                    "inferred_call",
+                    (model.span_id, target.span_id),
+                    f"tool {req.name} (call {req.call_id}) has no execute_tool span; inferred "
+                    f"from the result in model call {target.span_id}'s input"
+                    + (f" (result reports failure: {flag})" if flag else ""),
+                )
             )
             if not is_json:
-                notes.append(f"tool {req.name} (call {req.call_id}): arguments are not JSON")
+                notes.append(
+                    Note(
+                        "args_not_json",
+                        (target.span_id,),
+                        f"tool {req.name} (call {req.call_id}): arguments are not JSON",
+                    )
+                )
             observed.add(req.call_id)
             before.setdefault(target.span_id, []).append(call)
     if not before:
@@ -374,7 +417,7 @@ def _infer_tool_calls(steps: list[Step], notes: list[str]) -> list[Step]:
     return out
 
 
-def _final_answer(run: Run, agent_root: SpanRecord | None, notes: list[str]) -> None:
+def _final_answer(run: Run, agent_root: SpanRecord | None, notes: list[Note]) -> None:
     for index in range(len(run.steps) - 1, -1, -1):
         step = run.steps[index]
         if (
@@ -400,20 +443,36 @@ def _final_answer(run: Run, agent_root: SpanRecord | None, notes: list[str]) -> 
         if text is not None:
             run.final_answer = text
             run.final_answer_span_id = agent_root.span_id
-            notes.append(source)
+            notes.append(Note("final_answer", (agent_root.span_id,), source))
             return
     calls = [m for m in run.model_calls if m.operation != _OP.EMBEDDINGS]
     if not calls:
-        notes.append("final answer: none (no agent output and no model call)")
+        notes.append(
+            Note(
+                "final_answer",
+                (run.root_span_id,),
+                "final answer: none (no agent output and no model call)",
+            )
+        )
         return
     last = calls[-1]
     text = last_assistant_text(last.output_messages)
     if text is None:
         notes.append(
-            f"final answer: none (the agent span has no output and the last model call "
-            f"{last.span_id} produced no text)"
+            Note(
+                "final_answer",
+                (last.span_id,),
+                f"final answer: none (the agent span has no output and the last model call "
+                f"{last.span_id} produced no text)",
+            )
         )
         return
     run.final_answer = text
     run.final_answer_span_id = last.span_id
-    notes.append(f"final answer: output of the last model call {last.span_id}")
+    notes.append(
+        Note(
+            "final_answer",
+            (last.span_id,),
+            f"final answer: output of the last model call {last.span_id}",
+        )
+    )

@@ -18,6 +18,55 @@ TurnRole: TypeAlias = Literal["system", "user", "assistant", "tool"]
 ToolEffect: TypeAlias = Literal["read", "write", "notify", "unknown"]
 
 
+NoteCode: TypeAlias = Literal[
+    # gaps in the evidence: each becomes an F-EVIDENCE-* warning (tracejudge.engine.evidence)
+    "orphan_span",
+    "parent_cycle",
+    "unfinished_span",
+    "unjudged_steps",
+    "bad_messages",
+    # where evidence came from, or a repair rules already see: recorded, no finding
+    "args_not_json",
+    "result_error",
+    "unknown_effect",
+    "duplicate_span",
+    "several_roots",
+    "outside_runs",
+    "no_call_id",
+    "matched_by_name",
+    "not_executed",
+    "inferred_call",
+    "final_answer",
+]
+"""What a builder note is about. The engine maps codes to findings with a table, so a
+reworded ``text`` never changes a verdict; a new kind of note is a new code here."""
+
+
+@dataclass(slots=True, init=False)
+class Note:
+    """One thing the run builder noticed about the evidence, as a record.
+
+    ``code`` says what kind of problem or provenance it is, ``span_ids`` the spans it is
+    about (the ones in the trace: an orphan, not its missing parent), ``text`` the
+    explanation for people. The engine reads ``code`` and ``span_ids``; only people read
+    ``text``.
+
+    ``__init__`` is written out for the compiled build (see ``SpanRecord``).
+    """
+
+    code: NoteCode
+    span_ids: tuple[str, ...]
+    text: str
+
+    def __init__(self, code: NoteCode, span_ids: tuple[str, ...], text: str) -> None:
+        self.code = code
+        self.span_ids = span_ids
+        self.text = text
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return reduce_by_fields(self)
+
+
 @dataclass(slots=True, frozen=True)
 class RequestedToolCall:
     """A tool call the model asked for (a ``tool_call`` part of its output)."""
@@ -240,9 +289,9 @@ Step: TypeAlias = ModelCall | ToolCall
 class Run:
     """One agent run: identity, ordered steps, final answer and the spans behind them.
 
-    ``notes`` lists what was wrong with the evidence (missing attributes, non-JSON
-    arguments, parent cycles...) so rules can answer ``insufficient_evidence`` instead
-    of passing silently.
+    ``notes`` lists what was wrong with the evidence (missing parents, non-JSON
+    arguments, parent cycles...) and where it came from, as coded records (``Note``), so
+    the engine can answer ``insufficient_evidence`` instead of passing silently.
 
     ``__init__`` is written out for the compiled build (see ``SpanRecord``).
     """
@@ -269,7 +318,7 @@ class Run:
     end_ns: int = 0
     root_attributes: dict[str, AttrValue] = field(default_factory=dict)
     spans: list[SpanRecord] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
     turns: list[Turn] = field(default_factory=list)
     """The conversation, reconstructed once from the model calls' messages (see ``Turn``)."""
     conversation_id: str | None = None
@@ -297,7 +346,7 @@ class Run:
         end_ns: int = 0,
         root_attributes: dict[str, AttrValue] | None = None,
         spans: list[SpanRecord] | None = None,
-        notes: list[str] | None = None,
+        notes: list[Note] | None = None,
         turns: list[Turn] | None = None,
         conversation_id: str | None = None,
     ) -> None:

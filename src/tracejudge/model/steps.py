@@ -29,7 +29,14 @@ from tracejudge.model.messages import (
     parse_json_text,
     tool_call_parts,
 )
-from tracejudge.model.run import ModelCall, RequestedToolCall, StepStatus, ToolCall, ToolEffect
+from tracejudge.model.run import (
+    ModelCall,
+    Note,
+    RequestedToolCall,
+    StepStatus,
+    ToolCall,
+    ToolEffect,
+)
 from tracejudge.model.spans import STATUS_ERROR, STATUS_OK, SpanRecord
 
 __all__ = ["SpanRole", "classify", "model_call_from_span", "tool_call_from_span"]
@@ -176,7 +183,7 @@ def _has_flattened(attrs: Mapping[str, Any]) -> bool:
 
 
 def _messages(
-    span: SpanRecord, notes: list[str]
+    span: SpanRecord, notes: list[Note]
 ) -> tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
     attrs = span.attributes
     inputs = _genai_messages(span, sc.GEN_AI_INPUT_MESSAGES, ROLE_USER, notes)
@@ -207,14 +214,20 @@ def _messages(
 
 
 def _genai_messages(
-    span: SpanRecord, key: str, role: str, notes: list[str]
+    span: SpanRecord, key: str, role: str, notes: list[Note]
 ) -> list[dict[str, Any]] | None:
     raw = span.attributes.get(key)
     if raw is None:
         return None
     found = normalize_messages(raw, role)
     if found is None:
-        notes.append(f"span {span.span_id}: {key} is not a JSON list of messages; ignored")
+        notes.append(
+            Note(
+                "bad_messages",
+                (span.span_id,),
+                f"span {span.span_id}: {key} is not a JSON list of messages; ignored",
+            )
+        )
     return found
 
 
@@ -223,7 +236,7 @@ def _parsed_or_text(value: Any) -> Any:
     return parsed
 
 
-def model_call_from_span(span: SpanRecord, notes: list[str]) -> ModelCall:
+def model_call_from_span(span: SpanRecord, notes: list[Note]) -> ModelCall:
     """The model call a span records; evidence problems are appended to ``notes``."""
     attrs = span.attributes
     inputs, outputs = _messages(span, notes)
@@ -323,7 +336,7 @@ def _result_error_flag(result: Any) -> str | None:
     return None
 
 
-def tool_call_from_span(span: SpanRecord, notes: list[str]) -> ToolCall:
+def tool_call_from_span(span: SpanRecord, notes: list[Note]) -> ToolCall:
     """The tool execution a span records; evidence problems are appended to ``notes``.
 
     Status: span status ERROR -> "error". A result that explicitly reports failure
@@ -342,7 +355,13 @@ def tool_call_from_span(span: SpanRecord, notes: list[str]) -> ToolCall:
     if is_tl and raw_args is not None and raw_args is attrs.get(sc.FOREIGN_TRACELOOP_ENTITY_INPUT):
         args = _unwrap_traceloop_input(args)
     if not args_json:
-        notes.append(f"tool {name} (span {span.span_id}): arguments are not JSON; kept as text")
+        notes.append(
+            Note(
+                "args_not_json",
+                (span.span_id,),
+                f"tool {name} (span {span.span_id}): arguments are not JSON; kept as text",
+            )
+        )
     raw_result = _first(attrs, sc.GEN_AI_TOOL_CALL_RESULT, sc.FOREIGN_OUTPUT_VALUE)
     if raw_result is None and is_tl:
         raw_result = attrs.get(sc.FOREIGN_TRACELOOP_ENTITY_OUTPUT)
@@ -354,12 +373,23 @@ def tool_call_from_span(span: SpanRecord, notes: list[str]) -> ToolCall:
         status = "error"
         error_type = error_type or _TOOL_ERROR
         notes.append(
-            f"tool {name} (span {span.span_id}): result reports failure ({flag}); counted as error"
+            Note(
+                "result_error",
+                (span.span_id,),
+                f"tool {name} (span {span.span_id}): result reports failure ({flag}); "
+                "counted as error",
+            )
         )
     effect_raw = attrs.get(sc.TRACEJUDGE_TOOL_EFFECT)
     effect = _EFFECTS.get(effect_raw, "unknown") if isinstance(effect_raw, str) else "unknown"
     if isinstance(effect_raw, str) and effect_raw not in _EFFECTS:
-        notes.append(f"tool {name} (span {span.span_id}): unknown effect {effect_raw!r}")
+        notes.append(
+            Note(
+                "unknown_effect",
+                (span.span_id,),
+                f"tool {name} (span {span.span_id}): unknown effect {effect_raw!r}",
+            )
+        )
     approval = attrs.get(sc.TRACEJUDGE_APPROVAL_GRANTED)
     if isinstance(approval, str):
         approval = {"true": True, "false": False}.get(approval.lower())
