@@ -193,7 +193,7 @@ def test_runs_of_one_conversation_across_traces_merge() -> None:
     assert run.conversation_id == "conv-7"
     assert [t.role for t in run.turns] == ["user", "assistant", "user", "assistant"]
     assert run.tool_calls[0].request_turn == 3
-    assert any("merged into one" in n for n in run.notes)
+    assert [n.code for n in run.notes if n.code == "merged_conversation"] == ["merged_conversation"]
 
 
 def test_real_instrumented_refund_trace() -> None:

@@ -103,3 +103,23 @@ def test_the_tau_bench_dev_split_loads_as_100_runs() -> None:
     assert all(str(c.result).startswith("Error:") for c in failed)
     # every tool execution in these transcripts was requested by an assistant turn
     assert all(c.request_turn is not None for r in runs for c in r.tool_calls)
+
+
+def test_an_orphan_tool_result_is_an_evidence_warning() -> None:
+    """A result that answers no requested call is never silently accepted as evidence."""
+    from tracejudge.engine import Engine, load_rules_text
+
+    msgs = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "One moment."},
+        {"role": "tool", "tool_call_id": "zz", "name": "lookup", "content": "{}"},
+        {"role": "assistant", "content": "hello"},
+    ]
+    (run,) = build_runs(spans_from_chat(msgs, TranscriptMeta()))
+    assert [n.code for n in run.notes if n.code == "orphan_tool_result"] == ["orphan_tool_result"]
+    rules = load_rules_text(
+        "version: 1\nrules:\n  - {id: r, layer: policy, check: {type: max_calls, limits: {x: 1}}}\n"
+    )
+    verdict = Engine(rules).judge(run)
+    assert verdict.verdict == "warn"
+    assert "F-EVIDENCE-ORPHAN_TOOL_RESULT" in [f.code for f in verdict.findings]

@@ -78,6 +78,12 @@ _CLASSES: dict[NoteCode, _Class] = {
         "span(s) whose messages are not a JSON message list; claims and answers read "
         "from them are missing",
     ),
+    "orphan_tool_result": _Class(
+        "F-EVIDENCE-ORPHAN_TOOL_RESULT",
+        "trajectory",
+        "tool result(s) in the conversation answer no tool call the agent requested "
+        "(a transcript cut or mis-paired?); what the agent acted on is uncertain",
+    ),
 }
 """Note code -> the finding it makes, in the order findings are listed. Note codes not
 here (``tracejudge.model.run.NoteCode``) are provenance and make no finding."""

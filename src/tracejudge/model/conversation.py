@@ -47,7 +47,16 @@ from tracejudge.model.messages import (
     parse_json_text,
     text_of,
 )
-from tracejudge.model.run import ModelCall, RequestedToolCall, Run, Step, ToolCall, Turn, TurnRole
+from tracejudge.model.run import (
+    ModelCall,
+    Note,
+    RequestedToolCall,
+    Run,
+    Step,
+    ToolCall,
+    Turn,
+    TurnRole,
+)
 
 __all__ = ["build_conversation", "link_requests", "merge_conversations"]
 
@@ -226,6 +235,26 @@ def build_conversation(run: Run) -> None:
             )
     run.turns = turns
     link_requests(run.steps, turns)
+    _note_orphan_results(run)
+
+
+def _note_orphan_results(run: Run) -> None:
+    """A tool result whose call id no assistant turn requested is a gap in the evidence:
+    the conversation was cut, or results were paired with the wrong calls."""
+    if not any(t.role == "assistant" for t in run.turns):
+        return
+    requested = {c.call_id for t in run.turns if t.role == "assistant" for c in t.tool_calls}
+    orphans = [t for t in run.turns if t.role == "tool" and t.call_id not in requested]
+    spans = sorted({t.span_id for t in orphans})
+    if orphans:
+        ids = ", ".join(str(t.call_id) for t in orphans[:5])
+        run.notes.append(
+            Note(
+                "orphan_tool_result",
+                tuple(spans),
+                f"{len(orphans)} tool result(s) answer no requested tool call (ids {ids})",
+            )
+        )
 
 
 def link_requests(steps: Sequence[Step], turns: Sequence[Turn]) -> None:
@@ -284,9 +313,13 @@ def merge_conversations(runs: Sequence[Run]) -> list[Run]:
         first.spans = [span for run in group for span in run.spans]
         first.notes = [note for run in group for note in run.notes]
         first.notes.append(
-            f"conversation {first.conversation_id}: {len(group)} runs of traces "
-            + ", ".join(r.trace_id for r in group)
-            + " merged into one"
+            Note(
+                "merged_conversation",
+                tuple(r.root_span_id for r in group),
+                f"conversation {first.conversation_id}: {len(group)} runs of traces "
+                + ", ".join(r.trace_id for r in group)
+                + " merged into one",
+            )
         )
         first.start_ns = min(r.start_ns for r in group)
         first.end_ns = max(r.end_ns for r in group)

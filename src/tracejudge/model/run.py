@@ -25,6 +25,7 @@ NoteCode: TypeAlias = Literal[
     "unfinished_span",
     "unjudged_steps",
     "bad_messages",
+    "orphan_tool_result",
     # where evidence came from, or a repair rules already see: recorded, no finding
     "args_not_json",
     "result_error",
@@ -37,6 +38,7 @@ NoteCode: TypeAlias = Literal[
     "not_executed",
     "inferred_call",
     "final_answer",
+    "merged_conversation",
 ]
 """What a builder note is about. The engine maps codes to findings with a table, so a
 reworded ``text`` never changes a verdict; a new kind of note is a new code here."""
