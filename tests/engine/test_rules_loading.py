@@ -110,6 +110,53 @@ def test_cel_nesting_cap() -> None:
     assert "bad CEL" in undeclared[0]
 
 
+_DEEP = "run.tools.all(a, run.tools.all(b, run.tools.all(c, true)))"
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        _DEEP.replace("all(", "all ("),  # a space before the paren
+        _DEEP.replace(".all(", "\n  .all\n("),  # line breaks around the dot and name
+        _DEEP.replace("all(a,", "all // each a\n(a,"),  # a comment between name and paren
+        "'''it's''' != '' && " + _DEEP,  # a quote inside a triple-quoted string
+        "'\\\\' != '' && " + _DEEP,  # an escaped backslash ending a string
+    ],
+    ids=["space", "newlines", "comment", "triple-quote", "escaped-backslash"],
+)
+def test_cel_nesting_cap_cannot_be_hidden(expr: str) -> None:
+    """Regression: spacing, comments or a string the scan misread let 3-deep nesting load.
+
+    Each expression is valid CEL (it compiles without the cap), so without the cap it
+    would load and then stop at cel-cpp's iteration budget on every run of 22+ tool calls.
+    """
+    assert cel_macro_nesting(expr) == 3
+    errors = _errors(rules_text({"type": "cel", "expr": expr}))
+    assert "nested 3 deep" in errors[0]
+
+
+def test_cel_nesting_ignores_macro_names_in_strings() -> None:
+    """Text inside literals (any quoting, raw or bytes) is not code."""
+    two = "run.tools.all(a, run.tools.all(b, true))"
+    for lit in ("'.all(x, '", '".all(x, "', "r'.all('", "b'.all('", "'''.all(\n.all('''"):
+        assert cel_macro_nesting(f"{lit} != '' && {two}") == 2, lit
+
+
+def test_cel_iteration_budget_is_an_evidence_finding_with_a_reason() -> None:
+    """Nesting within the cap can still pass cel-cpp's fixed budget on a long run: the rule
+    is insufficient evidence that says why, never a crash, an error verdict or a pass."""
+    check = {"type": "cel", "expr": "run.tools.all(a, run.tools.all(b, a.index + b.index >= 0))"}
+    rs = load_rules_text(rules_text(check))
+    run = make_run([tool("send_email", {"to": f"u{k}"}, {"sent": True}) for k in range(120)])
+    v = Engine(rs).judge(run)
+    assert v.verdict == "warn"
+    assert [f.code for f in v.findings] == ["F-EVIDENCE-CEL_ERROR"]
+    assert v.outcomes[0].result == "insufficient_evidence"
+    assert "budget of 10,000 comprehension iterations" in v.findings[0].explanation
+    small = make_run([tool("send_email", {"to": f"u{k}"}, {"sent": True}) for k in range(3)])
+    assert Engine(rs).judge(small).verdict == "pass"  # within budget: decided
+
+
 def test_version_is_a_content_hash(tmp_path: Path) -> None:
     """Verdicts cite the exact rules they were judged by."""
     text = rules_text({"type": "no_loop"})

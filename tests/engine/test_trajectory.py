@@ -47,6 +47,35 @@ def test_step_pattern_missing_step() -> None:
     assert v.primary.span_ids == (ROOT,)
 
 
+def test_step_pattern_step_that_ran_in_order_but_failed() -> None:
+    """A refund attempted in its turn that failed is not "out of order": it failed.
+
+    Regression: this was reported as F-ACTION-ORDER "ran but not in the required order".
+    """
+    check = {"type": "step_pattern", "steps": [{"kind": "lookup"}, {"kind": "mutate"}]}
+    failed = tool("refund_api.create", {"order_id": "B-200"}, None, status="error")
+    v = judge_one(check, make_run([LOOKUP, failed]))
+    assert codes(v) == ["F-ACTION-MISSING_STEP"]
+    assert v.primary.span_ids == (span(1),)  # the failed attempt, not the root
+    assert "ran in order (step 1) but failed (ToolError)" in v.primary.explanation
+    assert "not in the required order" not in v.primary.explanation
+    # a retry that succeeds completes the pattern
+    assert judge_one(check, make_run([LOOKUP, failed, REFUND_B])).verdict == "pass"
+
+
+def test_step_pattern_out_of_order_is_still_order() -> None:
+    """The step ran only before its turn: that is the order failure, citing that call."""
+    check = {
+        "type": "step_pattern",
+        "steps": [{"tool": "send_email"}, {"kind": "lookup"}],
+        "mutation_requires_lookup": False,
+    }
+    v = judge_one(check, make_run([LOOKUP, EMAIL]))
+    assert codes(v) == ["F-ACTION-ORDER"]
+    assert v.primary.span_ids == (span(0),)
+    assert "not in the required order" in v.primary.explanation
+
+
 def test_entity_binding_any_returned_entity_from_tool_metadata() -> None:
     """Without a filter, any id the lookup returned (tools.entities) binds."""
     check = {"type": "entity_binding", "tool": "refund_api.create", "argument": "order_id"}
@@ -76,6 +105,27 @@ def test_entity_binding_ignores_failed_lookup() -> None:
     check = {"type": "entity_binding", "tool": "refund_api.create", "argument": "order_id"}
     v = judge_one(check, make_run([failed, REFUND_B]))
     assert codes(v) == ["F-ACTION-ORDER"]
+
+
+def test_entity_binding_names_lookups_that_ran_without_entities() -> None:
+    """A lookup ran, it just declares no ``entities:``: say that, not "before any lookup".
+
+    Regression: the explanation claimed the call "ran before any successful lookup".
+    """
+    check = {"type": "entity_binding", "tool": "refund_api.create", "argument": "order_id"}
+    policy = tool("check_policy", {"order_id": "B-200"}, {"approved": True})
+    v = judge_one(check, make_run([policy, REFUND_B]))
+    assert codes(v) == ["F-ACTION-ORDER"]
+    text = v.primary.explanation
+    assert "ran after successful lookup(s) check_policy" in text
+    assert "declares `entities:`" in text
+    assert "lookups that do: lookup_order" in text
+    assert "before any successful lookup" not in text
+    # no lookup at all: the original wording, naming the lookups that would qualify
+    v = judge_one(check, make_run([REFUND_B]))
+    assert v.primary.explanation == (
+        "refund_api.create ran before any successful lookup that returns entities (lookup_order)"
+    )
 
 
 def test_entity_binding_insufficient_evidence() -> None:

@@ -187,14 +187,30 @@ class CelExpr:
         """``(value, None)`` or ``(None, error)``; CEL errors are values, never raised."""
         try:
             out = self.program.eval(activation)
-        except Exception as exc:  # the binding raises on conversion problems
-            return None, f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # the binding raises on conversion problems and budgets
+            return None, explain_cel_error(f"{type(exc).__name__}: {exc}")
         value = out.value()
         if value is True or value is False:
             return value, None  # the common case, decided without asking for the type
         if "ERROR" in str(out.type()):
-            return None, str(value)
+            return None, explain_cel_error(str(value))
         return value, None
+
+
+CEL_ITERATION_BUDGET = 10_000
+"""cel-cpp stops an evaluation after this many comprehension iterations in total (the
+binding does not let us change it): two nested macros over a list reach it at ~100 items."""
+
+
+def explain_cel_error(error: str) -> str:
+    """cel-cpp's error text, with its iteration budget said in the rule author's terms."""
+    if "Iteration budget exceeded" in error:
+        return (
+            f"evaluation stopped at CEL's budget of {CEL_ITERATION_BUDGET:,} comprehension "
+            "iterations (nested macros over this run's lists cost their sizes multiplied); "
+            "filter the lists first or avoid nesting"
+        )
+    return error
 
 
 class Compiler:
@@ -265,35 +281,101 @@ class Compiler:
             return None
 
 
-def cel_macro_nesting(expression: str) -> int:
-    """How deeply comprehension macros (``exists``, ``all``, ``map``...) nest in ``expression``.
+_STRING_PREFIXES = frozenset(("r", "b", "rb", "br"))
 
-    A cheap scan (string literals skipped, parentheses tracked): good enough to bound the
-    cost of an expression without a full parser.
+
+def _skip_string(expression: str, i: int, raw: bool) -> int:
+    """The index just past the CEL string literal whose opening quote is at ``i``.
+
+    Triple-quoted literals may span lines; single-quoted ones end at a newline (CEL does
+    not allow one there, so the expression fails to compile anyway, and the scan goes on
+    reading code rather than hiding it). Outside raw literals a backslash escapes the
+    next character.
     """
-    stack: list[bool] = []  # one entry per open paren: is it a macro call?
-    depth = best = 0
+    n = len(expression)
+    quote = expression[i]
+    delim = quote * 3 if expression.startswith(quote * 3, i) else quote
+    j = i + len(delim)
+    while j < n:
+        ch = expression[j]
+        if ch == "\\" and not raw:
+            j += 2
+            continue
+        if expression.startswith(delim, j):
+            return j + len(delim)
+        if ch in "\r\n" and len(delim) == 1:
+            return j
+        j += 1
+    return n
+
+
+def cel_tokens(expression: str) -> list[str]:
+    """The significant tokens of a CEL expression: identifiers and punctuation.
+
+    Whitespace and ``//`` comments are dropped; string and bytes literals (``'..'``,
+    ``"..."``, triple-quoted, ``r``/``b`` prefixes) become ``"<str>"`` and numbers
+    ``"<num>"``, so nothing inside a literal can look like code and no spacing can hide
+    code. Not a validator: CEL itself rejects what is not an expression.
+    """
+    out: list[str] = []
     i, n = 0, len(expression)
     while i < n:
         ch = expression[i]
-        if ch in "'\"":
-            end = expression.find(ch, i + 1)
-            while end != -1 and expression[end - 1] == "\\":
-                end = expression.find(ch, end + 1)
+        if ch.isspace():
+            i += 1
+        elif expression.startswith("//", i):
+            end = expression.find("\n", i)
             i = n if end == -1 else end + 1
-            continue
-        if ch == "(":
-            j = i
-            while j > 0 and (expression[j - 1].isalnum() or expression[j - 1] == "_"):
-                j -= 1
-            is_macro = expression[j:i] in _CEL_MACROS and j > 0 and expression[j - 1] == "."
+        elif ch.isalpha() or ch == "_":
+            j = i + 1
+            while j < n and (expression[j].isalnum() or expression[j] == "_"):
+                j += 1
+            word = expression[i:j]
+            if j < n and expression[j] in "'\"" and word.lower() in _STRING_PREFIXES:
+                i = _skip_string(expression, j, "r" in word.lower())
+                out.append("<str>")
+            else:
+                out.append(word)
+                i = j
+        elif ch in "'\"":
+            i = _skip_string(expression, i, False)
+            out.append("<str>")
+        elif ch == "`":  # a quoted identifier (`field-name`)
+            end = expression.find("`", i + 1)
+            end = n if end == -1 else end
+            out.append(expression[i + 1 : end])
+            i = end + 1
+        elif ch.isdigit():
+            while i < n and expression[i].isdigit():
+                i += 1
+            out.append("<num>")
+        else:
+            out.append(ch)
+            i += 1
+    return out
+
+
+def cel_macro_nesting(expression: str) -> int:
+    """How deeply comprehension macros (``exists``, ``all``, ``map``...) nest in ``expression``.
+
+    Counted on tokens (``cel_tokens``), so spacing, line breaks and comments between the
+    receiver's ``.``, the macro name and its ``(`` cannot hide a macro, and text inside
+    string literals is never mistaken for one. A call that only looks like a macro
+    (``x.map(f)``) counts too: over-counting refuses an expression, under-counting would
+    let its cost grow with steps^depth.
+    """
+    tokens = cel_tokens(expression)
+    stack: list[bool] = []  # one entry per open paren: is it a macro call?
+    depth = best = 0
+    for k, tok in enumerate(tokens):
+        if tok == "(":
+            is_macro = k >= 2 and tokens[k - 1] in _CEL_MACROS and tokens[k - 2] == "."
             stack.append(is_macro)
             if is_macro:
                 depth += 1
                 best = max(best, depth)
-        elif ch == ")" and stack and stack.pop():
+        elif tok == ")" and stack and stack.pop():
             depth -= 1
-        i += 1
     return best
 
 

@@ -54,17 +54,26 @@ class StepPattern:
         self.mutation_requires_lookup = mutation_requires_lookup
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
-        """One pass: advance through the pattern; note mutations before any lookup."""
+        """One pass: advance through the pattern; note mutations before any lookup.
+
+        Where the pattern stalls, the step it waited for either ran in its turn and failed
+        (``F-ACTION-MISSING_STEP`` citing the failed attempt), ran only out of turn
+        (``F-ACTION-ORDER`` citing it), or never ran (``F-ACTION-MISSING_STEP``, root).
+        """
         pos = 0
         seen_lookup = False
         first_match: dict[int, tuple[int, ToolCall]] = {}
+        failed_in_turn: dict[int, tuple[int, ToolCall]] = {}
         for i, call in ctx.tool_index:
             kind = ctx.kinds[i]
             for p, step in enumerate(self.steps):
                 if p not in first_match and step.matches(call, kind):
                     first_match[p] = (i, call)
-            if pos < len(self.steps) and ok(call) and self.steps[pos].matches(call, kind):
-                pos += 1
+            if pos < len(self.steps) and self.steps[pos].matches(call, kind):
+                if ok(call):
+                    pos += 1
+                elif pos not in failed_in_turn:
+                    failed_in_turn[pos] = (i, call)
             if kind == "mutate" and self.mutation_requires_lookup and not seen_lookup:
                 report.fail(
                     "F-ACTION-ORDER",
@@ -74,25 +83,36 @@ class StepPattern:
                 )
             if kind == "lookup" and ok(call):
                 seen_lookup = True
-        if pos < len(self.steps):
-            want = self.steps[pos]
-            if pos in first_match:
-                i, call = first_match[pos]
-                report.fail(
-                    "F-ACTION-ORDER",
-                    (call.span_id,),
-                    f"{want.label()} ran (step {i}) but not in the required order "
-                    f"{[s.label() for s in self.steps]}",
-                    i,
-                )
-            else:
-                report.fail(
-                    "F-ACTION-MISSING_STEP",
-                    ctx.root,
-                    f"no successful {want.label()} (pattern {[s.label() for s in self.steps]})",
-                    ctx.final_index,
-                    absent=True,
-                )
+        if pos >= len(self.steps):
+            return
+        want = self.steps[pos]
+        pattern = [s.label() for s in self.steps]
+        if pos in failed_in_turn:
+            i, call = failed_in_turn[pos]
+            report.fail(
+                "F-ACTION-MISSING_STEP",
+                (call.span_id,),
+                f"{want.label()} ran in order (step {i}) but failed "
+                f"({call.error_type or 'error'}) and never succeeded (pattern {pattern})",
+                i,
+            )
+        elif pos in first_match:
+            i, call = first_match[pos]
+            failed = "" if ok(call) else " (and failed)"
+            report.fail(
+                "F-ACTION-ORDER",
+                (call.span_id,),
+                f"{want.label()} ran (step {i}){failed} but not in the required order {pattern}",
+                i,
+            )
+        else:
+            report.fail(
+                "F-ACTION-MISSING_STEP",
+                ctx.root,
+                f"no successful {want.label()} (pattern {pattern})",
+                ctx.final_index,
+                absent=True,
+            )
 
 
 class Binding:
@@ -111,6 +131,7 @@ class Binding:
         any_lookup: bool,
         label: str,
         target_label: str = "",
+        entity_tools: tuple[str, ...] = (),
     ) -> None:
         self.target_label = target_label or (target_path.source if target_path else "")
         self.target = target
@@ -118,6 +139,8 @@ class Binding:
         self.sources = sources
         self.any_lookup = any_lookup
         self.label = label
+        self.entity_tools = entity_tools
+        """With ``any_lookup``: the lookup tools that declare ``entities`` (for explanations)."""
 
     def _source_path(self, ctx: RunContext, i: int, call: ToolCall) -> tuple[bool, Path | None]:
         if call.name in self.sources:
@@ -132,10 +155,17 @@ class Binding:
         candidates: dict[str, Any] = {}
         unknown = False  # a source ran but its result was not captured
         any_source = False
+        plain_lookups: list[str] = []  # successful lookups that declare no entities
         for i, call in ctx.tool_index:
             if call.name == self.target:
-                self._check(ctx, report, i, call, candidates, unknown, any_source)
+                if not any_source:
+                    self._no_source(report, i, call, plain_lookups)
+                else:
+                    self._check(ctx, report, i, call, candidates, unknown)
             is_source, path = self._source_path(ctx, i, call)
+            plain = not is_source and self.any_lookup and ctx.kinds[i] == "lookup"
+            if plain and ok(call) and call.name not in plain_lookups:
+                plain_lookups.append(call.name)
             if not is_source or not ok(call):
                 continue
             any_source = True
@@ -155,14 +185,8 @@ class Binding:
         call: ToolCall,
         candidates: dict[str, Any],
         unknown: bool,
-        any_source: bool,
     ) -> None:
         sid = (call.span_id,)
-        if not any_source:
-            report.fail(
-                "F-ACTION-ORDER", sid, f"{call.name} ran before any successful {self.label}", i
-            )
-            return
         if self.target_path is None:
             return
         if call.arguments is None or not call.arguments_is_json:
@@ -194,6 +218,21 @@ class Binding:
             f"successful {self.label} returned (qualifying: {short(sorted(candidates)[:5])})",
             i,
         )
+
+    def _no_source(self, report: Report, i: int, call: ToolCall, plain: list[str]) -> None:
+        """The target ran before any source: say which lookups did run, if any."""
+        if not plain:
+            what = self.label
+            if self.entity_tools:
+                what = f"{self.label} that returns entities ({', '.join(self.entity_tools)})"
+            text = f"{call.name} ran before any successful {what}"
+        else:
+            text = (
+                f"{call.name} ran after successful lookup(s) {', '.join(plain)}, but none of "
+                "them declares `entities:` in tools, so none can supply the entity; "
+                f"lookups that do: {', '.join(self.entity_tools) or 'none'}"
+            )
+        report.fail("F-ACTION-ORDER", (call.span_id,), text, i)
 
 
 class ToolsPresence:
@@ -451,7 +490,19 @@ def build_entity_binding(
     src_path = sources.get(label)
     if src_path is not None:
         label = f"{label} at {src_path.source}"
-    return Binding(p["tool"], args_target, sources, "tool" not in src, label, p["argument"])
+    entity_tools = tuple(
+        sorted(n for n, m in tools.items() if m.kind == "lookup" and m.entities is not None)
+    )
+    any_lookup = "tool" not in src
+    return Binding(
+        p["tool"],
+        args_target,
+        sources,
+        any_lookup,
+        label,
+        p["argument"],
+        entity_tools if any_lookup else (),
+    )
 
 
 def build_precedence(
