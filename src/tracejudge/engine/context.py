@@ -19,6 +19,7 @@ from tracejudge.model.run import Run, ToolCall
 
 if TYPE_CHECKING:
     from tracejudge.engine.baseline import BaselineStore
+    from tracejudge.engine.cases import CaseSet
 
 ToolKind: TypeAlias = Literal["lookup", "mutate", "notify", "approval"]
 _EFFECT_KIND: dict[str, ToolKind] = {"read": "lookup", "write": "mutate", "notify": "notify"}
@@ -123,6 +124,7 @@ class RunContext:
         "_view",
         "baselines",
         "by_name",
+        "cases",
         "cel_view",
         "final_index",
         "kinds",
@@ -140,8 +142,11 @@ class RunContext:
         prices: dict[str, Price],
         baselines: BaselineStore | None = None,
         cel_view: ViewSpec | None = None,
+        cases: CaseSet | None = None,
     ) -> None:
         self.cel_view = cel_view
+        self.cases = cases
+        """The cases file the ``case`` check reads (None: the engine was given none)."""
         self.run = run
         self.tools = tools
         self.prices = prices

@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
+from tracejudge.engine.checks.case import CASE_RULE_ID, CaseCheck
 from tracejudge.engine.context import Item, Report, RunContext
 from tracejudge.engine.evidence import EVIDENCE_RULE_ID, evidence_findings
 from tracejudge.engine.rules import Rule, RuleSet, Selector
@@ -29,6 +30,7 @@ from tracejudge.model.run import Run
 
 if TYPE_CHECKING:
     from tracejudge.engine.baseline import BaselineStore
+    from tracejudge.engine.cases import CaseSet
     from tracejudge.model.spans import SpanRecord
 
 log = logging.getLogger(__name__)
@@ -36,24 +38,41 @@ _LAYER_RANK = {"trajectory": 0, "policy": 1, "outcome": 2, "budget": 3}
 
 
 class Engine:
-    """Judges runs against a compiled ``RuleSet`` (and an optional ``BaselineStore``)."""
+    """Judges runs against a compiled ``RuleSet`` (and an optional ``BaselineStore`` and
+    ``CaseSet``).
 
-    def __init__(self, ruleset: RuleSet, baselines: BaselineStore | None = None) -> None:
+    Given cases and a rule set without a ``case`` rule, the engine judges every run with an
+    implicit one (id ``tracejudge.case``, layer outcome, severity fail): handing the engine
+    a cases file is asking for runs to be judged against it.
+    """
+
+    def __init__(
+        self,
+        ruleset: RuleSet,
+        baselines: BaselineStore | None = None,
+        cases: CaseSet | None = None,
+    ) -> None:
         self.ruleset = ruleset
         self.baselines = baselines
+        self.cases = cases
         self._plan_of: RuleSet | None = None
+        self._plan_cases = False
         self._plan: tuple[_Step, ...] = ()
 
     def _steps(self) -> tuple[_Step, ...]:
         """Per rule, what the loop reads, looked up once (rebuilt if ``ruleset`` changes)."""
-        if self._plan_of is not self.ruleset:
+        with_cases = self.cases is not None
+        if self._plan_of is not self.ruleset or self._plan_cases != with_cases:
             rules = self.ruleset.rules
+            if with_cases and not any(r.check_type == "case" for r in rules):
+                rules = (*rules, implicit_case_rule())
             several = sum(1 for r in rules if r.check_type in METRIC_CHECKS) > 1
             self._plan = tuple(
                 (r.id, r.layer, r.selector, r.check.evaluate, r, f"{r.id}." if several else "")
                 for r in rules
             )
             self._plan_of = self.ruleset
+            self._plan_cases = with_cases
         return self._plan
 
     def judge(self, run: Run) -> Verdict:
@@ -106,7 +125,12 @@ class Engine:
 
     def _judge(self, run: Run) -> Verdict:
         ctx = RunContext(
-            run, self.ruleset.tools, self.ruleset.prices, self.baselines, self.ruleset.cel_view
+            run,
+            self.ruleset.tools,
+            self.ruleset.prices,
+            self.baselines,
+            self.ruleset.cel_view,
+            self.cases,
         )
         root = run.root_span_id
         tool_names = ctx.by_name.keys()
@@ -179,6 +203,19 @@ class Engine:
             metrics=metrics,
             rules_version=self.ruleset.version,
         )
+
+
+def implicit_case_rule() -> Rule:
+    """The ``case`` rule the engine adds when it has cases and the rules name none."""
+    return Rule(
+        CASE_RULE_ID,
+        "outcome",
+        "fail",
+        "case",
+        CaseCheck(),
+        None,
+        "implicit: the run does what its case in the cases file expects",
+    )
 
 
 _Step: TypeAlias = tuple[

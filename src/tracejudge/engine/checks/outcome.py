@@ -111,10 +111,15 @@ class Expectation:
 
 
 class State:
-    """Expected state changes, read from the results of the tools that made them."""
+    """Expected state changes, read from the results of the tools that made them.
 
-    def __init__(self, expect: list[Expectation]) -> None:
+    ``code`` is the failure code: the ``state`` check's, or the ``case`` check's when a
+    case's ``expected_state`` is judged with the same machinery.
+    """
+
+    def __init__(self, expect: list[Expectation], code: str = "F-OUTPUT-STATE_MISMATCH") -> None:
         self.expect = expect
+        self.code = code
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
         """The last successful call of each tool is the authoritative state."""
@@ -122,7 +127,7 @@ class State:
             calls = [(i, c) for i, c in ctx.by_name.get(exp.tool, []) if ok(c)]
             if not calls:
                 report.fail(
-                    "F-OUTPUT-STATE_MISMATCH",
+                    self.code,
                     ctx.root,
                     f"expected a state change from {exp.tool}, but it never succeeded",
                     ctx.final_index,
@@ -157,7 +162,7 @@ class State:
                 if got is True:
                     continue
                 why = f"{exp.path.source}={short(value)} fails {short(exp.cel.source)}"
-            report.fail("F-OUTPUT-STATE_MISMATCH", (call.span_id,), f"{exp.tool}: {why}", i)
+            report.fail(self.code, (call.span_id,), f"{exp.tool}: {why}", i)
 
 
 def build_claim_evidence(
@@ -180,17 +185,26 @@ def build_state(
     p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
 ) -> Check | None:
     """``state``."""
+    out = compile_expectations(p["expect"], f"{path}.expect", c)
+    return None if out is None else State(out)
+
+
+def compile_expectations(
+    items: list[dict[str, Any]], path: str, c: Compiler
+) -> list[Expectation] | None:
+    """``[{tool, path, equals | cel}]`` compiled (None after recording errors on ``c``);
+    shared by the ``state`` check and cases' ``expected_state``."""
     out: list[Expectation] = []
     failed = False
-    for k, e in enumerate(p["expect"]):
-        at = f"{path}.expect[{k}]"
+    for k, e in enumerate(items):
+        at = f"{path}[{k}]"
         jp = c.path(f"{at}.path", e["path"])
         expr = c.cel(f"{at}.cel", e["cel"]) if "cel" in e else None
         if jp is None or ("cel" in e and expr is None):
             failed = True
             continue
         out.append(Expectation(e["tool"], jp, e.get("equals"), "equals" in e, expr))
-    return None if failed else State(out)
+    return None if failed else out
 
 
 SPECS: tuple[CheckSpec, ...] = (
