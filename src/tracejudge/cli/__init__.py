@@ -15,6 +15,7 @@ from tracejudge import __version__
 # name -> "module:attribute"; keep sorted.
 _COMMANDS = {
     "baseline": "tracejudge.cli.baseline:baseline_group",
+    "cases": "tracejudge.cli.cases:cases_group",
     "demo": "tracejudge.cli.demo:demo",
     "eval": "tracejudge.cli.eval:eval_command",
     "report": "tracejudge.cli.report:report_command",

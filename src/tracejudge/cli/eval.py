@@ -64,6 +64,14 @@ def echo_errors(command: str, errors: list[str]) -> None:
     help="Directory of golden trajectories (from `tracejudge baseline record`).",
 )
 @click.option(
+    "--cases",
+    "cases_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Cases file (YAML, or JSON lines for .jsonl): per-case expected actions, "
+    "forbidden actions, state and information; runs are judged against their case.",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["table", "json"]),
@@ -88,6 +96,7 @@ def echo_errors(command: str, errors: list[str]) -> None:
 def eval_command(
     rules_path: Path,
     baselines: Path | None,
+    cases_path: Path | None,
     fmt: str,
     output: Path | None,
     html_path: Path | None,
@@ -111,7 +120,18 @@ def eval_command(
         from tracejudge.engine import BaselineStore
 
         store = BaselineStore(baselines)
-    engine = Engine(ruleset, baselines=store)
+    cases = None
+    if cases_path is not None:
+        from tracejudge.engine import CasesError, load_cases
+
+        try:
+            cases = load_cases(cases_path)
+        except CasesError as exc:
+            echo_errors("eval", [f"{cases_path}: {e}" for e in exc.errors])
+            sys.exit(EXIT_INPUT)
+        for warning in cases.tool_warnings(ruleset.tools):
+            click.echo(f"tracejudge eval: warning: {cases_path}: {warning}", err=True)
+    engine = Engine(ruleset, baselines=store, cases=cases)
 
     loaded = load_runs(list(files))
     echo_errors("eval", loaded.errors)

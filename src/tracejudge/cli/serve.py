@@ -26,6 +26,11 @@ from tracejudge.collector.config import ConfigError, build_config, load_config_f
     help="Baselines directory (as for `tracejudge eval`), for baseline rules.",
 )
 @click.option(
+    "--cases",
+    type=click.Path(path_type=Path),
+    help="Cases file (as for `tracejudge eval`): judge runs against their case.",
+)
+@click.option(
     "--forward",
     multiple=True,
     help="Backend: http://host:port (OTLP/HTTP) or grpc://host:port (OTLP/gRPC). Repeatable.",

@@ -42,7 +42,7 @@ class Collector:
         if judge is None:
             if config.rules is None:
                 raise ValueError("Collector needs a rules file (config.rules) or a judge")
-            judge = load_judge(config.rules, config.baselines)
+            judge = load_judge(config.rules, config.baselines, config.cases)
         self.config = config
         self.judge = judge
         readers = []

@@ -91,6 +91,8 @@ class CollectorConfig:
     forward: list[str] = field(default_factory=list)
     baselines: Path | None = None
     """Baselines directory (as ``tracejudge eval --baselines``) for the baseline rules."""
+    cases: Path | None = None
+    """Cases file (as ``tracejudge eval --cases``): runs are judged against their case."""
     host: str = "127.0.0.1"
     """Listen address. Loopback by default: spans carry prompts, so exposing them is opt-in."""
     grpc_port: int = 4317
@@ -143,6 +145,8 @@ class CollectorConfig:
             raise ConfigError(f"rules: {self.rules} is not a file")
         if self.baselines is not None and not Path(self.baselines).is_dir():
             raise ConfigError(f"baselines: {self.baselines} is not a directory")
+        if self.cases is not None and not Path(self.cases).is_file():
+            raise ConfigError(f"cases: {self.cases} is not a file")
         for name in ("max_traces", "max_spans_per_trace", "decided_cache_size"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive")
@@ -167,7 +171,7 @@ _INTS = {"grpc_port", "http_port", "health_port", "max_traces", "max_spans_per_t
 _INTS |= {"decided_cache_size"}
 _BOOLS = {"drop_content", "passthrough"}
 _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint"}
-_PATHS = {"rules", "queue_dir", "baselines"}
+_PATHS = {"rules", "queue_dir", "baselines", "cases"}
 
 
 def _coerce(key: str, value: Any) -> Any:

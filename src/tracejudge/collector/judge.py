@@ -25,14 +25,18 @@ class Judge(Protocol):
         ...
 
 
-def load_judge(rules: Path, baselines: Path | None = None) -> Judge:
-    """The real engine for a rules file (and optional baselines directory); a bad file
-    raises (fail fast at start)."""
-    from tracejudge.engine import BaselineStore, Engine, load_rules
+def load_judge(rules: Path, baselines: Path | None = None, cases: Path | None = None) -> Judge:
+    """The real engine for a rules file (and optional baselines directory and cases file);
+    a bad file raises (fail fast at start)."""
+    from tracejudge.engine import BaselineStore, Engine, load_cases, load_rules
 
     store = BaselineStore(baselines) if baselines is not None else None
     ruleset = load_rules(rules)
     for warning in ruleset.warnings:
         logger.warning("tracejudge serve: %s: %s", rules, warning)
-    engine: Judge = Engine(ruleset, store)
+    case_set = load_cases(cases) if cases is not None else None
+    if case_set is not None:
+        for warning in case_set.tool_warnings(ruleset.tools):
+            logger.warning("tracejudge serve: %s: %s", cases, warning)
+    engine: Judge = Engine(ruleset, store, case_set)
     return engine
