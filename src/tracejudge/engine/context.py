@@ -7,6 +7,8 @@ per rule.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -15,7 +17,7 @@ import orjson
 
 from tracejudge.engine.celview import ViewSpec, run_view
 from tracejudge.engine.compile import Path, cel_activation
-from tracejudge.model.run import Run, ToolCall
+from tracejudge.model.run import Run, ToolCall, Turn
 
 if TYPE_CHECKING:
     from tracejudge.engine.baseline import BaselineStore
@@ -115,12 +117,60 @@ def canonical(value: Any) -> str:
             return repr(value)
 
 
+class TurnIndex:
+    """Where each point of the conversation stands: the last user turn and the last
+    assistant text before it. Built once per run, for the checks that read turns.
+
+    Positions are indexes into ``run.turns``: position ``k`` means "before turn ``k``"
+    (``k == len(turns)``: after the whole conversation).
+    """
+
+    __slots__ = ("_steps", "last_said", "last_user", "turns", "users")
+
+    def __init__(self, turns: list[Turn]) -> None:
+        self.turns = turns
+        self.users = 0
+        """How many user turns the run has (0: the conversation shows no user at all)."""
+        self.last_user: list[int] = []
+        """``last_user[k]``: index of the last user turn before position ``k``, or -1."""
+        self.last_said: list[int] = []
+        """``last_said[k]``: index of the last assistant turn with text before ``k``, or -1."""
+        user = said = -1
+        for k, t in enumerate(turns):
+            self.last_user.append(user)
+            self.last_said.append(said)
+            if t.role == "user":
+                user = k
+                self.users += 1
+            elif t.role == "assistant" and t.text:
+                said = k
+        self.last_user.append(user)
+        self.last_said.append(said)
+        steps = [t.step_index for t in turns]
+        self._steps = steps if all(a <= b for a, b in itertools.pairwise(steps)) else None
+
+    def position_of_step(self, i: int) -> int:
+        """The position just before step ``i``: the turns shown or produced by an earlier
+        step (a tool call with no ``request_turn`` is placed by its step index)."""
+        if self._steps is not None:
+            return bisect.bisect_left(self._steps, i)
+        return 1 + max((k for k, t in enumerate(self.turns) if t.step_index < i), default=-1)
+
+    def position_of_call(self, i: int, call: ToolCall) -> int:
+        """Where the call was asked for: its requesting assistant turn, else its step."""
+        k = call.request_turn
+        if k is not None and 0 <= k < len(self.turns):
+            return k
+        return self.position_of_step(i)
+
+
 class RunContext:
     """A run plus the indexes checks share."""
 
     __slots__ = (
         "_activation",
         "_texts",
+        "_turn_index",
         "_view",
         "baselines",
         "by_name",
@@ -165,6 +215,7 @@ class RunContext:
         self._view: dict[str, Any] | None = None
         self._activation: Any = None
         self._texts: dict[int, str] = {}
+        self._turn_index: TurnIndex | None = None
         self.memo: dict[str, Any] = {}
         """Per-run values several checks derive the same way (keyed by check module)."""
 
@@ -183,6 +234,12 @@ class RunContext:
             v = call.result
             text = self._texts[2 * i + 1] = v if isinstance(v, str) else canonical(v)
         return text
+
+    def turn_index(self) -> TurnIndex:
+        """The conversation's positions (last user turn, last assistant text), once per run."""
+        if self._turn_index is None:
+            self._turn_index = TurnIndex(self.run.turns)
+        return self._turn_index
 
     @property
     def root(self) -> tuple[str, ...]:

@@ -18,10 +18,19 @@ from __future__ import annotations
 
 import re
 
-from tracejudge.engine.checks import baseline, budget, case, custom, outcome, policy, trajectory
+from tracejudge.engine.checks import (
+    baseline,
+    budget,
+    case,
+    conversation,
+    custom,
+    outcome,
+    policy,
+    trajectory,
+)
 from tracejudge.engine.checks.base import Check, CheckSpec, Factory
 
-_MODULES = (trajectory, policy, outcome, budget, custom, baseline, case)
+_MODULES = (trajectory, policy, outcome, budget, custom, baseline, case, conversation)
 """Declaring modules, in the order their check types appear in the schema."""
 
 CODE_PATTERN = re.compile(r"F-[A-Z]+(?:-[A-Z_]+)+")

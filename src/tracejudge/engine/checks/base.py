@@ -88,3 +88,12 @@ def short(value: Any, limit: int = 60) -> str:
     """``repr`` cut to ``limit`` characters, for explanations."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+ATTEMPTS: dict[str, Any] = {"enum": ["all", "successful"]}
+"""The ``attempts`` parameter: judge every call (``all``) or only successful ones."""
+
+
+def successful_only(p: dict[str, Any], default: str = "all") -> bool:
+    """Whether a check's params say ``attempts: successful`` (``default`` when absent)."""
+    return bool(p.get("attempts", default) == "successful")

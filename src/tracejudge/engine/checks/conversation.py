@@ -1,0 +1,265 @@
+"""Conversation checks: did the user confirm what the agent was about to do?
+
+"Obtain explicit user confirmation (yes) before any action that updates the booking" is
+the most common rule in real agent policies. The run's turns (``Run.turns``) make it
+checkable: before each call of the listed tools, the last user turn before the assistant
+turn that requested the call must confirm, and it must answer an assistant message that
+proposed the action. Optionally the proposal must name the call's key arguments, so a
+"yes" to one reservation does not authorise a change to another.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge.engine.checks.base import ATTEMPTS, Check, CheckSpec, names, short, successful_only
+from tracejudge.engine.checks.trajectory import flatten
+from tracejudge.engine.compile import Compiler, Path, Regex
+from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
+from tracejudge.model.run import ToolCall
+
+DEFAULT_AFFIRMATIVE = (
+    r"(?i)\b(?:yes|yeah|yep|yup|sure|ok(?:ay)?|confirm(?:ed|s)?|go ahead|proceed|please do"
+    r"|do it|correct|that[\x{2019}']?s (?:right|correct|fine)|absolutely|definitely|sounds good"
+    r"|no problem|of course)\b"
+)
+"""A user turn that matches confirms (RE2; ``affirmative:`` replaces it)."""
+DEFAULT_NEGATIVE = (
+    r"(?i)\b(?:no|nope|nah|not yet|not now|don[\x{2019}']?t|do not|wait|hold on|stop|never ?mind"
+    r"|cancel that|changed my mind)\b"
+)
+"""A user turn where this matches before the first affirmative refuses (``negative:``)."""
+
+
+def _number_forms(value: int | float) -> list[str]:
+    """How a number is commonly written: ``84``, ``84.00``, ``1,234.50``..."""
+    if isinstance(value, float) and not value.is_integer():
+        return [repr(value), f"{value:.2f}", f"{value:,.2f}", f"{value:,}"]
+    n = int(value)
+    return [str(n), f"{n:,}", f"{n}.00", f"{n:,}.00", f"{n}.0"]
+
+
+def _bounded(text: str, start: int, end: int) -> bool:
+    """The match is a whole token: no letter or digit glued to either side (a number
+    inside ``184`` or ``84.5`` does not count as ``84``)."""
+    if start > 0:
+        before = text[start - 1]
+        if before.isalnum() or (before in ".," and start > 1 and text[start - 2].isdigit()):
+            return False
+    if end < len(text):
+        after = text[end]
+        if after.isalnum() or (after in ".," and end + 1 < len(text) and text[end + 1].isdigit()):
+            return False
+    return True
+
+
+def mentions(text: str, value: Any) -> bool:
+    """Whether ``text`` (already casefolded) names ``value``.
+
+    Strings compare case-insensitively as whole tokens; numbers in their usual written
+    forms (``84`` matches ``$84``, ``84.00`` and ``84.0``; ``1234.5`` matches
+    ``1,234.50``). ``None`` and booleans are not words a proposal says: they count as
+    mentioned.
+    """
+    if value is None or isinstance(value, bool):
+        return True
+    forms = _number_forms(value) if isinstance(value, (int, float)) else [str(value).casefold()]
+    for form in forms:
+        if not form:
+            continue
+        pos = text.find(form)
+        while pos != -1:
+            if _bounded(text, pos, pos + len(form)):
+                return True
+            pos = text.find(form, pos + 1)
+    return False
+
+
+def _leaves(value: Any) -> list[Any]:
+    """Scalars of a value: lists flattened, maps by their values."""
+    out: list[Any] = []
+    for v in flatten(value):
+        if isinstance(v, dict):
+            for inner in v.values():
+                out.extend(_leaves(inner))
+        else:
+            out.append(v)
+    return out
+
+
+class UserConfirmation:
+    """Each call of the listed tools needs a user "yes" to a proposal before it."""
+
+    def __init__(
+        self,
+        tools: frozenset[str],
+        kind: str | None,
+        affirmative: Regex,
+        negative: Regex,
+        mention: list[Path],
+        successful_only: bool,
+    ) -> None:
+        self.tools = tools
+        self.kind = kind
+        self.affirmative = affirmative
+        self.negative = negative
+        self.mention = mention
+        self.successful_only = successful_only
+
+    def _judged(self, ctx: RunContext, i: int, call: ToolCall) -> bool:
+        if self.successful_only and not ok(call):
+            return False
+        return call.name in self.tools or (self.kind is not None and ctx.kinds[i] == self.kind)
+
+    def answer(self, text: str) -> str | None:
+        """``"yes"``, ``"no"`` or None: a negative before the first affirmative refuses;
+        one starting at the same place (``no problem``) does not."""
+        yes = self.affirmative.search(text)
+        no = self.negative.search(text)
+        if no is not None and (yes is None or no.start() < yes.start()):
+            return "no"
+        return "yes" if yes is not None else None
+
+    def evaluate(self, ctx: RunContext, report: Report) -> None:
+        """One pass over the judged calls; each is placed in the conversation by index."""
+        judged = [(i, c) for i, c in ctx.tool_index if self._judged(ctx, i, c)]
+        if not judged:
+            return
+        conv = ctx.turn_index()
+        if conv.users == 0:
+            i, call = judged[0]
+            what = "no conversation was captured" if not conv.turns else "it has no user turn"
+            report.insufficient(
+                "F-EVIDENCE-NO_CONVERSATION",
+                (call.span_id,),
+                f"{call.name} needs user confirmation but {what}; capture the model "
+                "calls' messages",
+                i,
+            )
+            return
+        for i, call in judged:
+            self._one(ctx, report, i, call, conv.position_of_call(i, call))
+
+    def _one(self, ctx: RunContext, report: Report, i: int, call: ToolCall, at: int) -> None:
+        conv = ctx.turn_index()
+        sid = (call.span_id,)
+        u = conv.last_user[at]
+        if u < 0:
+            report.fail(
+                "F-POLICY-NO_CONFIRMATION",
+                sid,
+                f"{call.name} was requested before the user said anything",
+                i,
+            )
+            return
+        said = conv.turns[u].text or ""
+        answer = self.answer(said)
+        if answer == "no":
+            report.fail(
+                "F-POLICY-CONFIRMATION_DENIED",
+                sid,
+                f"{call.name} ran although the user's last message before it refused: "
+                f"{short(said, 60)}",
+                i,
+            )
+            return
+        p = conv.last_said[u]
+        if p < 0:
+            report.fail(
+                "F-POLICY-NO_CONFIRMATION",
+                sid,
+                f"{call.name} ran without a proposal: no assistant message came before the "
+                f"user's last message (turn {u})",
+                i,
+            )
+            return
+        if answer is None:
+            report.fail(
+                "F-POLICY-NO_CONFIRMATION",
+                sid,
+                f"{call.name} ran but the user's last message before it (turn {u}) does not "
+                f"confirm: {short(said, 60)}",
+                i,
+            )
+            return
+        if self.mention:
+            self._details(report, i, call, conv.turns[p].text or "", p)
+
+    def _details(self, report: Report, i: int, call: ToolCall, proposal: str, p: int) -> None:
+        sid = (call.span_id,)
+        if call.arguments is None or not call.arguments_is_json:
+            report.insufficient(
+                "F-EVIDENCE-ARGS_NOT_JSON",
+                sid,
+                f"{call.name} arguments were not captured as JSON; cannot check the proposal",
+                i,
+            )
+            return
+        text = proposal.casefold()
+        for path in self.mention:
+            for v in _leaves(path.search(call.arguments)):
+                if not mentions(text, v):
+                    report.fail(
+                        "F-POLICY-UNCONFIRMED_DETAILS",
+                        sid,
+                        f"{call.name} {path.source}={short(v, 40)} is not in the proposal the "
+                        f"user confirmed (turn {p}): {short(proposal, 60)}",
+                        i,
+                    )
+                    return
+
+
+def build_user_confirmation(
+    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
+) -> Check | None:
+    """``user_confirmation``."""
+    yes = c.regex(f"{path}.affirmative", p.get("affirmative", DEFAULT_AFFIRMATIVE))
+    no = c.regex(f"{path}.negative", p.get("negative", DEFAULT_NEGATIVE))
+    paths = [
+        c.path(f"{path}.mention_arguments[{k}]", a)
+        for k, a in enumerate(p.get("mention_arguments") or [])
+    ]
+    if yes is None or no is None or any(x is None for x in paths):
+        return None
+    mention = [x for x in paths if x is not None]
+    return UserConfirmation(
+        names(p.get("tools")), p.get("kind"), yes, no, mention, successful_only(p)
+    )
+
+
+SPECS: tuple[CheckSpec, ...] = (
+    CheckSpec(
+        name="user_confirmation",
+        doc="Each call of the listed tools needs the user's yes to an assistant proposal first.",
+        params={
+            "type": "object",
+            "required": ["type"],
+            "additionalProperties": False,
+            "properties": {
+                "type": True,
+                "tools": {"$ref": "#/$defs/names"},
+                "kind": {"$ref": "#/$defs/kind"},
+                "affirmative": {"$ref": "#/$defs/regex"},
+                "negative": {"$ref": "#/$defs/regex"},
+                "mention_arguments": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 50,
+                    "items": {"$ref": "#/$defs/path"},
+                },
+                "attempts": ATTEMPTS,
+            },
+            "anyOf": [{"required": ["tools"]}, {"required": ["kind"]}],
+        },
+        factory=build_user_confirmation,
+        codes=(
+            "F-POLICY-NO_CONFIRMATION",
+            "F-POLICY-CONFIRMATION_DENIED",
+            "F-POLICY-UNCONFIRMED_DETAILS",
+            "F-EVIDENCE-NO_CONVERSATION",
+            "F-EVIDENCE-ARGS_NOT_JSON",
+        ),
+        tool_fields=("tools[]",),
+    ),
+)
+"""The conversation check types, declared once (see ``tracejudge.engine.checks``)."""

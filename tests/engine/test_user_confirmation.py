@@ -1,0 +1,248 @@
+"""``user_confirmation``: a write needs the user's yes to the agent's proposal before it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.engine.conversation_runs import Say, User, convo, say, user
+from tests.engine.engine_runs import codes, judge_one, make_run, rules_text, span, tool
+from tracejudge.engine import RulesError, load_rules_text
+from tracejudge.engine.checks.conversation import mentions
+from tracejudge.model.run import ToolCall
+
+AIRLINE: dict[str, Any] = {
+    "get_reservation_details": {"kind": "lookup"},
+    "cancel_reservation": {"kind": "mutate"},
+    "update_reservation_flights": {"kind": "mutate"},
+}
+RULE: dict[str, Any] = {"type": "user_confirmation", "tools": ["cancel_reservation"]}
+DETAILS = tool("get_reservation_details", {"reservation_id": "ZFA04Y"}, {"status": "ok"})
+CANCEL = tool("cancel_reservation", {"reservation_id": "ZFA04Y"}, {"status": "cancelled"})
+
+
+def _judge(check: dict[str, Any], script: list[Any], **kw: Any) -> Any:
+    return judge_one(check, convo(script, **kw), layer="policy", tools=AIRLINE)
+
+
+def _cancel_after(reply: str, proposal: str = "I can cancel reservation ZFA04Y. Proceed?") -> Any:
+    return _judge(
+        RULE,
+        [
+            user("Please cancel my trip ZFA04Y."),
+            say(None, DETAILS),
+            say(proposal),
+            user(reply),
+            say(None, CANCEL),
+            say("Your reservation ZFA04Y has been cancelled."),
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["Yes, please proceed.", "yes go ahead", "Sure.", "I confirm.", "OK", "No problem, do it."],
+)
+def test_a_yes_to_the_proposal_confirms(reply: str) -> None:
+    """The usual affirmative replies confirm (``no problem`` is not a refusal)."""
+    assert _cancel_after(reply).verdict == "pass"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["No.", "Don't do that yet.", "Don\u2019t.", "Wait, I need to check.", "Not yet, yes later"],
+)
+def test_a_no_before_any_yes_is_a_refusal(reply: str) -> None:
+    """A negative before the first affirmative wins; the call is cited."""
+    v = _cancel_after(reply)
+    assert codes(v) == ["F-POLICY-CONFIRMATION_DENIED"]
+    assert v.primary.span_ids == (span(4),)  # the cancel call
+    assert v.primary.step_index == 4
+
+
+def test_a_reply_that_neither_confirms_nor_refuses() -> None:
+    """Silence on the question is not a yes."""
+    v = _cancel_after("What is the refund policy?")
+    assert codes(v) == ["F-POLICY-NO_CONFIRMATION"]
+    assert "does not confirm" in v.primary.explanation
+
+
+def test_a_write_with_no_user_turn_after_the_proposal_is_unconfirmed() -> None:
+    """The agent asked, then acted in the same breath: the last user turn is the request."""
+    v = _judge(
+        RULE,
+        [
+            user("Please cancel my trip ZFA04Y."),
+            say("I'll cancel reservation ZFA04Y now.", CANCEL),
+            say("Done, it has been cancelled."),
+        ],
+    )
+    assert codes(v) == ["F-POLICY-NO_CONFIRMATION"]
+    assert "no assistant message came before" in v.primary.explanation
+
+
+def test_a_yes_in_the_first_message_is_not_a_confirmation() -> None:
+    """'Yes, cancel it' before the agent proposed anything confirms nothing."""
+    v = _judge(RULE, [user("Yes, cancel ZFA04Y please."), say(None, CANCEL), say("Done.")])
+    assert codes(v) == ["F-POLICY-NO_CONFIRMATION"]
+
+
+def test_confirmation_is_read_before_the_requesting_turn_not_before_the_call() -> None:
+    """A later "yes" (after the call was requested) cannot confirm it."""
+    v = _judge(
+        RULE,
+        [
+            user("Cancel ZFA04Y."),
+            say("Shall I cancel ZFA04Y?"),
+            user("Let me think."),
+            say(None, CANCEL),
+            say("It is cancelled. Anything else?"),
+            user("Yes, that's right."),
+            say("Great."),
+        ],
+    )
+    assert codes(v) == ["F-POLICY-NO_CONFIRMATION"]
+
+
+def test_kind_selects_tools_and_one_yes_covers_what_its_proposal_names() -> None:
+    """``kind: mutate`` covers every mutate tool. A later write under the same "yes" is
+    confirmed unless ``mention_arguments`` asks that the proposal named its details."""
+    change = tool("update_reservation_flights", {"reservation_id": "ZFA04Y", "cabin": "economy"})
+    script = [
+        user("Cancel ZFA04Y."),
+        say("Cancel ZFA04Y, is that right?"),
+        user("Yes."),
+        say(None, CANCEL),
+        say("Cancelled. I also moved you to economy.", change),
+        say("All done."),
+    ]
+    assert _judge({"type": "user_confirmation", "kind": "mutate"}, script).verdict == "pass"
+    rule = {"type": "user_confirmation", "kind": "mutate", "mention_arguments": ["cabin"]}
+    v = _judge(rule, script)
+    assert codes(v) == ["F-POLICY-UNCONFIRMED_DETAILS"]
+    assert v.primary.span_ids == (span(4),)  # the update, not the cancel (it has no cabin)
+
+
+def test_attempts_all_judges_a_failed_write_and_successful_skips_it() -> None:
+    """An attempted write without confirmation is the violation, unless told otherwise."""
+    failed = tool("cancel_reservation", {"reservation_id": "ZFA04Y"}, None, status="error")
+    script = [user("Cancel ZFA04Y."), say(None, failed), say("Sorry, that failed.")]
+    assert codes(_judge(RULE, script)) == ["F-POLICY-NO_CONFIRMATION"]
+    assert _judge({**RULE, "attempts": "successful"}, script).verdict == "pass"
+
+
+def test_mention_arguments_must_be_in_the_proposal() -> None:
+    """The yes must answer a proposal naming the reservation the call acts on."""
+    rule = {**RULE, "mention_arguments": ["reservation_id"]}
+    script = [
+        user("Cancel my trip."),
+        say("I will cancel reservation zfa04y (2 passengers). Shall I proceed?"),
+        user("Yes"),
+        say(None, CANCEL),
+        say("Done."),
+    ]
+    assert _judge(rule, script).verdict == "pass"  # case-insensitive
+    script[1] = say("I will cancel reservation XYZ123. Shall I proceed?")
+    v = _judge(rule, script)
+    assert codes(v) == ["F-POLICY-UNCONFIRMED_DETAILS"]
+    assert "reservation_id='ZFA04Y'" in v.primary.explanation
+
+
+def test_mention_arguments_reads_lists_and_numbers() -> None:
+    """Every element of a list argument; numbers in their written forms."""
+    update = tool(
+        "update_reservation_flights",
+        {"reservation_id": "ZFA04Y", "flights": [{"flight_number": "HAT001"}], "price": 84},
+    )
+    rule = {
+        "type": "user_confirmation",
+        "tools": ["update_reservation_flights"],
+        "mention_arguments": ["flights[*].flight_number", "price"],
+    }
+    ok_text = "Change ZFA04Y to flight HAT001 for $84.00 total. Confirm?"
+    script = [user("Change my flight"), say(ok_text), user("yes"), say(None, update), say("ok")]
+    assert _judge(rule, script).verdict == "pass"
+    script[1] = say("Change ZFA04Y to flight HAT001 for $184.00 total. Confirm?")
+    assert codes(_judge(rule, script)) == ["F-POLICY-UNCONFIRMED_DETAILS"]
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "found"),
+    [
+        ("$84.00 total", 84, True),
+        ("$84 total", 84.0, True),
+        ("$1,234.50", 1234.5, True),
+        ("$184.00", 84, False),
+        ("84.50", 84, False),
+        ("reservation zfa04y", "ZFA04Y", True),
+        ("reservation xzfa04y", "ZFA04Y", False),
+        ("anything", None, True),
+        ("anything", True, True),
+    ],
+)
+def test_mentions(text: str, value: Any, found: bool) -> None:
+    """Whole-token matches, numbers in common forms."""
+    assert mentions(text.casefold(), value) is found
+
+
+def test_no_user_turns_is_insufficient_evidence_never_a_pass() -> None:
+    """A confirmation rule on a run whose messages were not captured cannot pass."""
+    run = make_run([CANCEL], "Cancelled.")
+    v = judge_one(RULE, run, layer="policy", tools=AIRLINE)
+    assert codes(v) == ["F-EVIDENCE-NO_CONVERSATION"]
+    assert v.verdict == "warn"
+    assert v.primary.span_ids == (span(0),)
+    assert "no conversation was captured" in v.primary.explanation
+    # turns, but only the agent speaking: no user to confirm anything
+    v = _judge(RULE, [say("Cancelling now.", CANCEL), say("Done.")])
+    assert codes(v) == ["F-EVIDENCE-NO_CONVERSATION"]
+    assert "no user turn" in v.primary.explanation
+    # nothing to confirm: no finding at all
+    assert _judge(RULE, [user("hi"), say("Hello!")]).verdict == "pass"
+
+
+def test_a_call_no_message_requested_is_placed_by_its_step() -> None:
+    """Without ``request_turn`` the call stands where its step index puts it."""
+    script: list[User | Say] = [
+        user("Cancel ZFA04Y"),
+        say("Cancel ZFA04Y?"),
+        user("yes"),
+        say(None, CANCEL),
+    ]
+    run = convo([*script, say("ok")])
+    call = run.steps[2]
+    assert isinstance(call, ToolCall)
+    assert call.request_turn == 3
+    call.request_turn = None
+    assert judge_one(RULE, run, layer="policy", tools=AIRLINE).verdict == "pass"
+    script[2] = user("hmm, let me think")
+    run = convo([*script, say("ok")])
+    run.steps[2].request_turn = None  # type: ignore[union-attr]
+    assert codes(judge_one(RULE, run, layer="policy", tools=AIRLINE)) == [
+        "F-POLICY-NO_CONFIRMATION"
+    ]
+
+
+def test_bad_patterns_and_tool_names_fail_at_load() -> None:
+    """Patterns compile with RE2; tool names are checked against ``tools:``."""
+    with pytest.raises(RulesError) as info:
+        load_rules_text(rules_text({**RULE, "affirmative": "(yes"}, layer="policy", tools=AIRLINE))
+    assert any("affirmative" in e for e in info.value.errors)
+    with pytest.raises(RulesError) as info:
+        load_rules_text(
+            rules_text({"type": "user_confirmation", "tools": ["cancel_reservaton"]}, tools=AIRLINE)
+        )
+    assert any("did you mean 'cancel_reservation'" in e for e in info.value.errors)
+    with pytest.raises(RulesError):
+        load_rules_text(rules_text({"type": "user_confirmation"}, tools=AIRLINE))
+
+
+def test_custom_patterns_replace_the_defaults() -> None:
+    """A team's own wording for yes and no."""
+    rule = {**RULE, "affirmative": "(?i)\\bjawohl\\b", "negative": "(?i)\\bnein\\b"}
+    base = [user("Storno ZFA04Y"), say("Storno ZFA04Y?")]
+    tail = [say(None, CANCEL), say("ok")]
+    assert _judge(rule, [*base, user("Jawohl"), *tail]).verdict == "pass"
+    assert codes(_judge(rule, [*base, user("Nein"), *tail])) == ["F-POLICY-CONFIRMATION_DENIED"]
+    assert codes(_judge(rule, [*base, user("yes"), *tail])) == ["F-POLICY-NO_CONFIRMATION"]
