@@ -22,6 +22,7 @@ from tracejudge.engine.checks import (
     baseline,
     budget,
     case,
+    claims,
     conversation,
     custom,
     outcome,
@@ -30,7 +31,17 @@ from tracejudge.engine.checks import (
 )
 from tracejudge.engine.checks.base import Check, CheckSpec, Factory
 
-_MODULES = (trajectory, policy, outcome, budget, custom, baseline, case, conversation)
+_MODULES = (
+    trajectory,
+    policy,
+    outcome,
+    claims,
+    budget,
+    custom,
+    baseline,
+    case,
+    conversation,
+)
 """Declaring modules, in the order their check types appear in the schema."""
 
 CODE_PATTERN = re.compile(r"F-[A-Z]+(?:-[A-Z_]+)+")

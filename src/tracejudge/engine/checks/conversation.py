@@ -12,7 +12,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracejudge.engine.checks.base import ATTEMPTS, Check, CheckSpec, names, short, successful_only
+from tracejudge.engine.checks.base import (
+    ATTEMPTS,
+    Check,
+    CheckSpec,
+    check_params,
+    names,
+    ref,
+    short,
+    successful_only,
+)
 from tracejudge.engine.checks.trajectory import flatten
 from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
@@ -231,26 +240,22 @@ SPECS: tuple[CheckSpec, ...] = (
     CheckSpec(
         name="user_confirmation",
         doc="Each call of the listed tools needs the user's yes to an assistant proposal first.",
-        params={
-            "type": "object",
-            "required": ["type"],
-            "additionalProperties": False,
-            "properties": {
-                "type": True,
-                "tools": {"$ref": "#/$defs/names"},
-                "kind": {"$ref": "#/$defs/kind"},
-                "affirmative": {"$ref": "#/$defs/regex"},
-                "negative": {"$ref": "#/$defs/regex"},
+        params=check_params(
+            {
+                "tools": ref("names"),
+                "kind": ref("kind"),
+                "affirmative": ref("regex"),
+                "negative": ref("regex"),
                 "mention_arguments": {
                     "type": "array",
                     "minItems": 1,
                     "maxItems": 50,
-                    "items": {"$ref": "#/$defs/path"},
+                    "items": ref("path"),
                 },
                 "attempts": ATTEMPTS,
             },
-            "anyOf": [{"required": ["tools"]}, {"required": ["kind"]}],
-        },
+            anyOf=[{"required": ["tools"]}, {"required": ["kind"]}],
+        ),
         factory=build_user_confirmation,
         codes=(
             "F-POLICY-NO_CONFIRMATION",

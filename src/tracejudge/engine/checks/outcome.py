@@ -1,4 +1,7 @@
-"""Outcome checks: does what the answer says match what the tools did and returned?"""
+"""Outcome checks: do the identifiers and state the answer reports match the tools?
+
+Claims (``claim_evidence``, ``completion_claims``) live in ``checks.claims``.
+"""
 
 from __future__ import annotations
 
@@ -8,47 +11,6 @@ from typing import Any
 from tracejudge.engine.checks.base import Check, CheckSpec, check_params, names, ref, short
 from tracejudge.engine.compile import CelExpr, Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
-
-
-class ClaimEvidence:
-    """When the final answer makes a claim, a successful call of the right tool must exist."""
-
-    def __init__(self, claim: Regex, tool: str | None, kind: str | None) -> None:
-        self.claim = claim
-        self.tool = tool
-        self.kind = kind
-
-    def evaluate(self, ctx: RunContext, report: Report) -> None:
-        """No answer: insufficient evidence. Claim without a successful call: unsupported."""
-        answer = ctx.run.final_answer
-        if answer is None:
-            report.insufficient(
-                "F-EVIDENCE-NO_FINAL_ANSWER",
-                ctx.root,
-                "no final answer captured; cannot check its claims",
-                ctx.final_index,
-            )
-            return
-        if not self.claim.test(answer):
-            return
-        attempted = False
-        for i, call in ctx.tool_index:
-            if (self.tool is not None and call.name == self.tool) or (
-                self.tool is None and ctx.kinds[i] == self.kind
-            ):
-                if ok(call):
-                    return
-                attempted = True
-        m = self.claim.search(answer)
-        what = self.tool or f"{self.kind} tool"
-        tail = " (it was attempted and failed)" if attempted else ""
-        report.fail(
-            "F-OUTPUT-UNSUPPORTED_CLAIM",
-            ctx.final_span(),
-            f"the answer claims {short(m.group(0) if m else '', 50)} but no successful {what} "
-            f"call ran{tail}",
-            ctx.final_index,
-        )
 
 
 class IdentifierEvidence:
@@ -165,14 +127,6 @@ class State:
             report.fail(self.code, (call.span_id,), f"{exp.tool}: {why}", i)
 
 
-def build_claim_evidence(
-    p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
-) -> Check | None:
-    """``claim_evidence``."""
-    rx = c.regex(f"{path}.claim", p["claim"])
-    return None if rx is None else ClaimEvidence(rx, p.get("tool"), p.get("kind"))
-
-
 def build_identifier_evidence(
     p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
 ) -> Check | None:
@@ -208,18 +162,6 @@ def compile_expectations(
 
 
 SPECS: tuple[CheckSpec, ...] = (
-    CheckSpec(
-        name="claim_evidence",
-        doc="A claim in the final answer needs a successful call of the named tool or kind.",
-        params=check_params(
-            {"claim": ref("regex"), "tool": ref("name"), "kind": ref("kind")},
-            ("claim",),
-            anyOf=[{"required": ["tool"]}, {"required": ["kind"]}],
-        ),
-        factory=build_claim_evidence,
-        codes=("F-OUTPUT-UNSUPPORTED_CLAIM", "F-EVIDENCE-NO_FINAL_ANSWER"),
-        tool_fields=("tool",),
-    ),
     CheckSpec(
         name="identifier_evidence",
         doc="Identifiers the final answer reports must appear in a successful tool result.",
