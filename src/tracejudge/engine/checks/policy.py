@@ -6,7 +6,16 @@ import bisect
 from dataclasses import dataclass
 from typing import Any
 
-from tracejudge.engine.checks.base import Check, CheckSpec, check_params, names, ref, short
+from tracejudge.engine.checks.base import (
+    ATTEMPTS,
+    Check,
+    CheckSpec,
+    check_params,
+    names,
+    ref,
+    short,
+    successful_only,
+)
 from tracejudge.engine.checks.trajectory import flatten
 from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
@@ -16,13 +25,18 @@ from tracejudge.model.run import ToolCall
 class ToolAccess:
     """Allowlist and/or denylist of tools (scope it to an agent with ``select.agent``)."""
 
-    def __init__(self, allow: frozenset[str] | None, deny: frozenset[str]) -> None:
+    def __init__(
+        self, allow: frozenset[str] | None, deny: frozenset[str], successful_only: bool = False
+    ) -> None:
         self.allow = allow
         self.deny = deny
+        self.successful_only = successful_only
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
-        """Flag every call outside the allowlist or inside the denylist."""
+        """Flag every call (attempt) outside the allowlist or inside the denylist."""
         for i, call in ctx.tool_index:
+            if self.successful_only and not ok(call):
+                continue
             if call.name in self.deny:
                 why = "is denied"
             elif self.allow is not None and call.name not in self.allow:
@@ -38,9 +52,12 @@ class ToolAccess:
 class Approval:
     """Given tools need ``approval_granted`` on the call or a prior successful approval step."""
 
-    def __init__(self, tools: frozenset[str], approval_tools: frozenset[str]) -> None:
+    def __init__(
+        self, tools: frozenset[str], approval_tools: frozenset[str], successful_only: bool = False
+    ) -> None:
         self.tools = tools
         self.approval_tools = approval_tools
+        self.successful_only = successful_only
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
         """One pass, remembering whether an approval step has succeeded so far."""
@@ -53,7 +70,7 @@ class Approval:
             )
             if is_approval and ok(call) and _granted(call.result):
                 approved = True
-            if call.name not in self.tools:
+            if call.name not in self.tools or (self.successful_only and not ok(call)):
                 continue
             if call.approval_granted is True:
                 continue
@@ -78,13 +95,16 @@ def _granted(result: Any) -> bool:
 class MaxCalls:
     """At most N calls of a tool."""
 
-    def __init__(self, limits: dict[str, int]) -> None:
+    def __init__(self, limits: dict[str, int], successful_only: bool = False) -> None:
         self.limits = limits
+        self.successful_only = successful_only
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
-        """The (N+1)-th call is the failing step."""
+        """The (N+1)-th call (attempt, or success with ``attempts: successful``) fails."""
         for name, limit in self.limits.items():
             calls = ctx.by_name.get(name, [])
+            if self.successful_only:
+                calls = [(i, c) for i, c in calls if ok(c)]
             if len(calls) > limit:
                 i, call = calls[limit]
                 report.fail(
@@ -99,8 +119,14 @@ class ForbiddenArguments:
     """A tool argument must not take given values or match a pattern."""
 
     def __init__(
-        self, tool: str, argument: Path, values: list[Any] | None, pattern: Regex | None
+        self,
+        tool: str,
+        argument: Path,
+        values: list[Any] | None,
+        pattern: Regex | None,
+        successful_only: bool = False,
     ) -> None:
+        self.successful_only = successful_only
         self.tool = tool
         self.argument = argument
         self.values = {canonical(v) for v in values} if values else set()
@@ -109,6 +135,8 @@ class ForbiddenArguments:
     def evaluate(self, ctx: RunContext, report: Report) -> None:
         """Check each call of the tool; unparsed arguments are insufficient evidence."""
         for i, call in ctx.by_name.get(self.tool, []):
+            if self.successful_only and not ok(call):
+                continue
             if call.arguments is None or not call.arguments_is_json:
                 report.insufficient(
                     "F-EVIDENCE-ARGS_NOT_JSON",
@@ -252,14 +280,19 @@ class SensitiveData:
 class IdentityScope:
     """An argument must equal the run's ``user_id``/``tenant_id``."""
 
-    def __init__(self, tool: str, argument: Path, equals: str) -> None:
+    def __init__(
+        self, tool: str, argument: Path, equals: str, successful_only: bool = False
+    ) -> None:
         self.tool = tool
         self.argument = argument
         self.equals = equals
+        self.successful_only = successful_only
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
         """Without the identity on the trace the answer is insufficient evidence."""
         calls = ctx.by_name.get(self.tool, [])
+        if self.successful_only:
+            calls = [(i, c) for i, c in calls if ok(c)]
         if not calls:
             return
         expected = getattr(ctx.run, self.equals)
@@ -299,21 +332,21 @@ def build_tool_access(
 ) -> Check | None:
     """``tool_access``."""
     allow = names(p["allow"]) if "allow" in p else None
-    return ToolAccess(allow, names(p.get("deny")))
+    return ToolAccess(allow, names(p.get("deny")), successful_only(p))
 
 
 def build_approval(
     p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
 ) -> Check | None:
     """``approval``."""
-    return Approval(names(p["tools"]), names(p.get("approval_tools")))
+    return Approval(names(p["tools"]), names(p.get("approval_tools")), successful_only(p))
 
 
 def build_max_calls(
     p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
 ) -> Check | None:
     """``max_calls``."""
-    return MaxCalls({str(k): int(v) for k, v in p["limits"].items()})
+    return MaxCalls({str(k): int(v) for k, v in p["limits"].items()}, successful_only(p))
 
 
 def build_forbidden_arguments(
@@ -324,7 +357,7 @@ def build_forbidden_arguments(
     rx = c.regex(f"{path}.pattern", p["pattern"]) if "pattern" in p else None
     if arg is None or ("pattern" in p and rx is None):
         return None
-    return ForbiddenArguments(p["tool"], arg, p.get("values"), rx)
+    return ForbiddenArguments(p["tool"], arg, p.get("values"), rx, successful_only(p))
 
 
 def build_sensitive_data(
@@ -363,14 +396,17 @@ def build_identity_scope(
 ) -> Check | None:
     """``identity_scope``."""
     arg = c.path(f"{path}.argument", p["argument"])
-    return None if arg is None else IdentityScope(p["tool"], arg, p["equals"])
+    return None if arg is None else IdentityScope(p["tool"], arg, p["equals"], successful_only(p))
 
 
 SPECS: tuple[CheckSpec, ...] = (
     CheckSpec(
         name="tool_access",
         doc="Only allowlisted tools, and no denylisted ones, may run.",
-        params=check_params({"allow": ref("names"), "deny": ref("names")}, minProperties=2),
+        params=check_params(
+            {"allow": ref("names"), "deny": ref("names"), "attempts": ATTEMPTS},
+            anyOf=[{"required": ["allow"]}, {"required": ["deny"]}],
+        ),
         factory=build_tool_access,
         codes=("F-POLICY-UNAUTHORIZED_TOOL",),
         tool_fields=("allow[]",),
@@ -379,7 +415,10 @@ SPECS: tuple[CheckSpec, ...] = (
     CheckSpec(
         name="approval",
         doc="The listed tools need an approval on the call or a prior successful approval step.",
-        params=check_params({"tools": ref("names"), "approval_tools": ref("names")}, ("tools",)),
+        params=check_params(
+            {"tools": ref("names"), "approval_tools": ref("names"), "attempts": ATTEMPTS},
+            ("tools",),
+        ),
         factory=build_approval,
         codes=("F-POLICY-MISSING_APPROVAL",),
         tool_fields=("tools[]", "approval_tools[]"),
@@ -394,7 +433,8 @@ SPECS: tuple[CheckSpec, ...] = (
                     "minProperties": 1,
                     "maxProperties": 1000,
                     "additionalProperties": ref("posint"),
-                }
+                },
+                "attempts": ATTEMPTS,
             },
             ("limits",),
         ),
@@ -411,6 +451,7 @@ SPECS: tuple[CheckSpec, ...] = (
                 "argument": ref("path"),
                 "values": {"type": "array", "minItems": 1, "maxItems": 1000},
                 "pattern": ref("regex"),
+                "attempts": ATTEMPTS,
             },
             ("tool", "argument"),
             anyOf=[{"required": ["values"]}, {"required": ["pattern"]}],
@@ -463,6 +504,7 @@ SPECS: tuple[CheckSpec, ...] = (
                 "tool": ref("name"),
                 "argument": ref("path"),
                 "equals": {"enum": ["user_id", "tenant_id"]},
+                "attempts": ATTEMPTS,
             },
             ("tool", "argument", "equals"),
         ),

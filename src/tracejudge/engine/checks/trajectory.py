@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from tracejudge.engine.checks.base import Check, CheckSpec, check_params, names, ref, short
+from tracejudge.engine.checks.base import (
+    ATTEMPTS,
+    Check,
+    CheckSpec,
+    check_params,
+    names,
+    ref,
+    short,
+    successful_only,
+)
 from tracejudge.engine.compile import CelExpr, Compiler, Path, Regex, cel_activation
 from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
 from tracejudge.model.run import ToolCall
@@ -49,9 +59,12 @@ class _Step:
 class StepPattern:
     """Ordered step kinds (lookup, mutate, notify...) must occur in order."""
 
-    def __init__(self, steps: list[_Step], mutation_requires_lookup: bool) -> None:
+    def __init__(
+        self, steps: list[_Step], mutation_requires_lookup: bool, successful_only: bool = False
+    ) -> None:
         self.steps = steps
         self.mutation_requires_lookup = mutation_requires_lookup
+        self.successful_only = successful_only
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
         """One pass: advance through the pattern; note mutations before any lookup.
@@ -74,7 +87,12 @@ class StepPattern:
                     pos += 1
                 elif pos not in failed_in_turn:
                     failed_in_turn[pos] = (i, call)
-            if kind == "mutate" and self.mutation_requires_lookup and not seen_lookup:
+            if (
+                kind == "mutate"
+                and self.mutation_requires_lookup
+                and not seen_lookup
+                and (ok(call) or not self.successful_only)
+            ):
                 report.fail(
                     "F-ACTION-ORDER",
                     (call.span_id,),
@@ -115,23 +133,59 @@ class StepPattern:
             )
 
 
+_ARGS = re.compile(r"\bargs\b")
+_RESULT = re.compile(r"\bresult\b")
+
+
+@dataclass(slots=True, frozen=True)
+class Source:
+    """Where a source call's entities are: a path into its ``result``, its ``arguments``,
+    or (``call``, for ``precedence``) ``{args, result}``. ``path`` None: the call counts
+    as a source (for order) but returns no entities."""
+
+    path: Path | None
+    read: str = "result"
+
+    def value(self, call: ToolCall) -> tuple[bool, Any]:
+        """``(captured, value)``: what ``path`` reads from ``call``."""
+        args = call.arguments if call.arguments_is_json else None
+        if self.read == "arguments":
+            return args is not None, args
+        if self.read == "result":
+            return call.result is not None, call.result
+        text = self.path.source if self.path is not None else ""
+        captured = not (
+            (_RESULT.search(text) and call.result is None) or (_ARGS.search(text) and args is None)
+        )
+        return captured, {"args": args, "result": call.result}
+
+    def label(self, tool: str) -> str:
+        """``tool at path`` (``tool arguments at path`` when read from arguments)."""
+        if self.path is None:
+            return tool
+        where = " arguments" if self.read == "arguments" else ""
+        return f"{tool}{where} at {self.path.source}"
+
+
 class Binding:
     """A target call's argument must be an entity that an earlier successful call returned.
 
-    Serves both ``entity_binding`` (sources: a named tool or every lookup tool with an
-    ``entities`` path) and ``precedence`` (``before`` must precede ``after``, optionally
-    binding a value of ``after`` to values of ``before``).
+    Serves both ``entity_binding`` (sources: named tools, each with paths into results or
+    arguments, or every lookup tool with an ``entities`` path) and ``precedence``
+    (``before`` must precede ``after``, optionally binding a value of ``after`` to values
+    of ``before``). ``successful_only``: failed target calls are not judged.
     """
 
     def __init__(
         self,
         target: str,
         target_path: Path | None,
-        sources: dict[str, Path | None],
+        sources: dict[str, list[Source]],
         any_lookup: bool,
         label: str,
         target_label: str = "",
         entity_tools: tuple[str, ...] = (),
+        successful_only: bool = False,
     ) -> None:
         self.target_label = target_label or (target_path.source if target_path else "")
         self.target = target
@@ -141,41 +195,46 @@ class Binding:
         self.label = label
         self.entity_tools = entity_tools
         """With ``any_lookup``: the lookup tools that declare ``entities`` (for explanations)."""
+        self.successful_only = successful_only
 
-    def _source_path(self, ctx: RunContext, i: int, call: ToolCall) -> tuple[bool, Path | None]:
-        if call.name in self.sources:
-            return True, self.sources[call.name]
+    def _sources_of(self, ctx: RunContext, i: int, call: ToolCall) -> list[Source] | None:
+        found = self.sources.get(call.name)
+        if found is not None:
+            return found
         if self.any_lookup and ctx.kinds[i] == "lookup":
             meta = ctx.tools.get(call.name)
-            return meta is not None and meta.entities is not None, (meta.entities if meta else None)
-        return False, None
+            if meta is not None and meta.entities is not None:
+                return [Source(meta.entities)]
+        return None
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
         """One pass: gather entities from sources as they happen; test each target call."""
         candidates: dict[str, Any] = {}
-        unknown = False  # a source ran but its result was not captured
+        unknown = False  # a source ran but what its path reads was not captured
         any_source = False
         plain_lookups: list[str] = []  # successful lookups that declare no entities
         for i, call in ctx.tool_index:
-            if call.name == self.target:
+            if call.name == self.target and (ok(call) or not self.successful_only):
                 if not any_source:
                     self._no_source(report, i, call, plain_lookups)
                 else:
                     self._check(ctx, report, i, call, candidates, unknown)
-            is_source, path = self._source_path(ctx, i, call)
-            plain = not is_source and self.any_lookup and ctx.kinds[i] == "lookup"
+            sources = self._sources_of(ctx, i, call)
+            plain = sources is None and self.any_lookup and ctx.kinds[i] == "lookup"
             if plain and ok(call) and call.name not in plain_lookups:
                 plain_lookups.append(call.name)
-            if not is_source or not ok(call):
+            if sources is None or not ok(call):
                 continue
             any_source = True
-            if path is None:
-                continue
-            if call.result is None:
-                unknown = True
-                continue
-            for v in flatten(path.search(call.result)):
-                candidates[key_of(v)] = v
+            for src in sources:
+                if src.path is None:
+                    continue
+                captured, value = src.value(call)
+                if not captured:
+                    unknown = True
+                    continue
+                for v in flatten(src.path.search(value)):
+                    candidates[key_of(v)] = v
 
     def _check(
         self,
@@ -242,6 +301,8 @@ class ToolsPresence:
         self.tools = tools
         self.required = required
         self.require_success = require_success
+        """Required: a failed call does not count. Forbidden: only a successful call is
+        a violation (``attempts: successful``)."""
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
         """Required: look each tool up in the index. Forbidden: flag every call of one."""
@@ -259,7 +320,7 @@ class ToolsPresence:
                     )
             return
         for i, call in ctx.tool_index:
-            if call.name in self.tools:
+            if call.name in self.tools and (ok(call) or not self.require_success):
                 report.fail(
                     "F-ACTION-FORBIDDEN_STEP", (call.span_id,), f"forbidden step {call.name}", i
                 )
@@ -268,11 +329,13 @@ class ToolsPresence:
 class NoDuplicateSideEffect:
     """The same write (tool + arguments) twice without an idempotency key."""
 
-    def __init__(self, tools: frozenset[str]) -> None:
+    def __init__(self, tools: frozenset[str], successful_only: bool = True) -> None:
         self.tools = tools
+        self.successful_only = successful_only
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
-        """One pass keyed by tool name and canonical arguments; failed writes don't count."""
+        """One pass keyed by tool name and canonical arguments; failed writes don't count
+        unless ``attempts: all`` (a write that timed out may still have happened)."""
         seen: dict[str, int] = {}
         for i, call in ctx.tool_index:
             if self.tools:
@@ -280,7 +343,7 @@ class NoDuplicateSideEffect:
                     continue
             elif ctx.kinds[i] != "mutate":
                 continue
-            if not ok(call) or _idempotency_key(ctx, call) is not None:
+            if (self.successful_only and not ok(call)) or _idempotency_key(ctx, call) is not None:
                 continue
             key = f"{call.name}\0{ctx.args_text(i, call)}"
             if key in seen:
@@ -383,7 +446,9 @@ class Reference:
         calls: list[tuple[str, Any]],
         args_mode: str,
         overrides: dict[str, str | CelExpr],
+        successful_only: bool = False,
     ) -> None:
+        self.successful_only = successful_only
         self.mode = mode
         self.calls = calls
         self.args_mode = args_mode
@@ -406,6 +471,8 @@ class Reference:
     def evaluate(self, ctx: RunContext, report: Report) -> None:
         """Match calls, then judge by mode; metrics are written even when the check passes."""
         actual = ctx.tool_index
+        if self.successful_only:
+            actual = [(i, c) for i, c in actual if ok(c)]
         used: set[int] = set()
         pairs: list[tuple[int, int]] = []  # (expected index, actual position)
         name_hits = 0
@@ -461,39 +528,59 @@ def build_step_pattern(
 ) -> Check | None:
     """``step_pattern``."""
     steps = [_Step(s.get("kind"), s.get("tool")) for s in p["steps"]]
-    return StepPattern(steps, bool(p.get("mutation_requires_lookup", True)))
+    return StepPattern(steps, bool(p.get("mutation_requires_lookup", True)), successful_only(p))
+
+
+def _source(src: dict[str, Any], at: str, c: Compiler, tools: dict[str, ToolMeta]) -> Source | None:
+    """One ``{tool, path, from}`` of ``entity_binding.source``."""
+    name = src["tool"]
+    read = "arguments" if src.get("from") == "arguments" else "result"
+    if "path" in src:
+        jp = c.path(f"{at}.path", src["path"])
+        return None if jp is None else Source(jp, read)
+    if read == "result" and name in tools and tools[name].entities is not None:
+        return Source(tools[name].entities)
+    what = "no path given" if read == "result" else "from: arguments needs a path"
+    c.error(at, f"{what} and tools.{name} declares no entities" if read == "result" else what)
+    return None
 
 
 def build_entity_binding(
     p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
 ) -> Check | None:
-    """``entity_binding``: the argument is read from the call's arguments."""
+    """``entity_binding``: the argument is read from the call's arguments.
+
+    ``source`` is one ``{tool, path, from}`` or a list of them (entities from several
+    lookups, or from earlier calls' arguments); absent, every lookup with ``entities``.
+    """
     target = c.path(f"{path}.argument", p["argument"])
-    src = p.get("source") or {}
-    sources: dict[str, Path | None] = {}
-    if "tool" in src:
-        name = src["tool"]
-        if "path" in src:
-            sources[name] = c.path(f"{path}.source.path", src["path"])
-        elif name in tools and tools[name].entities is not None:
-            sources[name] = tools[name].entities
-        else:
-            c.error(f"{path}.source", f"no path given and tools.{name} declares no entities")
-    elif "path" in src:
-        c.error(f"{path}.source", "a path needs a tool")
-    elif not any(m.kind == "lookup" and m.entities for m in tools.values()):
+    raw = p.get("source") or {}
+    listed = raw if isinstance(raw, list) else [raw]
+    sources: dict[str, list[Source]] = {}
+    labels: list[str] = []
+    failed = False
+    for k, src in enumerate(listed):
+        at = f"{path}.source[{k}]" if isinstance(raw, list) else f"{path}.source"
+        if "tool" not in src:
+            if "path" in src or "from" in src:
+                c.error(at, "a path needs a tool")
+            continue
+        one = _source(src, at, c, tools)
+        if one is None:
+            failed = True
+            continue
+        sources.setdefault(src["tool"], []).append(one)
+        labels.append(one.label(src["tool"]))
+    any_lookup = not sources and not failed
+    if any_lookup and not any(m.kind == "lookup" and m.entities for m in tools.values()):
         c.error(f"{path}.source", "no source given and no lookup tool declares entities")
-    if target is None:
+    if target is None or failed:
         return None
     args_target = c.path(f"{path}.argument", f"args.{p['argument']}")
-    label = src.get("tool", "lookup")
-    src_path = sources.get(label)
-    if src_path is not None:
-        label = f"{label} at {src_path.source}"
+    label = " or ".join(labels) if labels else "lookup"
     entity_tools = tuple(
         sorted(n for n, m in tools.items() if m.kind == "lookup" and m.entities is not None)
     )
-    any_lookup = "tool" not in src
     return Binding(
         p["tool"],
         args_target,
@@ -502,13 +589,14 @@ def build_entity_binding(
         label,
         p["argument"],
         entity_tools if any_lookup else (),
+        successful_only(p),
     )
 
 
 def build_precedence(
     p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
 ) -> Check | None:
-    """``precedence``: bind paths read ``{args, result}`` of each call."""
+    """``precedence``: both bind paths read ``{args, result}`` of their calls."""
     bind = p.get("bind")
     after_path = before_path = None
     if bind is not None:
@@ -516,13 +604,15 @@ def build_precedence(
         before_path = c.path(f"{path}.bind.before", bind["before"])
         if after_path is None or before_path is None:
             return None
-    wrapped = _wrap_result(before_path) if before_path is not None else None
-    return Binding(p["after"], after_path, {p["before"]: wrapped}, False, p["before"])
-
-
-def _wrap_result(inner: Path) -> Path:
-    """A source path that reads ``{result: ...}`` (precedence binds name ``result.``)."""
-    return Path(inner.source, inner.compiled, lambda v: inner.search({"result": v}))
+    source = Source(before_path, "call")
+    return Binding(
+        p["after"],
+        after_path,
+        {p["before"]: [source]},
+        False,
+        p["before"],
+        successful_only=successful_only(p),
+    )
 
 
 def build_required(
@@ -536,7 +626,7 @@ def build_forbidden(
     p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
 ) -> Check | None:
     """``forbidden_steps``."""
-    return ToolsPresence(names(p["tools"]), False, False)
+    return ToolsPresence(names(p["tools"]), False, successful_only(p))
 
 
 def build_reference(
@@ -552,14 +642,20 @@ def build_reference(
         else:
             overrides[name] = mode
     calls = [(e["tool"], e.get("args")) for e in p["calls"]]
-    return Reference(p.get("mode", "strict"), calls, p.get("args_mode", "exact"), overrides)
+    return Reference(
+        p.get("mode", "strict"),
+        calls,
+        p.get("args_mode", "exact"),
+        overrides,
+        successful_only(p),
+    )
 
 
 def build_no_dup(
     p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
 ) -> Check | None:
     """``no_duplicate_side_effect``."""
-    return NoDuplicateSideEffect(names(p.get("tools")))
+    return NoDuplicateSideEffect(names(p.get("tools")), successful_only(p, "successful"))
 
 
 def build_no_loop(
@@ -578,6 +674,13 @@ def build_recovery(
 
 
 _KINDS = {"enum": ["lookup", "mutate", "notify", "approval"]}
+_SOURCE_PROPS = {
+    "tool": ref("name"),
+    "path": ref("path"),
+    "from": {"enum": ["result", "arguments"]},
+}
+_SOURCE = {"type": "object", "additionalProperties": False, "properties": _SOURCE_PROPS}
+_LISTED_SOURCE = {**_SOURCE, "required": ["tool"]}
 _TOOLS_LIST = check_params(
     {"tools": ref("names"), "require_success": {"type": "boolean"}}, ("tools",)
 )
@@ -600,6 +703,7 @@ SPECS: tuple[CheckSpec, ...] = (
                     },
                 },
                 "mutation_requires_lookup": {"type": "boolean"},
+                "attempts": ATTEMPTS,
             },
             ("steps",),
         ),
@@ -609,16 +713,19 @@ SPECS: tuple[CheckSpec, ...] = (
     ),
     CheckSpec(
         name="entity_binding",
-        doc="A call's argument must be an entity an earlier successful lookup returned.",
+        doc="A call's argument must be an entity an earlier successful call returned (or "
+        "was given).",
         params=check_params(
             {
                 "tool": ref("name"),
                 "argument": ref("path"),
                 "source": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {"tool": ref("name"), "path": ref("path")},
+                    "oneOf": [
+                        _SOURCE,
+                        {"type": "array", "minItems": 1, "maxItems": 50, "items": _LISTED_SOURCE},
+                    ]
                 },
+                "attempts": ATTEMPTS,
             },
             ("tool", "argument"),
         ),
@@ -629,7 +736,7 @@ SPECS: tuple[CheckSpec, ...] = (
             "F-EVIDENCE-ARGS_NOT_JSON",
             "F-EVIDENCE-RESULT_MISSING",
         ),
-        tool_fields=("tool", "source.tool"),
+        tool_fields=("tool", "source.tool", "source[].tool"),
     ),
     CheckSpec(
         name="precedence",
@@ -644,6 +751,7 @@ SPECS: tuple[CheckSpec, ...] = (
                     "additionalProperties": False,
                     "properties": {"after": ref("path"), "before": ref("path")},
                 },
+                "attempts": ATTEMPTS,
             },
             ("before", "after"),
         ),
@@ -667,7 +775,7 @@ SPECS: tuple[CheckSpec, ...] = (
     CheckSpec(
         name="forbidden_steps",
         doc="None of the listed tools may run.",
-        params=_TOOLS_LIST,
+        params=check_params({"tools": ref("names"), "attempts": ATTEMPTS}, ("tools",)),
         factory=build_forbidden,
         codes=("F-ACTION-FORBIDDEN_STEP",),
         forbids_tools=("tools[]",),
@@ -705,6 +813,7 @@ SPECS: tuple[CheckSpec, ...] = (
                         "properties": {"tool": ref("name"), "args": {}},
                     },
                 },
+                "attempts": ATTEMPTS,
             },
             ("calls",),
         ),
@@ -715,7 +824,7 @@ SPECS: tuple[CheckSpec, ...] = (
     CheckSpec(
         name="no_duplicate_side_effect",
         doc="The same write (tool + arguments) must not succeed twice without an idempotency key.",
-        params=check_params({"tools": ref("names")}),
+        params=check_params({"tools": ref("names"), "attempts": ATTEMPTS}),
         factory=build_no_dup,
         codes=("F-ACTION-DUPLICATE_SIDE_EFFECT",),
         tool_fields=("tools[]",),

@@ -1,0 +1,243 @@
+"""``attempts: all | successful`` on the checks that judge calls; bindings with several
+sources, from results or from earlier calls' arguments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.engine.engine_runs import codes, judge_one, make_run, rules_text, span, tool
+from tracejudge.engine import RulesError, load_rules_text
+from tracejudge.model.run import Step
+
+ORDERS = {"orders": [{"id": "B-200"}]}
+LOOKUP = tool("lookup_order", {"customer_id": "u1"}, ORDERS)
+
+
+def _failed(name: str, args: Any) -> Any:
+    return tool(name, args, None, status="error")
+
+
+# check, the run's steps, the code the default gives (None: pass), and what
+# the other ``attempts`` value gives
+CASES: list[tuple[str, dict[str, Any], list[Step], str | None, str, str | None]] = [
+    (
+        "entity_binding",
+        {"type": "entity_binding", "tool": "refund_api.create", "argument": "order_id"},
+        [LOOKUP, _failed("refund_api.create", {"order_id": "A-1"})],
+        "F-ACTION-ARG-ENTITY_BINDING",
+        "successful",
+        None,
+    ),
+    (
+        "precedence",
+        {"type": "precedence", "before": "check_policy", "after": "refund_api.create"},
+        [_failed("refund_api.create", {"order_id": "B-200"})],
+        "F-ACTION-ORDER",
+        "successful",
+        None,
+    ),
+    (
+        "step_pattern",
+        {"type": "step_pattern", "steps": [{"kind": "lookup"}]},
+        [_failed("refund_api.create", {}), LOOKUP],
+        "F-ACTION-ORDER",
+        "successful",
+        None,
+    ),
+    (
+        "forbidden_steps",
+        {"type": "forbidden_steps", "tools": ["delete_account"]},
+        [_failed("delete_account", {})],
+        "F-ACTION-FORBIDDEN_STEP",
+        "successful",
+        None,
+    ),
+    (
+        "reference",
+        {"type": "reference", "mode": "strict", "args_mode": "ignore",
+         "calls": [{"tool": "send_email"}]},
+        [_failed("send_email", {}), tool("send_email", {})],
+        "F-ACTION-REFERENCE_MISMATCH",
+        "successful",
+        None,
+    ),
+    (
+        "no_duplicate_side_effect",
+        {"type": "no_duplicate_side_effect", "tools": ["send_email"]},
+        [_failed("send_email", {"to": "u1"}), tool("send_email", {"to": "u1"})],
+        None,
+        "all",
+        "F-ACTION-DUPLICATE_SIDE_EFFECT",
+    ),
+    (
+        "tool_access",
+        {"type": "tool_access", "deny": ["delete_account"]},
+        [_failed("delete_account", {})],
+        "F-POLICY-UNAUTHORIZED_TOOL",
+        "successful",
+        None,
+    ),
+    (
+        "approval",
+        {"type": "approval", "tools": ["refund_api.create"]},
+        [_failed("refund_api.create", {})],
+        "F-POLICY-MISSING_APPROVAL",
+        "successful",
+        None,
+    ),
+    (
+        "max_calls",
+        {"type": "max_calls", "limits": {"refund_api.create": 1}},
+        [_failed("refund_api.create", {}), tool("refund_api.create", {})],
+        "F-POLICY-MAX_CALLS",
+        "successful",
+        None,
+    ),
+    (
+        "forbidden_arguments",
+        {"type": "forbidden_arguments", "tool": "refund_api.create", "argument": "order_id",
+         "pattern": "^TEST-"},
+        [_failed("refund_api.create", {"order_id": "TEST-1"})],
+        "F-POLICY-FORBIDDEN_ARGUMENT",
+        "successful",
+        None,
+    ),
+    (
+        "identity_scope",
+        {"type": "identity_scope", "tool": "lookup_order", "argument": "customer_id",
+         "equals": "user_id"},
+        [_failed("lookup_order", {"customer_id": "u2"})],
+        "F-POLICY-IDENTITY_SCOPE",
+        "successful",
+        None,
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("check", "steps", "default", "other", "then"),
+    [c[1:] for c in CASES],
+    ids=[c[0] for c in CASES],
+)
+def test_attempts(
+    check: dict[str, Any], steps: list[Step], default: str | None, other: str, then: str | None
+) -> None:
+    """The default keeps today's meaning; the other value changes only failed calls."""
+    run = make_run(steps, user_id="u1")
+    got = codes(judge_one(check, run))
+    assert got == ([default] if default else [])
+    got = codes(judge_one({**check, "attempts": other}, run))
+    assert got == ([then] if then else [])
+
+
+TOOLS: dict[str, Any] = {
+    "get_user_details": {"kind": "lookup"},
+    "get_reservation_details": {"kind": "lookup"},
+    "book_reservation": {"kind": "mutate"},
+    "update_reservation_flights": {"kind": "mutate"},
+}
+USER = tool(
+    "get_user_details",
+    {"user_id": "mia_1"},
+    {"payment_methods": {"credit_card_1": {}, "gift_card_2": {}}, "reservations": ["ZFA04Y"]},
+)
+SEVERAL: dict[str, Any] = {
+    "type": "entity_binding",
+    "tool": "update_reservation_flights",
+    "argument": "payment_id",
+    "source": [
+        {"tool": "get_user_details", "path": "keys(payment_methods)"},
+        {"tool": "get_reservation_details", "path": "payment_history[*].payment_id"},
+        {"tool": "book_reservation", "path": "payment_methods[*].payment_id", "from": "arguments"},
+    ],
+}
+
+
+def _update(payment: str) -> Any:
+    return tool("update_reservation_flights", {"reservation_id": "ZFA04Y", "payment_id": payment})
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        ([USER, _update("gift_card_2")], []),
+        (
+            [
+                tool("get_reservation_details", {}, {"payment_history": [{"payment_id": "pp_9"}]}),
+                _update("pp_9"),
+            ],
+            [],
+        ),
+        (
+            [
+                tool("book_reservation", {"payment_methods": [{"payment_id": "cert_7"}]}, {}),
+                _update("cert_7"),
+            ],
+            [],
+        ),
+        ([USER, _update("card_stolen")], ["F-ACTION-ARG-ENTITY_BINDING"]),
+        ([_update("gift_card_2")], ["F-ACTION-ORDER"]),
+        (
+            [_failed("book_reservation", {"payment_methods": [{"payment_id": "c"}]}), _update("c")],
+            ["F-ACTION-ORDER"],
+        ),
+    ],
+    ids=["profile", "reservation", "earlier-arguments", "unknown", "no-source", "failed-source"],
+)
+def test_several_sources_from_results_and_arguments(steps: list[Step], expected: list[str]) -> None:
+    """Any listed source backs the value; a failed source call backs nothing."""
+    assert codes(judge_one(SEVERAL, make_run(steps), tools=TOOLS)) == expected
+
+
+def test_several_sources_explain_each_and_missing_evidence() -> None:
+    """The explanation names every source; a source read but not captured is evidence."""
+    v = judge_one(SEVERAL, make_run([USER, _update("x")]), tools=TOOLS)
+    expl = v.primary.explanation
+    assert "get_user_details at keys(payment_methods)" in expl
+    assert "book_reservation arguments at payment_methods[*].payment_id" in expl
+    blind = tool("get_user_details", {"user_id": "mia_1"}, None)
+    v = judge_one(SEVERAL, make_run([blind, _update("x")]), tools=TOOLS)
+    assert codes(v) == ["F-EVIDENCE-RESULT_MISSING"]
+    assert v.primary.span_ids == (span(1),)
+
+
+def test_precedence_binds_to_the_earlier_calls_arguments() -> None:
+    """``bind.before`` reads ``{args, result}``: the order id the policy check was asked about."""
+    check = {
+        "type": "precedence",
+        "before": "check_policy",
+        "after": "refund_api.create",
+        "bind": {"after": "args.order_id", "before": "args.order_id"},
+    }
+    policy = tool("check_policy", {"order_id": "B-200"}, {"approved": True})
+    good = make_run([policy, tool("refund_api.create", {"order_id": "B-200"})])
+    assert judge_one(check, good).verdict == "pass"
+    bad = make_run([policy, tool("refund_api.create", {"order_id": "A-100"})])
+    assert codes(judge_one(check, bad)) == ["F-ACTION-ARG-ENTITY_BINDING"]
+    # the result path still reads results, and an uncaptured result is still evidence
+    by_result = {**check, "bind": {"after": "args.order_id", "before": "result.order_id"}}
+    blind = tool("check_policy", {"order_id": "B-200"}, None)
+    run = make_run([blind, tool("refund_api.create", {"order_id": "B-200"})])
+    assert codes(judge_one(by_result, run)) == ["F-EVIDENCE-RESULT_MISSING"]
+    # an argument path on a call whose arguments were captured needs no result
+    run = make_run([blind, tool("refund_api.create", {"order_id": "B-200"})])
+    assert judge_one(check, run).verdict == "pass"
+
+
+@pytest.mark.parametrize(
+    ("source", "needle"),
+    [
+        ([{"tool": "get_user_details"}], "declares no entities"),
+        ([{"tool": "book_reservation", "from": "arguments"}], "from: arguments needs a path"),
+        ([{"tool": "get_user_detail", "path": "x"}], "did you mean 'get_user_details'"),
+        ({"path": "x"}, "a path needs a tool"),
+    ],
+)
+def test_bad_sources_fail_at_load(source: Any, needle: str) -> None:
+    """Every source is checked: paths, entity declarations, tool names."""
+    check = {**SEVERAL, "source": source}
+    with pytest.raises(RulesError) as info:
+        load_rules_text(rules_text(check, tools=TOOLS))
+    assert any(needle in e for e in info.value.errors), info.value.errors
