@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from tracejudge.model.run import ModelCall, Run
+from tracejudge.engine.celfuncs import rfc3339
+from tracejudge.model.run import ModelCall, Run, Turn
 
 if TYPE_CHECKING:
     from tracejudge.engine.context import ToolKind
@@ -98,6 +99,8 @@ _COMMON = {
     "status": "s.status",
     "error_type": "s.error_type",
     "duration_ms": "max(0, s.end_ns - s.start_ns) / 1e6",
+    "start": "_ts(s.start_ns)",
+    "end": "_ts(s.end_ns)",
 }
 _MODEL = {
     **_COMMON,
@@ -107,6 +110,8 @@ _MODEL = {
     "input_tokens": "s.input_tokens",
     "output_tokens": "s.output_tokens",
     "ok": "s.status != 'error'",
+    "input_messages": "_json(s.input_messages)",
+    "output_messages": "_json(s.output_messages)",
 }
 _TOOL = {
     **_COMMON,
@@ -146,7 +151,7 @@ def _builder(table: str, fields: frozenset[str] | None, keys: tuple[Any, ...]) -
             expr = _cut_expr(expr, cut[name])
         items.append(f"{name!r}: {expr}")
     src = f"def build(i, s, k):\n    return {{{', '.join(items)}}}\n"
-    scope: dict[str, Any] = {}
+    scope: dict[str, Any] = {"_ts": rfc3339, "_json": _jsonable}
     exec(compile(src, f"<tracejudge {table} view>", "exec"), scope)
     built: Builder = scope["build"]
     return built
@@ -161,13 +166,49 @@ _TOP: dict[str, Callable[[Run, frozenset[str] | None], Any]] = {
     "final_answer": lambda r, c: r.final_answer,
     "step_count": lambda r, c: len(r.steps),
     "duration_ms": lambda r, c: r.duration_ns / 1e6,
+    "start": lambda r, c: rfc3339(r.start_ns),
+    "end": lambda r, c: rfc3339(r.end_ns),
+    "conversation_id": lambda r, c: r.conversation_id,
     "attributes": lambda r, c: _jsonable(_cut(r.root_attributes, c)),
 }
+_TURN = {
+    "index": "t.index",
+    "role": "t.role",
+    "text": "t.text",
+    "step_index": "t.step_index",
+    "span_id": "t.span_id",
+    "time": "_ts(t.time_ns)",
+    "tool_calls": "[{'call_id': c.call_id, 'name': c.name, 'arguments': _json(c.arguments)}"
+    " for c in t.tool_calls]",
+    "call_id": "t.call_id",
+    "tool_name": "t.tool_name",
+    "result": "_json(t.result)",
+}
+
+
+@functools.cache
+def _turn_builder(fields: frozenset[str] | None) -> Callable[[Turn], dict[str, Any]]:
+    """``turn -> dict`` with just the wanted fields (generated like the step builders)."""
+    items = [f"{n!r}: {e}" for n, e in _TURN.items() if fields is None or n in fields]
+    src = f"def build(t):\n    return {{{', '.join(items)}}}\n"
+    scope: dict[str, Any] = {"_ts": rfc3339, "_json": _jsonable}
+    exec(compile(src, "<tracejudge turn view>", "exec"), scope)
+    built: Callable[[Turn], dict[str, Any]] = scope["build"]
+    return built
+
+
+def _turns(run: Run, fields: frozenset[str] | None) -> list[dict[str, Any]]:
+    build = _turn_builder(fields)
+    return [build(t) for t in run.turns]
+
+
 _STEP_LISTS = ("tools", "tool_calls", "models", "model_calls", "input_tokens", "output_tokens")
 
 
 @dataclass(slots=True, frozen=True)
 class _Plan:
+    turns: bool
+    fields: frozenset[str] | None
     tools: Builder | None
     models: Builder | None
     counts: frozenset[str]
@@ -184,6 +225,8 @@ def _plan(spec: ViewSpec | None) -> _Plan:
         return fields is None or name in fields
 
     return _Plan(
+        turns=want("turns"),
+        fields=fields,
         tools=_builder("tool", fields, keys) if want("tools") else None,
         models=_builder("model", fields, keys) if want("models") else None,
         counts=frozenset(n for n in _STEP_LISTS if want(n)),
@@ -220,4 +263,6 @@ def run_view(run: Run, kinds: dict[int, ToolKind | None], spec: ViewSpec | None)
             out["output_tokens"] = sum(s.output_tokens or 0 for _, s in models)
     for name, get in plan.top:
         out[name] = get(run, plan.attributes)
+    if plan.turns:
+        out["turns"] = _turns(run, plan.fields)
     return out

@@ -399,7 +399,11 @@ def _cel_env() -> Any:
         from cel_expr_python import cel  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - only on Python 3.10
         return None
-    return cel.NewEnv(variables=dict.fromkeys(CEL_VARIABLES, cel.Type.DYN))
+    from tracejudge.engine.celfuncs import declarations
+
+    return cel.NewEnv(
+        variables=dict.fromkeys(CEL_VARIABLES, cel.Type.DYN), functions=declarations()
+    )
 
 
 def cel_activation(run: Any, value: Any = None) -> Any:
