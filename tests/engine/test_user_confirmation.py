@@ -79,7 +79,7 @@ def test_a_write_with_no_user_turn_after_the_proposal_is_unconfirmed() -> None:
         ],
     )
     assert codes(v) == ["F-POLICY-NO_CONFIRMATION"]
-    assert "no assistant message came before" in v.primary.explanation
+    assert "does not confirm: 'Please cancel my trip ZFA04Y.'" in v.primary.explanation
 
 
 def test_a_yes_in_the_first_message_is_not_a_confirmation() -> None:
@@ -246,3 +246,64 @@ def test_custom_patterns_replace_the_defaults() -> None:
     assert _judge(rule, [*base, user("Jawohl"), *tail]).verdict == "pass"
     assert codes(_judge(rule, [*base, user("Nein"), *tail])) == ["F-POLICY-CONFIRMATION_DENIED"]
     assert codes(_judge(rule, [*base, user("yes"), *tail])) == ["F-POLICY-NO_CONFIRMATION"]
+
+
+FOLLOW_UP: list[User | Say] = [
+    user("Change ZFA04Y to the nonstop."),
+    say("I'll move ZFA04Y to HAT266 for $146. Shall I proceed?"),
+    user("Yes, please proceed."),
+    say("Which card should pay the difference?"),
+    user("The credit card on file."),
+    say(None, CANCEL),
+    say("Done."),
+]
+
+
+def test_reply_last_reads_only_the_last_user_turn() -> None:
+    """The default: an answer to a follow-up question is not the yes."""
+    v = _judge(RULE, FOLLOW_UP)
+    assert codes(v) == ["F-POLICY-NO_CONFIRMATION"]
+    assert "The credit card on file." in v.primary.explanation
+
+
+def test_reply_latest_finds_the_yes_before_a_follow_up_answer() -> None:
+    """``reply: latest``: the yes stands, and the proposal it answered is the one judged."""
+    rule = {**RULE, "reply": "latest", "mention_arguments": ["reservation_id"]}
+    assert _judge(rule, FOLLOW_UP).verdict == "pass"
+    # a negative after the yes means the yes can no longer be relied on
+    changed = [*FOLLOW_UP]
+    changed[4] = user("Hmm, I don't know, the card I guess.")
+    assert codes(_judge(rule, changed)) == ["F-POLICY-CONFIRMATION_DENIED"]
+    asked = [
+        *FOLLOW_UP[:4],
+        user("Wait, which cards do I have?"),
+        say("A Visa and an Amex."),
+        user("The Visa."),
+        *FOLLOW_UP[5:],
+    ]
+    v = _judge(rule, asked)
+    assert codes(v) == ["F-POLICY-NO_CONFIRMATION"]
+    assert "The Visa." in v.primary.explanation
+
+
+def test_reply_latest_window_writes_in_a_row_and_after_the_user_spoke() -> None:
+    """One yes covers writes in a row; once the user spoke again, a new yes is needed."""
+    rule = {**RULE, "reply": "latest"}
+    other = tool("cancel_reservation", {"reservation_id": "XYZ123"}, {"status": "cancelled"})
+    both = [
+        user("Cancel ZFA04Y and XYZ123."),
+        say("Cancel both ZFA04Y and XYZ123?"),
+        user("Yes."),
+        say(None, CANCEL),
+        say(None, other),
+        say("Both cancelled."),
+    ]
+    assert _judge(rule, both).verdict == "pass"
+    later = [*both[:4], say("Cancelled ZFA04Y. Anything else?"), user("Also XYZ123 then.")]
+    v = _judge(rule, [*later, say(None, other), say("Done.")])
+    assert codes(v) == ["F-POLICY-NO_CONFIRMATION"]
+    assert v.primary.span_ids == (span(5),)  # the second cancel, not the first
+    # a failed attempt does not use up the yes: its retry rests on it
+    failed = tool("cancel_reservation", {"reservation_id": "ZFA04Y"}, None, status="error")
+    retry = [*both[:3], say(None, failed), say(None, CANCEL), say("Cancelled.")]
+    assert _judge(rule, retry).verdict == "pass"

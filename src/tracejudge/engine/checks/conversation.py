@@ -2,10 +2,10 @@
 
 "Obtain explicit user confirmation (yes) before any action that updates the booking" is
 the most common rule in real agent policies. The run's turns (``Run.turns``) make it
-checkable: before each call of the listed tools, the last user turn before the assistant
-turn that requested the call must confirm, and it must answer an assistant message that
-proposed the action. Optionally the proposal must name the call's key arguments, so a
-"yes" to one reservation does not authorise a change to another.
+checkable: before the assistant turn that requested each call of the listed tools, the
+user must have said yes (and not no since) to an assistant message proposing it.
+Optionally the agent's messages the user confirmed must name the call's key arguments, so
+a "yes" to one reservation does not authorise a change to another.
 """
 
 from __future__ import annotations
@@ -97,7 +97,18 @@ def _leaves(value: Any) -> list[Any]:
 
 
 class UserConfirmation:
-    """Each call of the listed tools needs a user "yes" to a proposal before it."""
+    """Each call of the listed tools needs a user "yes" to a proposal before it.
+
+    ``reply: last`` (the default) reads the last user turn before the assistant turn that
+    requested the call: it must say yes, and the proposal is the last assistant text
+    before it. ``reply: latest`` is the lenient reading: when that turn says neither yes
+    nor no (it answers a follow-up question: "the card on file, please"), the latest yes
+    in the call's **window** counts, unless a turn with a negative came after it. The
+    window is the conversation since the previous successful judged call was requested,
+    when the user has spoken since; otherwise (writes in a row, no user turn between) the
+    previous call's window, so one "yes" to "cancel both" covers both. A failed attempt
+    changed nothing, so its retry rests on the same confirmation.
+    """
 
     def __init__(
         self,
@@ -107,6 +118,7 @@ class UserConfirmation:
         negative: Regex,
         mention: list[Path],
         successful_only: bool,
+        latest: bool = False,
     ) -> None:
         self.tools = tools
         self.kind = kind
@@ -114,6 +126,7 @@ class UserConfirmation:
         self.negative = negative
         self.mention = mention
         self.successful_only = successful_only
+        self.latest = latest
 
     def _judged(self, ctx: RunContext, i: int, call: ToolCall) -> bool:
         if self.successful_only and not ok(call):
@@ -146,29 +159,71 @@ class UserConfirmation:
                 i,
             )
             return
+        start = 0  # the window of the last successful judged call
+        last_at = -1  # where that call was requested
         for i, call in judged:
-            self._one(ctx, report, i, call, conv.position_of_call(i, call))
+            at = conv.position_of_call(i, call)
+            window = start
+            if last_at >= 0 and last_at < at and conv.last_user[at] > last_at:
+                window = last_at + 1  # the user spoke since: a new answer is needed
+            self._one(ctx, report, i, call, at, window)
+            if ok(call):
+                start, last_at = window, at
 
-    def _one(self, ctx: RunContext, report: Report, i: int, call: ToolCall, at: int) -> None:
+    def _reply(self, ctx: RunContext, at: int, start: int) -> tuple[int, str | None]:
+        """The user turn that answers for the call requested at ``at``, and its answer.
+
+        The last user turn decides when it says yes or no. When it says neither (it
+        answers a follow-up question), ``reply: latest`` looks back through the window for
+        a yes, stopping at a turn with a negative: "no" said in passing earlier ("I don't
+        have the ids") is not a refusal, but neither can a yes before it count.
+        """
+        conv = ctx.turn_index()
+        u = conv.last_user[at]
+        answer = self.answer(conv.turns[u].text or "") if u >= 0 else None
+        if answer is not None or not self.latest:
+            return u, answer
+        k = conv.last_user[u] if u >= 0 else -1
+        while k >= start:
+            said = self.answer(conv.turns[k].text or "")
+            if said == "yes":
+                return k, said
+            if said == "no":
+                break
+            k = conv.last_user[k]
+        return u, None
+
+    def _one(
+        self, ctx: RunContext, report: Report, i: int, call: ToolCall, at: int, start: int
+    ) -> None:
         conv = ctx.turn_index()
         sid = (call.span_id,)
-        u = conv.last_user[at]
-        if u < 0:
+        u, answer = self._reply(ctx, at, start)
+        if u < 0 or (self.latest and u < start):
+            since = " since the previous confirmed call" if start > 0 else ""
             report.fail(
                 "F-POLICY-NO_CONFIRMATION",
                 sid,
-                f"{call.name} was requested before the user said anything",
+                f"{call.name} was requested with no user message{since}",
                 i,
             )
             return
         said = conv.turns[u].text or ""
-        answer = self.answer(said)
         if answer == "no":
             report.fail(
                 "F-POLICY-CONFIRMATION_DENIED",
                 sid,
-                f"{call.name} ran although the user's last message before it refused: "
+                f"{call.name} ran although the user's answer before it (turn {u}) refused: "
                 f"{short(said, 60)}",
+                i,
+            )
+            return
+        if answer is None:
+            report.fail(
+                "F-POLICY-NO_CONFIRMATION",
+                sid,
+                f"{call.name} ran but no user message before it says yes; the last (turn "
+                f"{u}) does not confirm: {short(said, 60)}",
                 i,
             )
             return
@@ -178,16 +233,7 @@ class UserConfirmation:
                 "F-POLICY-NO_CONFIRMATION",
                 sid,
                 f"{call.name} ran without a proposal: no assistant message came before the "
-                f"user's last message (turn {u})",
-                i,
-            )
-            return
-        if answer is None:
-            report.fail(
-                "F-POLICY-NO_CONFIRMATION",
-                sid,
-                f"{call.name} ran but the user's last message before it (turn {u}) does not "
-                f"confirm: {short(said, 60)}",
+                f"user's yes (turn {u})",
                 i,
             )
             return
@@ -232,7 +278,13 @@ def build_user_confirmation(
         return None
     mention = [x for x in paths if x is not None]
     return UserConfirmation(
-        names(p.get("tools")), p.get("kind"), yes, no, mention, successful_only(p)
+        names(p.get("tools")),
+        p.get("kind"),
+        yes,
+        no,
+        mention,
+        successful_only(p),
+        p.get("reply", "last") == "latest",
     )
 
 
@@ -253,6 +305,7 @@ SPECS: tuple[CheckSpec, ...] = (
                     "items": ref("path"),
                 },
                 "attempts": ATTEMPTS,
+                "reply": {"enum": ["last", "latest"]},
             },
             anyOf=[{"required": ["tools"]}, {"required": ["kind"]}],
         ),
