@@ -79,7 +79,7 @@ def test_a_write_with_no_user_turn_after_the_proposal_is_unconfirmed() -> None:
         ],
     )
     assert codes(v) == ["F-POLICY-NO_CONFIRMATION"]
-    assert "does not confirm: 'Please cancel my trip ZFA04Y.'" in v.primary.explanation
+    assert "no assistant message came before" in v.primary.explanation
 
 
 def test_a_yes_in_the_first_message_is_not_a_confirmation() -> None:
@@ -272,7 +272,7 @@ def test_reply_latest_finds_the_yes_before_a_follow_up_answer() -> None:
     assert _judge(rule, FOLLOW_UP).verdict == "pass"
     # a negative after the yes means the yes can no longer be relied on
     changed = [*FOLLOW_UP]
-    changed[4] = user("Hmm, I don't know, the card I guess.")
+    changed[4] = user("Hmm, wait. The card I guess.")
     assert codes(_judge(rule, changed)) == ["F-POLICY-CONFIRMATION_DENIED"]
     asked = [
         *FOLLOW_UP[:4],
@@ -307,3 +307,42 @@ def test_reply_latest_window_writes_in_a_row_and_after_the_user_spoke() -> None:
     failed = tool("cancel_reservation", {"reservation_id": "ZFA04Y"}, None, status="error")
     retry = [*both[:3], say(None, failed), say(None, CANCEL), say("Cancelled.")]
     assert _judge(rule, retry).verdict == "pass"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Yes, I'd like to proceed with the change, please.", "yes"),
+        ("Okay, let's proceed with changing the flight to HAT266.", "yes"),
+        ("Everything looks good! Use the certificate.", "yes"),
+        ("Thanks, no.", "no"),
+        ("Actually, no.", "no"),
+        ("I do not want to cancel it.", "no"),
+        ("Please don't cancel.", "no"),
+        ("No, that's all. Please go ahead.", "no"),  # a negative first wins, as specified
+        # statements that only contain the words are not answers
+        ("My user ID is amelia. Unfortunately, I don't have the reservation IDs.", None),
+        ("No extra baggage needed, and no travel insurance, thanks.", None),
+        ("I'm not sure which card.", None),
+        ("How can we proceed?", None),
+        ("I would like to use the credit card that's already on file.", None),
+    ],
+)
+def test_default_answers_read_answer_words_where_answers_stand(
+    text: str, expected: str | None
+) -> None:
+    """Taken from real tau-bench user turns: "no" and "don't" said in passing don't refuse,
+    "sure" inside "not sure" doesn't confirm."""
+    from tracejudge.engine.checks.conversation import (
+        DEFAULT_AFFIRMATIVE,
+        DEFAULT_NEGATIVE,
+        UserConfirmation,
+    )
+    from tracejudge.engine.compile import Compiler
+
+    c = Compiler()
+    yes = c.regex("a", DEFAULT_AFFIRMATIVE)
+    no = c.regex("n", DEFAULT_NEGATIVE)
+    assert yes is not None
+    assert no is not None
+    assert UserConfirmation(frozenset(), None, yes, no, [], False).answer(text) == expected

@@ -27,17 +27,39 @@ from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
 from tracejudge.model.run import ToolCall
 
+_Q = "[\\x{2019}']"  # an apostrophe, straight or curly (RE2 syntax)
+_LEAD = (
+    r"(?:^|[.!?;]\s+|\n\s*|,\s*)(?:(?:oh|um+|uh+|hmm+|well|actually|sorry|please|and|but|so"
+    r"|then|thanks|thank you)[\s,!.]*)*"
+)
+"""Where an answer word can stand: the start of the message, a sentence or a clause, after
+fillers ("Oh, ...", "Actually, ...", "Please ...")."""
 DEFAULT_AFFIRMATIVE = (
-    r"(?i)\b(?:yes|yeah|yep|yup|sure|ok(?:ay)?|confirm(?:ed|s)?|go ahead|proceed|please do"
-    r"|do it|correct|that[\x{2019}']?s (?:right|correct|fine)|absolutely|definitely|sounds good"
-    r"|no problem|of course)\b"
+    rf"(?i){_LEAD}(?P<at>yes|yeah|yep|yup|sure|ok(?:ay)?|alright|all right|absolutely"
+    rf"|definitely|of course|correct|confirm(?:ed)?|go ahead|proceed|please do|do it"
+    rf"|sounds (?:good|great|fine)|that{_Q}?s (?:right|correct|fine|good|great|perfect)"
+    rf"|perfect|great|no problem)\b"
+    rf"|\b(?P<mid>(?:go|going) ahead|proceed with|(?:let{_Q}?s|please|you can|you may"
+    rf"|I{_Q}?d like to|I would like to|I want to) (?:proceed|go ahead|do (?:it|that)|book"
+    rf"|cancel|change|modify|update|upgrade|make)|I confirm|confirm(?:ed)? (?:it|that|this"
+    rf"|the)|(?:everything|that|this|it|all) (?:is|sounds|looks|seems) (?:right|correct|good"
+    rf"|fine|great|perfect)|looks (?:good|great|fine|right|correct|perfect))\b"
 )
-"""A user turn that matches confirms (RE2; ``affirmative:`` replaces it)."""
+"""A user turn with a match confirms (RE2; ``affirmative:`` replaces it). Answer words
+count at the start of a sentence or clause ("Sure, ...", not "I'm not sure"); the phrases
+after ``mid`` count anywhere ("let's proceed", "please go ahead")."""
 DEFAULT_NEGATIVE = (
-    r"(?i)\b(?:no|nope|nah|not yet|not now|don[\x{2019}']?t|do not|wait|hold on|stop|never ?mind"
-    r"|cancel that|changed my mind)\b"
+    rf"(?i){_LEAD}(?P<at>no\s*(?:[,.!;]|$)|no thanks|nope|nah|not (?:yet|now|right now)"
+    rf"|don{_Q}?t|do not|wait|hold on|hold off|stop|never ?mind|cancel that)"
+    rf"|\b(?P<mid>(?:don{_Q}?t|do not|would not|wouldn{_Q}?t|rather not|not) (?:want|wish"
+    rf"|need) (?:to|that|this|it)|(?:don{_Q}?t|do not) (?:proceed|go ahead|do (?:it|that)"
+    rf"|book|cancel|change)|changed my mind|rather not|hold off|not (?:yet|now))\b"
 )
-"""A user turn where this matches before the first affirmative refuses (``negative:``)."""
+"""A user turn where this matches before the first affirmative refuses (``negative:``).
+"No" counts as an answer only standing alone ("No.", "No, ..."), not as a determiner ("no
+extra bags"); "don't" at the start of a sentence, or before want/proceed/cancel..."""
+_MARKS = ("at", "mid")
+"""Named groups whose start is a match's position (the lead-in before them is context)."""
 
 
 def _number_forms(value: int | float) -> list[str]:
@@ -96,6 +118,22 @@ def _leaves(value: Any) -> list[Any]:
     return out
 
 
+def _marks(rx: Regex) -> tuple[int, ...]:
+    """The group numbers of ``_MARKS`` in ``rx`` (looked up once; the wrapper rebuilds
+    ``groupindex`` on every access)."""
+    index: dict[str, int] = dict(rx.compiled.groupindex)
+    return tuple(index[name] for name in _MARKS if name in index)
+
+
+def _place(m: Any, marks: tuple[int, ...]) -> int:
+    for g in marks:
+        at: int = m.start(g)
+        if at >= 0:
+            return at
+    start: int = m.start()
+    return start
+
+
 class UserConfirmation:
     """Each call of the listed tools needs a user "yes" to a proposal before it.
 
@@ -127,6 +165,8 @@ class UserConfirmation:
         self.mention = mention
         self.successful_only = successful_only
         self.latest = latest
+        self._yes_marks = _marks(affirmative)
+        self._no_marks = _marks(negative)
 
     def _judged(self, ctx: RunContext, i: int, call: ToolCall) -> bool:
         if self.successful_only and not ok(call):
@@ -135,10 +175,13 @@ class UserConfirmation:
 
     def answer(self, text: str) -> str | None:
         """``"yes"``, ``"no"`` or None: a negative before the first affirmative refuses;
-        one starting at the same place (``no problem``) does not."""
+        one starting at the same place (``no problem``) does not. A match's place is the
+        start of its group ``at`` or ``mid`` when the pattern has one."""
         yes = self.affirmative.search(text)
         no = self.negative.search(text)
-        if no is not None and (yes is None or no.start() < yes.start()):
+        if no is not None and (
+            yes is None or _place(no, self._no_marks) < _place(yes, self._yes_marks)
+        ):
             return "no"
         return "yes" if yes is not None else None
 
@@ -219,11 +262,15 @@ class UserConfirmation:
             )
             return
         if answer is None:
+            which = (
+                "no user message since the proposal says yes; the last"
+                if self.latest
+                else ("the user's last message before it")
+            )
             report.fail(
                 "F-POLICY-NO_CONFIRMATION",
                 sid,
-                f"{call.name} ran but no user message before it says yes; the last (turn "
-                f"{u}) does not confirm: {short(said, 60)}",
+                f"{call.name} ran but {which} (turn {u}) does not confirm: {short(said, 60)}",
                 i,
             )
             return
