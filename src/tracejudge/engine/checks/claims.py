@@ -51,11 +51,11 @@ NEGATIONS: tuple[str, ...] = (
 _ADV = r"(?:(?:now|just|also|successfully|fully)\s+)*"
 _DONE = (
     r"(?:complete|completed|successful|confirmed|processed|done|submitted|issued|initiated"
-    r"|finali[sz]ed|approved)"
+    r"|finali[sz]ed|approved|applied|made|covered)"
 )
 
 _LINK = (
-    r"(?:\s+(?:of|for|to|on|in|at|the|your|my|order|reservation|booking|request|number|id"
+    r":?(?:\s+(?:of|for|to|on|in|at|the|your|my|order|reservation|booking|request|number|id"
     r"|\S*\d\S*)){0,3}?"
 )
 """Words between an action noun and its verb ("refund of $84.00 has been issued"): ids,
@@ -64,7 +64,7 @@ amounts and a few linking words, not other action nouns ("reservation cancellati
 
 def _detector(verbs: str, nouns: str = "", *extra: str) -> str:
     """An assertion that the action is done: ``has been V``, ``I('ve) V``, ``is now V``,
-    ``successfully V``, ``<noun> (is|was|has been) completed``..."""
+    ``successfully V``, ``<noun> (is|was|has been) completed (or V)``..."""
     parts = [
         rf"\b(?:has|have)\s+{_ADV}been\s+{_ADV}(?:{verbs})\b",
         rf"\b(?:is|are)\s+now\s+{_ADV}(?:{verbs})\b",
@@ -72,14 +72,24 @@ def _detector(verbs: str, nouns: str = "", *extra: str) -> str:
         rf"\bsuccessfully\s+(?:{verbs})\b",
     ]
     if nouns:
-        parts.append(rf"\b(?:{nouns}){_LINK}\s+(?:is|was|has\s+been)\s+{_ADV}{_DONE}\b")
+        parts.append(
+            rf"\b(?:{nouns}){_LINK}\s+(?:is|are|was|were|has\s+been|have\s+been)\s+{_ADV}"
+            rf"(?:{_DONE}|{verbs})\b"
+        )
     parts.extend(extra)
     return "(?i)(?:" + "|".join(parts) + ")"
 
 
 DETECTORS: dict[str, str] = {
     "cancelled": _detector(r"cancell?ed", r"cancell?ation"),
-    "booked": _detector(r"booked|reserved", r"booking|reservation"),
+    "booked": _detector(
+        r"booked|reserved",
+        r"booking",
+        # "your (new) reservation (id X) is confirmed", not "cancellation of reservation X
+        # has been completed": the reservation must be the sentence's own subject
+        rf"\b(?:your|the)\s+(?:new\s+)?reservation(?:\s+(?:id|number|\S*\d\S*))*\s+"
+        rf"(?:is|has\s+been)\s+{_ADV}(?:confirmed|complete|completed|made)\b",
+    ),
     "refunded": _detector(
         r"refunded",
         r"refund",
@@ -87,9 +97,12 @@ DETECTORS: dict[str, str] = {
         r"(?:a|the|your)\s+(?:\S+\s+){0,2}?refund\b",
     ),
     "updated": _detector(
-        r"updated|changed|modified|rescheduled|switched|moved", r"update|change|modification"
+        r"updated|changed|modified|rescheduled|switched|moved|downgraded",
+        r"update|change|modification|downgrade",
     ),
-    "sent": _detector(r"sent|e-?mailed|texted"),
+    "sent": _detector(
+        r"sent|e-?mailed|texted", r"certificate|voucher|e-?mail|message|confirmation"
+    ),
     "transferred": _detector(
         r"transferred|escalated",
         r"transfer|escalation",
@@ -98,7 +111,9 @@ DETECTORS: dict[str, str] = {
     "upgraded": _detector(r"upgraded", r"upgrade"),
     "added": _detector(r"added"),
     "removed": _detector(r"removed|deleted"),
-    "charged": _detector(r"charged|billed"),
+    "charged": _detector(
+        r"charged|billed", r"payment|charges?|cost|amount|fee|price difference|difference"
+    ),
     "created": _detector(r"created|opened|set\s+up"),
 }
 """Built-in completion-claim detectors (RE2), by the name ``completion_claims`` maps."""
