@@ -346,3 +346,50 @@ def test_default_answers_read_answer_words_where_answers_stand(
     assert yes is not None
     assert no is not None
     assert UserConfirmation(frozenset(), None, yes, no, [], False).answer(text) == expected
+
+
+def _change_flights(proposal: str) -> Any:
+    looked_up = tool(
+        "get_reservation_details",
+        {"reservation_id": "ZFA04Y"},
+        {
+            "reservation_id": "ZFA04Y",
+            "flights": [{"flight_number": "HAT001"}, {"flight_number": "HAT112"}],
+        },
+    )
+    change = tool(
+        "update_reservation_flights",
+        {
+            "reservation_id": "ZFA04Y",
+            "flights": [{"flight_number": "HAT266"}, {"flight_number": "HAT112"}],
+        },
+        {"status": "ok"},
+    )
+    rule = {
+        "type": "user_confirmation",
+        "tools": ["update_reservation_flights"],
+        "mention_arguments": ["reservation_id", "flights[*].flight_number"],
+    }
+    return _judge(
+        rule,
+        [
+            user("Change my outbound flight on ZFA04Y."),
+            say(None, looked_up),
+            say(proposal),
+            user("Yes, go ahead."),
+            say(None, change),
+        ],
+    )
+
+
+def test_mention_arguments_skips_what_the_change_keeps() -> None:
+    """ "List the action details" asks for what changes: a segment the update keeps, as the
+    reservation's lookup returned it, need not be restated; the new one must be, and so
+    must the identifying argument (it selects the state, it is not read from it)."""
+    assert _change_flights("Switch ZFA04Y's outbound to HAT266? (yes/no)").verdict == "pass"
+    v = _change_flights("Switch ZFA04Y's outbound to the 9 am flight? (yes/no)")
+    assert codes(v) == ["F-POLICY-UNCONFIRMED_DETAILS"]
+    assert "HAT266" in v.primary.explanation
+    v = _change_flights("Switch the outbound to HAT266? (yes/no)")
+    assert codes(v) == ["F-POLICY-UNCONFIRMED_DETAILS"]
+    assert "ZFA04Y" in v.primary.explanation

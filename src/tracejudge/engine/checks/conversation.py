@@ -22,7 +22,7 @@ from tracejudge.engine.checks.base import (
     short,
     successful_only,
 )
-from tracejudge.engine.checks.trajectory import flatten
+from tracejudge.engine.checks.trajectory import flatten, key_of
 from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
 from tracejudge.model.run import ToolCall
@@ -285,9 +285,11 @@ class UserConfirmation:
             )
             return
         if self.mention:
-            self._details(report, i, call, conv.turns[p].text or "", p)
+            self._details(ctx, report, i, call, conv.turns[p].text or "", p)
 
-    def _details(self, report: Report, i: int, call: ToolCall, proposal: str, p: int) -> None:
+    def _details(
+        self, ctx: RunContext, report: Report, i: int, call: ToolCall, proposal: str, p: int
+    ) -> None:
         sid = (call.span_id,)
         if call.arguments is None or not call.arguments_is_json:
             report.insufficient(
@@ -298,8 +300,13 @@ class UserConfirmation:
             )
             return
         text = proposal.casefold()
+        states, selectors = _entity_states(ctx, i, call)
         for path in self.mention:
+            kept = {key_of(v) for state in states for v in _leaves(path.search(state))}
+            kept -= selectors
             for v in _leaves(path.search(call.arguments)):
+                if key_of(v) in kept:
+                    continue  # the entity already has it: not a detail of this change
                 if not mentions(text, v):
                     report.fail(
                         "F-POLICY-UNCONFIRMED_DETAILS",
@@ -309,6 +316,35 @@ class UserConfirmation:
                         i,
                     )
                     return
+
+
+def _entity_states(ctx: RunContext, i: int, call: ToolCall) -> tuple[list[Any], set[str]]:
+    """What earlier lookups said of the entity this call changes: the results of successful
+    lookup calls before step ``i`` whose arguments all appear, equal, among this call's
+    (``get_reservation(id=X)`` describes what ``update_reservation(id=X, ...)`` changes),
+    and the values of the arguments that selected them.
+
+    "List the action details" asks for what the action changes: a segment that an update
+    keeps, as the lookup returned it, is not a new detail. The identifying arguments
+    themselves are never exempt: they are not read from the state, they select it.
+    """
+    args = call.arguments
+    if not isinstance(args, dict):
+        return [], set()
+    out: list[Any] = []
+    selectors: set[str] = set()
+    for j, prior in ctx.tool_index:
+        if j >= i:
+            break
+        if ctx.kinds[j] != "lookup" or not ok(prior) or prior.result is None:
+            continue
+        keys = prior.arguments
+        if not isinstance(keys, dict) or not keys:
+            continue
+        if all(k in args and key_of(args[k]) == key_of(v) for k, v in keys.items()):
+            out.append(prior.result)
+            selectors.update(key_of(v) for v in keys.values())
+    return out, selectors
 
 
 def build_user_confirmation(
