@@ -5,8 +5,9 @@ GPT-4o conversations in examples/airline/tau-bench-dev/ are read as transcripts 
 import ``tracejudge eval`` does), judged with
 
 (a) examples/airline/rules.yaml: rules written from the airline policy text alone;
-(b) the same rules plus examples/airline/cases.jsonl: each task's expected actions,
-    translated mechanically from tau-bench's ``info.task.actions``.
+(b) examples/airline/cases.jsonl: each task's expected actions, translated mechanically
+    from tau-bench's ``info.task.actions`` (with the rules file's ``tools:``, so the engine
+    knows which tools write, but none of its rules); and both together.
 
 The labels come from tau-bench itself, never from the engine:
 
@@ -31,7 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tracejudge.engine import Engine, load_rules
+import yaml
+
+from tracejudge.engine import Engine, load_rules, load_rules_text
 from tracejudge.engine.verdict import Verdict
 from tracejudge.report.loading import load_runs
 
@@ -99,9 +102,15 @@ def labels(records: list[dict[str, Any]]) -> dict[str, Label]:
     return out
 
 
-def judge(rules: Path, cases: Path | None) -> dict[str, Verdict]:
-    """The verdict of every dev run, by run id."""
-    ruleset = load_rules(rules)
+def judge(rules: Path, cases: Path | None, *, tools_only: bool = False) -> dict[str, Verdict]:
+    """The verdict of every dev run, by run id. ``tools_only``: keep the rules file's
+    ``tools:`` (what is a write) but none of its rules, so only the cases judge."""
+    if tools_only:
+        doc = yaml.safe_load(rules.read_text())
+        doc["rules"] = []
+        ruleset = load_rules_text(yaml.safe_dump(doc), str(rules))
+    else:
+        ruleset = load_rules(rules)
     engine = _engine(ruleset, cases)
     loaded = load_runs([DATA])
     if loaded.errors:
@@ -124,7 +133,10 @@ def _primary(v: Verdict) -> str:
 
 
 def report(
-    truth: dict[str, Label], policy: dict[str, Verdict], cased: dict[str, Verdict] | None
+    truth: dict[str, Label],
+    policy: dict[str, Verdict],
+    cased: dict[str, Verdict] | None,
+    both: dict[str, Verdict] | None = None,
 ) -> dict[str, Any]:
     """The figures, printed and returned."""
     visible = [k for k, lab in truth.items() if lab.visible]
@@ -151,8 +163,17 @@ def report(
         agree = [k for k, lab in truth.items() if (cased[k].verdict == "fail") == (lab.reward == 0)]
         figures["cases_agreement"] = len(agree) / len(truth)
         print(
-            f"(b) with cases: fail agrees with reward 0 on {len(agree)}/{len(truth)} = "
-            f"{figures['cases_agreement']:.0%} (target >= 95%)"
+            f"(b) cases file (with the rules' tools:, none of its rules): fail agrees with "
+            f"reward 0 on {len(agree)}/{len(truth)} = {figures['cases_agreement']:.0%} "
+            "(target >= 95%)"
+        )
+    if both is not None:
+        same = [k for k, lab in truth.items() if (both[k].verdict == "fail") == (lab.reward == 0)]
+        figures["rules_and_cases_agreement"] = len(same) / len(truth)
+        print(
+            f"    policy rules and cases together: {len(same)}/{len(truth)} = "
+            f"{figures['rules_and_cases_agreement']:.0%} (policy failures on reward-1 runs "
+            "count against it: tau-bench's reward does not read the conversation)"
         )
     print("\nmissed (visibly wrong, not failed):")
     for k in sorted(set(visible) - set(caught), key=_order):
@@ -185,8 +206,11 @@ def main() -> int:
     records = json.loads(DATA.read_text())
     truth = labels(records)
     policy = judge(args.rules, None)
-    cased = judge(args.rules, args.cases) if args.cases.exists() else None
-    figures = report(truth, policy, cased)
+    cased = both = None
+    if args.cases.exists():
+        cased = judge(args.rules, args.cases, tools_only=True)
+        both = judge(args.rules, args.cases)
+    figures = report(truth, policy, cased, both)
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0
