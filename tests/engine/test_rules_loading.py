@@ -173,7 +173,9 @@ def test_unreadable_file_is_a_rules_error(tmp_path: Path) -> None:
     """A missing file is a clear error, not an OSError traceback."""
     with pytest.raises(RulesError) as info:
         load_rules(tmp_path / "nope.yaml")
-    assert "cannot read" in info.value.errors[0]
+    # a whole-file problem has no location inside the file: no "<file>" placeholder
+    assert info.value.errors == ["cannot read: No such file or directory"]
+    assert str(info.value) == f"{tmp_path / 'nope.yaml'}: cannot read: No such file or directory"
 
 
 def test_schema_ships_in_the_package() -> None:

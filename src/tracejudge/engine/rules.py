@@ -164,12 +164,12 @@ def load_rules(path: str | FsPath) -> RuleSet:
     try:
         size = p.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise RulesError(str(p), [f"<file>: {size} bytes, more than {MAX_FILE_BYTES}"])
+            raise RulesError(str(p), [f"{size} bytes, more than {MAX_FILE_BYTES}"])
         text = p.read_text("utf-8")
     except OSError as exc:
-        raise RulesError(str(p), [f"<file>: cannot read: {exc.strerror or exc}"]) from exc
+        raise RulesError(str(p), [f"cannot read: {exc.strerror or exc}"]) from exc
     except UnicodeDecodeError as exc:
-        raise RulesError(str(p), [f"<file>: not UTF-8: {exc.reason}"]) from exc
+        raise RulesError(str(p), [f"not UTF-8: {exc.reason}"]) from exc
     return load_rules_text(text, source=str(p))
 
 
@@ -177,20 +177,20 @@ def load_rules_text(text: str, source: str = "<string>") -> RuleSet:
     """Compile rules from YAML (or JSON) text; ``RulesError`` lists every problem found."""
     raw = text.encode("utf-8")
     if len(raw) > MAX_FILE_BYTES:
-        raise RulesError(source, [f"<file>: {len(raw)} bytes, more than {MAX_FILE_BYTES}"])
+        raise RulesError(source, [f"{len(raw)} bytes, more than {MAX_FILE_BYTES}"])
     try:
         doc = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
-        at = f"line {where.line + 1}, column {where.column + 1}" if where else "<file>"
         problem = getattr(exc, "problem", None) or str(exc)
-        raise RulesError(source, [f"{at}: YAML: {problem}"]) from exc
+        at = f"line {where.line + 1}, column {where.column + 1}: " if where else ""
+        raise RulesError(source, [f"{at}YAML: {problem}"]) from exc
     except RecursionError as exc:
-        raise RulesError(source, ["<file>: YAML nested too deeply"]) from exc
+        raise RulesError(source, ["YAML nested too deeply"]) from exc
     if _expanded_size(doc, MAX_NODES) > MAX_NODES:
         # YAML aliases can expand a small file exponentially ("billion laughs"); validation
         # and compilation walk the expanded tree, so bound it before either runs
-        raise RulesError(source, [f"<file>: more than {MAX_NODES} values once aliases expand"])
+        raise RulesError(source, [f"more than {MAX_NODES} values once aliases expand"])
     n_rules = (
         len(doc["rules"]) if isinstance(doc, dict) and isinstance(doc.get("rules"), list) else 0
     )
