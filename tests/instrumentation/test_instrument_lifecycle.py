@@ -204,25 +204,27 @@ class _MovedSdkPatcher:
         _MovedSdkPatcher.unpatched = True
 
 
-def test_missing_or_moved_sdk_warns_once_and_rest_works(
+def test_missing_or_moved_sdk_is_said_once_and_rest_works(
     tracer_provider: TracerProvider,
     replay: Replay,
     span_exporter: InMemorySpanExporter,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A patcher whose SDK is missing, or whose methods moved, is skipped with exactly one
-    warning naming it (also on a second ``instrument()``); a partial patch is rolled back;
-    OpenAI is still traced."""
+    """A patcher whose SDK is missing is noted once at debug level (the application does
+    not use it: no warning); one whose methods moved is skipped with exactly one warning
+    naming it (also on a second ``instrument()``); a partial patch is rolled back; OpenAI
+    is still traced."""
     patcher_mod.register_patcher("missing-sdk", _MissingSdkPatcher)
     patcher_mod.register_patcher("moved-sdk", _MovedSdkPatcher)
-    with caplog.at_level(logging.WARNING, logger="tracejudge.instrumentation"):
+    with caplog.at_level(logging.DEBUG, logger="tracejudge.instrumentation"):
         tracejudge.instrument(tracer_provider=tracer_provider)
         tracejudge.instrument(tracer_provider=tracer_provider)
-    messages = [r.getMessage() for r in caplog.records]
-    assert len([m for m in messages if "missing-sdk" in m]) == 1
-    moved = [m for m in messages if "moved-sdk" in m]
-    assert len(moved) == 1
-    assert "moved_away" in moved[0]
+    missing = [r for r in caplog.records if "missing-sdk" in r.getMessage()]
+    assert [r.levelno for r in missing] == [logging.DEBUG]
+    moved = [r for r in caplog.records if "moved-sdk" in r.getMessage()]
+    assert [r.levelno for r in moved] == [logging.WARNING]
+    assert "moved_away" in moved[0].getMessage()
+    assert not any("no supported model SDK" in r.getMessage() for r in caplog.records)
     assert _MovedSdkPatcher.unpatched
     assert _Dummy().present() == 1
     assert "openai" in active_patchers()
@@ -294,28 +296,61 @@ def _run_python(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+_BLOCK_SDKS = """
+    import importlib.abc, sys
+    class Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in BLOCKED:
+                raise ModuleNotFoundError(name)
+            return None
+    sys.meta_path.insert(0, Block())
+"""
+
+
 def test_instrument_works_without_any_sdk_installed() -> None:
     """``import tracejudge; tracejudge.instrument()`` succeeds when neither SDK can be
-    imported (blocked by an import hook in a fresh interpreter), warning once per SDK."""
+    imported (blocked by an import hook in a fresh interpreter), with one warning that no
+    model call will be traced, not one per SDK."""
     proc = _run_python(
+        'BLOCKED = ("openai", "anthropic")\n'
+        + textwrap.dedent(_BLOCK_SDKS)
+        + textwrap.dedent(
+            """
+            import tracejudge
+            tracejudge.instrument()
+            from tracejudge.instrumentation import active_patchers
+            print("active:", active_patchers())
+            """
+        )
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "active: ()" in proc.stdout
+    assert proc.stderr.count("no supported model SDK is installed (openai, anthropic)") == 1
+    assert "SDK not installed" not in proc.stderr
+
+
+def test_an_openai_only_application_hears_nothing_about_anthropic() -> None:
+    """With only ``openai`` installed, ``instrument()`` says nothing at the default log
+    level: Anthropic is an SDK the application does not use (a debug note only)."""
+    code = textwrap.dedent(_BLOCK_SDKS) + textwrap.dedent(
         """
-        import importlib.abc, sys
-        class Block(importlib.abc.MetaPathFinder):
-            def find_spec(self, name, path=None, target=None):
-                if name.split(".")[0] in ("openai", "anthropic"):
-                    raise ModuleNotFoundError(name)
-                return None
-        sys.meta_path.insert(0, Block())
+        import logging
+        logging.basicConfig(level=LEVEL)
+        import openai
         import tracejudge
         tracejudge.instrument()
         from tracejudge.instrumentation import active_patchers
         print("active:", active_patchers())
         """
     )
-    assert proc.returncode == 0, proc.stderr
-    assert "active: ()" in proc.stdout
-    assert proc.stderr.count("openai SDK not installed") == 1
-    assert proc.stderr.count("anthropic SDK not installed") == 1
+    quiet = _run_python('BLOCKED = ("anthropic",)\nLEVEL = "WARNING"\n' + code)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "active: ('openai',)" in quiet.stdout
+    assert quiet.stderr == ""
+    debug = _run_python('BLOCKED = ("anthropic",)\nLEVEL = "DEBUG"\n' + code)
+    assert "DEBUG:tracejudge.instrumentation:tracejudge: anthropic SDK not installed" in (
+        debug.stderr
+    )
 
 
 def test_default_provider_only_when_application_has_none() -> None:

@@ -176,6 +176,19 @@ def warn_once(name: str, message: str) -> None:
     logger.warning("tracejudge: %s", message)
 
 
+def note_once(name: str, message: str) -> None:
+    """Log ``message`` at debug level once per patcher name per process.
+
+    For what is normal rather than wrong: an SDK that is not installed is one the
+    application does not use, and an OpenAI-only application must not be told about
+    Anthropic on every start.
+    """
+    if name in _warned:
+        return
+    _warned.add(name)
+    logger.debug("tracejudge: %s", message)
+
+
 def reset_warnings() -> None:
     """Forget which warnings were given (tests)."""
     _warned.clear()

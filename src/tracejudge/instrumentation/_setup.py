@@ -17,6 +17,7 @@ import sys
 import threading
 from collections.abc import Iterable
 from types import ModuleType
+from typing import Literal, TypeAlias
 
 from opentelemetry import trace
 from opentelemetry.metrics import MeterProvider
@@ -28,6 +29,7 @@ from tracejudge.instrumentation._patcher import (
     Patcher,
     PatcherFactory,
     iter_patcher_factories,
+    note_once,
     sdk_importable,
     warn_once,
 )
@@ -43,6 +45,7 @@ _generation = 0
 """Bumped by every ``instrument()``/``uninstrument()``: a deferred patch registered under
 an older generation is stale and must not be applied."""
 _HOOK_LOCK_TIMEOUT_S = 10.0
+_Applied: TypeAlias = Literal["patched", "not installed", "failed"]
 
 
 def instrument(
@@ -89,16 +92,27 @@ def instrument(
         _hooks.cancel_all()
         _generation += 1
         set_runtime(runtime)
-        for name, sdk_module, factory in iter_patcher_factories():
+        missing: list[str] = []
+        factories = iter_patcher_factories()
+        for name, sdk_module, factory in factories:
             if sdk_module is None or sdk_module in sys.modules:
-                _apply(name, factory, runtime)
+                if _apply(name, factory, runtime) == "not installed":
+                    missing.append(name)
             elif sdk_importable(sdk_module):
                 apply_later = functools.partial(
                     _apply_on_import, name, factory, runtime, _generation
                 )
                 _hooks.when_imported(sdk_module, apply_later)
             else:
-                warn_once(name, f"{name} SDK not installed; {name} calls will not be traced")
+                missing.append(name)
+                note_once(name, f"{name} SDK not installed; {name} calls will not be traced")
+        if factories and len(missing) == len(factories):
+            # no model call at all will be traced: that one is worth a warning
+            warn_once(
+                "<no sdk>",
+                f"no supported model SDK is installed ({', '.join(missing)}); only "
+                "@tracejudge.tool and tracejudge.agent() spans will be recorded",
+            )
 
 
 def _apply_on_import(
@@ -120,16 +134,17 @@ def _apply_on_import(
         _lock.release()
 
 
-def _apply(name: str, factory: PatcherFactory, runtime: Runtime) -> None:
+def _apply(name: str, factory: PatcherFactory, runtime: Runtime) -> _Applied:
+    """Apply one patcher; say whether it patched, found no SDK, or failed (warned)."""
     try:
         patcher = factory()
     except Exception as exc:  # a broken patcher must not stop the others
         warn_once(name, f"{name} instrumentation unavailable ({exc!r}); skipping it")
-        return
+        return "failed"
     try:
         if not patcher.available():
-            warn_once(name, f"{name} SDK not installed; {name} calls will not be traced")
-            return
+            note_once(name, f"{name} SDK not installed; {name} calls will not be traced")
+            return "not installed"
         patcher.patch(runtime)
     except Exception as exc:  # SDK internals moved: skip, keep the rest
         try:
@@ -141,8 +156,9 @@ def _apply(name: str, factory: PatcherFactory, runtime: Runtime) -> None:
             f"{name} SDK is installed but could not be patched ({exc!r}); "
             f"{name} calls will not be traced",
         )
-        return
+        return "failed"
     _active.append(patcher)
+    return "patched"
 
 
 def uninstrument() -> None:
