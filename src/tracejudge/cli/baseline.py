@@ -58,7 +58,7 @@ def record_command(
         try:
             tools = load_rules(rules_path).tools
         except RulesError as exc:
-            echo_errors("baseline record", [f"{rules_path}: {e}" for e in exc.errors])
+            echo_errors("baseline record", [f"{rules_path}: {e}" for e in exc.errors], limit=None)
             sys.exit(EXIT_INPUT)
     loaded = load_runs(list(files))
     if loaded.errors:

@@ -43,10 +43,19 @@ def error_verdict(run: Run, message: str) -> Verdict:
     )
 
 
-def echo_errors(command: str, errors: list[str]) -> None:
-    """Each problem on its own stderr line, prefixed with the command."""
-    for message in errors:
+MAX_ERRORS_SHOWN = 20
+"""Problems printed before the rest are only counted: a wrong glob can name thousands of
+bad files or lines, and the first few say what is wrong."""
+
+
+def echo_errors(command: str, errors: list[str], *, limit: int | None = MAX_ERRORS_SHOWN) -> None:
+    """Each problem on its own stderr line, prefixed with the command; after ``limit``
+    of them, one line counting the rest. ``limit=None`` prints all: a rules file's
+    problems are bounded by its size and its author fixes them in one pass."""
+    for message in errors if limit is None else errors[:limit]:
         click.echo(f"tracejudge {command}: {message}", err=True)
+    if limit is not None and len(errors) > limit:
+        click.echo(f"tracejudge {command}: … and {len(errors) - limit} more", err=True)
 
 
 @click.command("eval")
@@ -108,7 +117,7 @@ def eval_command(
     try:
         ruleset = load_rules(rules_path)
     except RulesError as exc:
-        echo_errors("eval", [f"{rules_path}: {e}" for e in exc.errors])
+        echo_errors("eval", [f"{rules_path}: {e}" for e in exc.errors], limit=None)
         sys.exit(EXIT_INPUT)
     except OSError as exc:
         echo_errors("eval", [f"{rules_path}: cannot read rules: {exc.strerror or exc}"])

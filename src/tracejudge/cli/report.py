@@ -3,6 +3,10 @@
 Input is verdict JSON lines (``tracejudge eval --output`` / ``--format json``, or the
 collector's verdict stream). Verdict lines carry no steps, so trajectories are drawn only
 for runs whose trace files are also given with ``--traces``.
+
+``--traces`` takes every file after it up to the next option (``--traces traces/*.json``,
+as a shell glob expands it), and may also be repeated: a glob after a one-value option
+would otherwise put all but its first file among the verdict files.
 """
 
 from __future__ import annotations
@@ -18,7 +22,36 @@ from tracejudge.report.summary import DEFAULT_KS, summarize
 from tracejudge.report.text import summary_text
 
 
-@click.command("report")
+class _ReportCommand(click.Command):
+    """``report``, whose ``--traces`` also takes several files in a row."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, spread_option(args, "--traces"))
+
+
+def spread_option(args: list[str], option: str) -> list[str]:
+    """Rewrite ``OPTION a b c`` as ``OPTION a OPTION b OPTION c``.
+
+    Click options take a fixed number of values; this lets ``option`` take every argument
+    after it up to the next one that starts with ``-`` (``--`` ends it too), the way
+    ``nargs='+'`` does in argparse, while ``OPTION a OPTION b`` keeps working.
+    """
+    out: list[str] = []
+    greedy = False
+    for k, arg in enumerate(args):
+        if arg == "--":
+            return out + args[k:]  # the rest is positional, whatever it looks like
+        if greedy and not arg.startswith("-"):
+            if out[-1] != option:
+                out.append(option)
+            out.append(arg)
+            continue
+        greedy = arg == option
+        out.append(arg)
+    return out
+
+
+@click.command("report", cls=_ReportCommand)
 @click.argument("verdicts", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--html",
@@ -40,7 +73,9 @@ from tracejudge.report.text import summary_text
     "--traces",
     multiple=True,
     type=click.Path(path_type=Path),
-    help="Trace file whose runs the HTML draws as timelines (repeatable).",
+    metavar="FILE...",
+    help="Trace files whose runs the HTML draws as timelines: every file after it up to "
+    "the next option (e.g. --traces traces/*.json), or repeated.",
 )
 @click.option(
     "-k",

@@ -40,7 +40,7 @@ def check_command(files: tuple[Path, ...]) -> None:
         for warning in ruleset.warnings:
             click.echo(f"tracejudge rules check: warning: {path}: {warning}", err=True)
     if errors:
-        echo_errors("rules check", errors)
+        echo_errors("rules check", errors, limit=None)
         click.echo(f"{len(errors)} error(s) in {len(files)} file(s)", err=True)
         sys.exit(EXIT_FAILED)
     click.echo(f"{len(files)} rules file(s) valid, {rules} rule(s)")

@@ -163,12 +163,32 @@ def read_records(path: Path) -> list[VerdictRecord]:
         try:
             records.append(parse_record(json.loads(line), where))
         except json.JSONDecodeError as exc:
+            if not records and not errors:
+                whole = _whole_document_error(path, text)
+                if whole is not None:
+                    raise VerdictFileError([whole]) from exc
             errors.append(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})")
         except ValueError as exc:
             errors.append(str(exc))
     if errors:
         raise VerdictFileError(errors)
     return records
+
+
+def _whole_document_error(path: Path, text: str) -> str | None:
+    """One message for a file that is a single (pretty-printed) JSON document rather than
+    JSON lines, e.g. an OTLP trace export given as verdicts: its every line would
+    otherwise be an error of its own. ``None`` when the file does not parse as a whole."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(doc, dict):
+        try:
+            parse_record(doc, str(path))
+        except ValueError as exc:
+            return str(exc)
+    return f"{path}: one JSON document, not verdict JSON lines (one verdict object per line)"
 
 
 def read_all(paths: Iterable[Path]) -> list[VerdictRecord]:
