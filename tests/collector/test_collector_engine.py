@@ -109,3 +109,19 @@ def test_baselines_directory_feeds_baseline_rules(
     ]
     assert attrs(root)[sc.TRACEJUDGE_VERDICT] == verdict
     assert attrs(root).get(sc.TRACEJUDGE_FAILURE_CODE) == code
+
+
+def test_without_baselines_the_log_says_which_rules_do_not_apply(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``serve --rules`` without ``--baselines``: one warning at start names the baseline
+    rules that will be ``not_applicable`` (never a silently skipped rule); with a
+    directory, none."""
+    with caplog.at_level("WARNING", logger="tracejudge.collector.judge"):
+        load_judge(RULES)
+    (record,) = [r for r in caplog.records if "baseline" in r.getMessage()]
+    assert "matches-reviewed-run do not apply" in record.getMessage()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="tracejudge.collector.judge"):
+        load_judge(RULES, ROOT / "examples" / "refund" / "baselines")
+    assert not [r for r in caplog.records if "baseline" in r.getMessage()]

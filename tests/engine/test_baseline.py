@@ -92,13 +92,17 @@ def test_unexpected_call_is_soft(store: BaselineStore) -> None:
 
 
 def test_no_baseline_is_insufficient_evidence(store: BaselineStore) -> None:
-    """A case never reviewed or no store: never a silent pass; no case id: not applicable."""
+    """A store that lacks the case: never a silent pass; no case id, or no store given at
+    all (nobody asked for the comparison): not applicable, so a healthy run is ``pass``."""
     other = make_run([], case_id="other-case")
     assert codes(judge_one(CHECK, other, baselines=store)) == ["F-EVIDENCE-NO_BASELINE"]
     no_case = judge_one(CHECK, make_run([]), baselines=store)
     assert no_case.outcomes[0].result == "not_applicable"
     assert no_case.layers["trajectory"] == "not_applicable"
-    assert codes(judge_one(CHECK, refund_run("healthy"))) == ["F-EVIDENCE-NO_BASELINE"]
+    no_store = judge_one(CHECK, refund_run("healthy"))
+    assert codes(no_store) == []
+    assert no_store.verdict == "pass"
+    assert [o.result for o in no_store.outcomes] == ["not_applicable"]
 
 
 def test_unsafe_case_id_and_corrupt_file(tmp_path: Path) -> None:

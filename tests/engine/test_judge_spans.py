@@ -42,7 +42,7 @@ def _agent(refund_order: str | None) -> None:
 @pytest.mark.parametrize(
     ("refund_order", "verdict", "primary"),
     [
-        ("B-200", "warn", None),
+        ("B-200", "pass", None),
         (None, "fail", "F-OUTPUT-UNSUPPORTED_CLAIM"),
         ("A-100", "fail", "F-ACTION-ARG-ENTITY_BINDING"),
     ],
@@ -60,8 +60,9 @@ def test_judge_spans_from_real_instrumentation(
     assert v.case_id == "dup-charge-1"
     assert v.verdict == verdict, [f.to_dict() for f in v.findings]
     if primary is None:
-        # only soft findings: no baseline store was given (insufficient evidence, warn)
-        assert all(f.severity == "warn" for f in v.findings)
+        # no baseline store given: the baseline rule does not apply, nothing else failed
+        assert v.findings == []
+        assert "not_applicable" in {o.result for o in v.outcomes}
     else:
         assert v.primary is not None
         assert v.primary.code == primary

@@ -129,6 +129,12 @@ def eval_command(
         from tracejudge.engine import BaselineStore
 
         store = BaselineStore(baselines)
+    else:
+        from tracejudge.engine.rules import without_baselines_note
+
+        note = without_baselines_note(ruleset)
+        if note is not None:
+            click.echo(f"tracejudge eval: note: {note}; add --baselines DIR", err=True)
     cases = None
     if cases_path is not None:
         from tracejudge.engine import CasesError, load_cases

@@ -38,5 +38,11 @@ def load_judge(rules: Path, baselines: Path | None = None, cases: Path | None = 
     if case_set is not None:
         for warning in case_set.tool_warnings(ruleset.tools):
             logger.warning("tracejudge serve: %s: %s", cases, warning)
+    if store is None:
+        from tracejudge.engine.rules import without_baselines_note
+
+        note = without_baselines_note(ruleset)
+        if note is not None:
+            logger.warning("tracejudge serve: %s; add --baselines DIR", note)
     engine: Judge = Engine(ruleset, store, case_set)
     return engine

@@ -112,6 +112,22 @@ class RuleSet:
     prints them."""
 
 
+def without_baselines_note(ruleset: RuleSet) -> str | None:
+    """What to tell the user who judges with ``ruleset`` but gave no baselines directory:
+    its baseline rules then do not apply (``not_applicable``). ``None`` when it has none.
+
+    Said once at start rather than on every run, so a healthy run still reads ``pass``
+    and the skipped comparison is never silent.
+    """
+    ids = [r.id for r in ruleset.rules if r.check_type == "baseline"]
+    if not ids:
+        return None
+    return (
+        f"no baselines directory given: baseline rule(s) {', '.join(ids)} do not apply "
+        "(not_applicable)"
+    )
+
+
 @functools.cache
 def schema() -> dict[str, Any]:
     """The JSON Schema of rules files, built from the check declarations.

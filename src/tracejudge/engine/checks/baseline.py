@@ -3,6 +3,11 @@
 A missing call or a different terminal action is a hard failure (the run did not do
 what the reviewed run did); an extra call or drifted arguments is a warning (often
 harmless variation worth a look).
+
+Without a baseline store the rule is ``not_applicable`` (nobody asked for the comparison;
+``eval`` says so once on stderr); with a store that has no readable baseline for the run's
+case it is insufficient evidence, ``F-EVIDENCE-NO_BASELINE``: that case was meant to be
+compared and could not be.
 """
 
 from __future__ import annotations
@@ -33,9 +38,10 @@ class BaselineDiff:
             report.not_applicable = True
             return
         if ctx.baselines is None:
-            report.insufficient(
-                "F-EVIDENCE-NO_BASELINE", ctx.root, "the engine was given no baseline store"
-            )
+            # no store at all: the caller did not ask for baseline comparison (the offline
+            # ``eval`` without --baselines), so the rule does not apply; a store that lacks
+            # the case is different: that case was meant to be compared, see below
+            report.not_applicable = True
             return
         try:
             base = ctx.baselines.get(run.case_id)
