@@ -193,7 +193,8 @@ def test_metrics_count_runs_findings_and_spans() -> None:
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"forward": []}, "at least one forward"),
+        ({"output": "/nonexistent-dir/judged.jsonl"}, "not a file in an existing directory"),
+        ({"output": "/tmp/same.jsonl", "verdicts_jsonl": "/tmp/same.jsonl"}, "same file"),
         ({"forward": "ftp://x"}, "not http://host:port"),
         ({"forward": "http://a:1", "decision_wait": "soon"}, "expected a duration"),
         ({"forward": "http://a:1", "max_request_bytes": "lots"}, "expected a size"),
@@ -210,6 +211,15 @@ def test_bad_config_fails_fast(values: dict[str, Any], message: str) -> None:
     """Every bad value is refused at start with the key's name (no silent defaults)."""
     with pytest.raises(ConfigError, match=message):
         build_config(values, {})
+
+
+def test_no_backend_is_a_valid_config(tmp_path: Path) -> None:
+    """Neither forward nor output: valid (``serve`` then prints the verdicts)."""
+    cfg = build_config({}, {"forward": None})
+    assert cfg.forward == []
+    assert cfg.output is None
+    out = build_config({"output": str(tmp_path / "judged.jsonl")}, {})
+    assert out.output == tmp_path / "judged.jsonl"
 
 
 def test_flags_override_file_and_units_parse(tmp_path: Path) -> None:

@@ -2,6 +2,11 @@
 
 Flags override the YAML config file; every value is checked before anything starts, so a
 typo fails at launch with the key's name rather than later with a lost trace.
+
+A backend is optional: ``--output FILE`` keeps the judged traces as OTLP/JSON lines, and
+with neither ``--forward`` nor ``--output`` nor ``--verdicts-jsonl`` the verdicts are
+printed as JSON lines on stdout, so ``tracejudge serve --rules rules.yaml`` alone is a
+working first try. One line on stderr says where it listens and where things go.
 """
 
 from __future__ import annotations
@@ -33,7 +38,13 @@ from tracejudge.collector.config import ConfigError, build_config, load_config_f
 @click.option(
     "--forward",
     multiple=True,
-    help="Backend: http://host:port (OTLP/HTTP) or grpc://host:port (OTLP/gRPC). Repeatable.",
+    help="Backend: http://host:port (OTLP/HTTP) or grpc://host:port (OTLP/gRPC). Repeatable; "
+    "optional.",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append the judged traces to this file as OTLP/JSON lines (tracejudge eval reads it).",
 )
 @click.option("--host", help="Listen address (default 127.0.0.1; 0.0.0.0 to expose).")
 @click.option("--grpc-port", type=int, help="OTLP/gRPC port (default 4317; 0 = any free).")
@@ -45,7 +56,11 @@ from tracejudge.collector.config import ConfigError, build_config, load_config_f
 @click.option(
     "--passthrough/--no-passthrough", default=None, help="Forward at once + verdict span."
 )
-@click.option("--verdicts-jsonl", help="Write verdicts as JSON lines to PATH, or - for stdout.")
+@click.option(
+    "--verdicts-jsonl",
+    help="Write verdicts as JSON lines to PATH, or - for stdout (the default when there is "
+    "no --forward and no --output).",
+)
 @click.option("--webhook", help="POST each verdict as JSON to this URL.")
 @click.option("--queue-dir", type=click.Path(path_type=Path), help="Disk queue (SQLite WAL).")
 @click.option("--max-traces", type=int, help="Most traces buffered at once.")
@@ -68,10 +83,17 @@ def serve(config_file: Path | None, verbose: bool, **flags: Any) -> None:
         config = build_config(file_values, flags)
         if config.rules is None:
             raise ConfigError("rules: a rules file is required (--rules or rules: in --config)")
+        if not config.forward and config.output is None and config.verdicts_jsonl is None:
+            config.verdicts_jsonl = "-"  # no backend: the verdicts are the output
         collector = Collector(config)
     except (ConfigError, ValueError, OSError) as exc:
         raise click.UsageError(str(exc)) from exc
     try:
-        asyncio.run(collector.serve_forever())
+        asyncio.run(collector.serve_forever(announce=_announce))
     except OSError as exc:
         raise click.ClickException(f"cannot start: {exc}") from exc
+
+
+def _announce(line: str) -> None:
+    """The start-up line, on stderr (stdout may carry the verdict lines), at every level."""
+    click.echo(line, err=True)

@@ -13,13 +13,15 @@ import contextlib
 import gc
 import logging
 import signal
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 
 from tracejudge._build import build_kind
 from tracejudge.collector.config import CollectorConfig
-from tracejudge.collector.forward import Item, TargetQueue, make_target
+from tracejudge.collector.file_target import FileTarget
+from tracejudge.collector.forward import ForwardTarget, Item, TargetQueue, make_target
 from tracejudge.collector.judge import Judge, load_judge
 from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.receivers import (
@@ -91,21 +93,29 @@ class Collector:
             targets=targets,
         )
 
-    async def start(self) -> None:
-        """Open the disk queue (replaying it), start forwarders, receivers and the timer."""
+    async def start(self, announce: Callable[[str], None] | None = None) -> None:
+        """Open the disk queue (replaying it), start forwarders, receivers and the timer.
+
+        ``announce`` receives the one-line start-up message (``describe()``); without it
+        the line is logged at INFO level (an embedded collector stays quiet)."""
         cfg = self.config
         if cfg.queue_dir is not None:
             self.store = DiskStore(cfg.queue_dir)
+        targets: list[ForwardTarget] = [
+            make_target(url, cfg.forward_timeout) for url in cfg.forward
+        ]
+        if cfg.output is not None:
+            targets.append(FileTarget(cfg.output))
         queues = [
             TargetQueue(
-                make_target(url, cfg.forward_timeout),
+                target,
                 stats=self.stats,
                 store=self.store,
                 max_batch_bytes=cfg.max_batch_bytes,
                 retry_initial=cfg.retry_initial,
                 retry_max=cfg.retry_max,
             )
-            for url in cfg.forward
+            for target in targets
         ]
         sinks: list[VerdictSink] = []
         if cfg.verdicts_jsonl:
@@ -127,15 +137,33 @@ class Collector:
             await self._abort_start()
             raise
         self._timer = asyncio.get_running_loop().create_task(self._tick_loop())
-        log.info(
-            "tracejudge serve: OTLP/gRPC %s:%d, OTLP/HTTP %s:%d, forwarding to %s (%s build)",
-            cfg.host,
-            self.grpc_port,
-            cfg.host,
-            self.http_port,
-            ", ".join(cfg.forward),
-            build_kind(),
+        if announce is not None:
+            announce(self.describe())
+        else:
+            log.info("%s", self.describe())
+
+    def describe(self) -> str:
+        """One line saying where the collector listens and where judged data goes (the
+        start-up message); valid after ``start``."""
+        cfg = self.config
+        listen = (
+            f"OTLP/gRPC {cfg.host}:{self.grpc_port}, OTLP/HTTP http://{cfg.host}:{self.http_port}"
         )
+        if self.health_port is not None:
+            listen += f", health http://{cfg.host}:{self.health_port}/healthz"
+        places = [*cfg.forward, *([str(cfg.output)] if cfg.output is not None else [])]
+        spans = (
+            f"judged traces to {', '.join(places)}"
+            if places
+            else "no backend: judged spans are not kept (--forward URL or --output FILE)"
+        )
+        parts = [f"tracejudge serve: listening on {listen}", spans]
+        if cfg.verdicts_jsonl is not None:
+            where = "stdout" if cfg.verdicts_jsonl == "-" else cfg.verdicts_jsonl
+            parts.append(f"verdicts as JSON lines to {where}")
+        if cfg.webhook is not None:
+            parts.append(f"verdicts to {cfg.webhook}")
+        return "; ".join(parts) + f" ({build_kind()} build)"
 
     async def _abort_start(self) -> None:
         """Undo a half-finished start (e.g. a port in use) so nothing is left running."""
@@ -255,9 +283,9 @@ class Collector:
         await asyncio.to_thread(self.stats.shutdown, max(0.1, end - loop.time()))
         self._stopped.set()
 
-    async def serve_forever(self) -> None:
+    async def serve_forever(self, announce: Callable[[str], None] | None = None) -> None:
         """Start, run until SIGTERM/SIGINT, then stop gracefully."""
-        await self.start()
+        await self.start(announce)
         # This process is the collector: move everything alive after start-up (modules, the
         # compiled rules) out of the collector's generations, so full collections walk only
         # what traffic made and no longer pause decisions for tens of milliseconds.

@@ -89,6 +89,10 @@ class CollectorConfig:
     rules: Path | None = None
     """Rules file; required unless a judge object is handed to ``Collector`` directly."""
     forward: list[str] = field(default_factory=list)
+    """Backends to forward judged traces to; none is allowed (see ``output``)."""
+    output: Path | None = None
+    """File to append the judged traces to as OTLP/JSON lines (``tracejudge eval`` reads it);
+    with no ``forward`` and no ``output`` the judged spans are not kept, only verdicts."""
     baselines: Path | None = None
     """Baselines directory (as ``tracejudge eval --baselines``) for the baseline rules."""
     cases: Path | None = None
@@ -126,8 +130,6 @@ class CollectorConfig:
 
     def validate(self) -> CollectorConfig:
         """Check cross-field rules; returns self so calls chain."""
-        if not self.forward:
-            raise ConfigError("forward: at least one forward URL is required")
         self.forward = [check_forward_url(u) for u in self.forward]
         if len(set(self.forward)) != len(self.forward):
             raise ConfigError("forward: the same URL is listed twice")
@@ -143,6 +145,12 @@ class CollectorConfig:
             raise ConfigError("tick: must be in (0, 1s]")
         if self.rules is not None and not Path(self.rules).is_file():
             raise ConfigError(f"rules: {self.rules} is not a file")
+        if self.output is not None:
+            out = Path(self.output)
+            if out.is_dir() or not out.parent.is_dir():
+                raise ConfigError(f"output: {out} is not a file in an existing directory")
+            if self.verdicts_jsonl is not None and Path(self.verdicts_jsonl) == out:
+                raise ConfigError("output: the same file as verdicts_jsonl")
         if self.baselines is not None and not Path(self.baselines).is_dir():
             raise ConfigError(f"baselines: {self.baselines} is not a directory")
         if self.cases is not None and not Path(self.cases).is_file():
@@ -171,7 +179,7 @@ _INTS = {"grpc_port", "http_port", "health_port", "max_traces", "max_spans_per_t
 _INTS |= {"decided_cache_size"}
 _BOOLS = {"drop_content", "passthrough"}
 _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint"}
-_PATHS = {"rules", "queue_dir", "baselines", "cases"}
+_PATHS = {"rules", "queue_dir", "baselines", "cases", "output"}
 
 
 def _coerce(key: str, value: Any) -> Any:

@@ -1,0 +1,74 @@
+"""A forward target that is a file: judged traces as OTLP/JSON lines (``serve --output``).
+
+For running the collector with no trace backend at all (a laptop, a CI job, a first try):
+the stamped spans are appended one ``ExportTraceServiceRequest`` per line, the layout of the
+OpenTelemetry Collector's file exporter, so ``tracejudge eval`` and ``report --traces`` read
+the file back as it is. Being a ``ForwardTarget``, it gets the same batching, late-span and
+drop-content handling and the same disk queue as a network backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from pathlib import Path
+from typing import IO, Any
+
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tracejudge.collector.forward import RetryableError
+
+_ID_KEYS = ("traceId", "spanId", "parentSpanId")
+
+
+def request_to_otlp_json(payload: bytes) -> dict[str, Any]:
+    """An OTLP protobuf request as OTLP/JSON: hex ids and integer enums, as the OTLP/HTTP
+    JSON encoding wants (protobuf's own JSON mapping would write ids in base64)."""
+    request = ExportTraceServiceRequest.FromString(payload)
+    doc: dict[str, Any] = json_format.MessageToDict(request, use_integers_for_enums=True)
+    for rs in doc.get("resourceSpans", []):
+        for ss in rs.get("scopeSpans", []):
+            for span in ss.get("spans", []):
+                _hex_ids(span)
+                for link in span.get("links", []):
+                    _hex_ids(link)
+    return doc
+
+
+def _hex_ids(obj: dict[str, Any]) -> None:
+    for key in _ID_KEYS:
+        value = obj.get(key)
+        if isinstance(value, str):
+            obj[key] = base64.b64decode(value).hex()
+
+
+class FileTarget:
+    """Appends each forwarded batch to ``path`` as one OTLP/JSON line, flushed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.url = f"file:{path}"
+        self._fh: IO[str] | None = None
+
+    async def send(self, payload: bytes) -> None:
+        """Encode and append in a worker thread (file I/O must not stall the event loop);
+        a failed write (disk full, file removed) is retried like a backend outage."""
+        line = json.dumps(request_to_otlp_json(payload), separators=(",", ":")) + "\n"
+        try:
+            await asyncio.to_thread(self._write, line)
+        except OSError as exc:
+            raise RetryableError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+
+    def _write(self, line: str) -> None:
+        if self._fh is None:
+            self._fh = self.path.open("a", encoding="utf-8")
+        self._fh.write(line)
+        self._fh.flush()
+
+    async def close(self) -> None:
+        """Close the file."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
