@@ -195,7 +195,7 @@ class Collector:
         if cfg.health_port is not None:
             app = web.Application()
             health_routes(app, self.snapshot)
-            runner, self.health_port = await start_http(app, cfg.host, cfg.health_port)
+            runner, self.health_port = await start_http(app, cfg.host, cfg.health_port, "health")
             self._runners.append(runner)
 
     def _replay(self, store: DiskStore, queues: list[TargetQueue]) -> None:

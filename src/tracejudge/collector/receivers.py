@@ -10,6 +10,8 @@ decompressed as a stream with a cap (a zip bomb gets 413, not an OOM), 400 with 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -69,6 +71,37 @@ def grpc_handler(pipeline: Pipeline) -> grpc.GenericRpcHandler[bytes, bytes]:
     return grpc.method_handlers_generic_handler(_SERVICE, {"Export": handler})
 
 
+def bind_problem(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on (``Address already in use``), or ``None``.
+
+    Binds and closes a socket per resolved address, with ``SO_REUSEADDR`` as grpc and
+    aiohttp use it (so a port in TIME_WAIT is free); like grpc, one address that binds is
+    enough. Port 0 always binds.
+    """
+    if port == 0:
+        return None
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"cannot resolve {host!r}: {exc.strerror or exc}"
+    reasons: list[str] = []
+    for family, kind, proto, _, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                reasons.append(_reason(exc))
+                continue
+            return None
+    return reasons[0] if reasons else f"{host!r} resolves to no address"
+
+
+def _reason(exc: OSError) -> str:
+    """``Address already in use`` rather than aiohttp's or asyncio's longer wrapping."""
+    return os.strerror(exc.errno) if exc.errno else str(exc)
+
+
 async def start_grpc(pipeline: Pipeline, host: str, port: int, max_bytes: int) -> tuple[Any, int]:
     """Start the gRPC server; returns it and the bound port (0 picks a free one)."""
     server = grpc.aio.server(
@@ -78,6 +111,12 @@ async def start_grpc(pipeline: Pipeline, host: str, port: int, max_bytes: int) -
         ]
     )
     server.add_generic_rpc_handlers((grpc_handler(pipeline),))
+    # Try the address with a plain socket first: when grpc's C core fails to bind, it
+    # writes its own log line (``E... add_port.cc ... Failed to add port``) straight to
+    # the process's stderr before Python hears of it, ahead of our one-line error.
+    taken = bind_problem(host, port)
+    if taken is not None:
+        raise OSError(f"cannot bind OTLP/gRPC on {host}:{port}: {taken}")
     reason = "port in use or not allowed"
     try:
         bound = server.add_insecure_port(f"{host}:{port}")
@@ -195,8 +234,11 @@ def health_routes(app: web.Application, snapshot: Callable[[], dict[str, Any]]) 
     app.router.add_get("/metrics", metrics)
 
 
-async def start_http(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
-    """Start an aiohttp app; returns the runner and the bound port."""
+async def start_http(
+    app: web.Application, host: str, port: int, what: str = "OTLP/HTTP"
+) -> tuple[web.AppRunner, int]:
+    """Start an aiohttp app; returns the runner and the bound port. ``what`` names the
+    listener in a bind error."""
     # auto_decompress off: we inflate gzip ourselves with a running cap and clear 400s.
     runner = web.AppRunner(app, access_log=None, handle_signals=False, auto_decompress=False)
     await runner.setup()
@@ -205,7 +247,7 @@ async def start_http(app: web.Application, host: str, port: int) -> tuple[web.Ap
         await site.start()
     except OSError as exc:
         await runner.cleanup()
-        raise OSError(f"cannot bind HTTP on {host}:{port}: {exc.strerror or exc}") from exc
+        raise OSError(f"cannot bind {what} on {host}:{port}: {_reason(exc)}") from exc
     bound = int(runner.addresses[0][1])
     return runner, bound
 
