@@ -149,3 +149,40 @@ def test_committed_traces_get_the_documented_verdicts() -> None:
     silent = by_variant["silent_failure"]
     assert silent["verdict"] == "fail"
     assert "F-OUTPUT-UNSUPPORTED_CLAIM" in {f["code"] for f in silent["findings"]}
+
+
+def test_examples_are_quiet_and_quick_without_a_collector() -> None:
+    """With nothing listening at the OTLP endpoint, each agent example prints one note on
+    stderr and no exporter retries (it used to spend ~6 s printing connection-refused
+    retries at exit). The port is bound but not listening, so connecting is refused."""
+    import socket
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        for script in (
+            EXAMPLES / "refund" / "agent.py",
+            EXAMPLES / "anthropic_refund" / "agent.py",
+        ):
+            done = _run(sys.executable, script, env={"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+            assert done.returncode == 0, done.stderr
+            assert "answer: Your refund for order ord_B1002" in done.stdout
+            assert done.stderr.splitlines() == [
+                f"note: no OTLP collector at {url}, spans are not exported (start "
+                "`tracejudge serve`, set OTEL_EXPORTER_OTLP_ENDPOINT, or pass --trace-out)"
+            ], script
+
+
+def test_otlp_endpoint_is_resolved_as_the_exporter_does() -> None:
+    """The examples probe the endpoint the OTLP exporter would use: traces variable first,
+    then the base one, then the protocol's default port."""
+    from tracejudge.demo.otlp_endpoint import traces_endpoint
+
+    assert traces_endpoint({}).port == 4318
+    assert traces_endpoint({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}).port == 4317
+    both = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:1",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://b:2/v1/traces",
+    }
+    assert (traces_endpoint(both).host, traces_endpoint(both).port) == ("b", 2)
+    assert traces_endpoint({"OTEL_EXPORTER_OTLP_ENDPOINT": "https://c"}).port == 443
