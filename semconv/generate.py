@@ -116,6 +116,7 @@ def build() -> str:
         raise SystemExit(f"semconv: defined twice: {dupes}")
 
     events = [up_events[e] for e in upstream_cfg.get("events", [])]
+    events += [Named(e["name"], _one_line(e.get("brief")), "core") for e in core_cfg["events"]]
     events += [Named(e["name"], _one_line(e.get("brief")), "tracejudge") for e in own_cfg["events"]]
     metrics = [up_metrics[m] for m in upstream_cfg.get("metrics", [])]
     metrics += [

@@ -202,6 +202,9 @@ EXCEPTION_TYPE: Final = "exception.type"
 EXCEPTION_MESSAGE: Final = "exception.message"
 """The exception message (exception event attribute). [core; string]"""
 
+EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
+"""A stacktrace as a string in the natural representation for the language runtime (exception event attribute). [core; string]"""
+
 TRACEJUDGE_RUN_ID: Final = "tracejudge.run.id"
 """Identifier of one agent run (one attempt at one case). [tracejudge; string]"""
 
@@ -574,6 +577,9 @@ EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS: Final = "gen_ai.client.inferenc
 EVENT_GEN_AI_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
 """This event captures the result of evaluating GenAI output for quality, accuracy, or other characteristics. This event SHOULD be parented to GenAI operation span being evaluated when possible or set `gen_ai.response.id` when span id is not available. [upstream]"""
 
+EVENT_EXCEPTION: Final = "exception"
+"""The exception span event, recorded on a span that ended with an exception (type, message, stacktrace). [core]"""
+
 # --- metrics ---------------------------------------------------------------
 
 METRIC_GEN_AI_CLIENT_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
@@ -691,9 +697,6 @@ FOREIGN_GEN_AI_CONTENT_PROMPT: Final = "gen_ai.content.prompt"
 
 FOREIGN_GEN_AI_CONTENT_COMPLETION: Final = "gen_ai.content.completion"
 """Read from: deprecated GenAI conventions (event name; JSON messages in gen_ai.completion)."""
-
-FOREIGN_EXCEPTION: Final = "exception"
-"""Read from: OpenTelemetry core (span event name for a recorded exception)."""
 
 FOREIGN_LLM_PROVIDER: Final = "llm.provider"
 """Read from: OpenInference."""

@@ -388,7 +388,14 @@ def test_error_event_mid_stream_fails_the_span_with_the_api_error_type(
     assert json.loads(str(attrs["gen_ai.output.messages"])) == [
         {"role": "assistant", "parts": [{"type": "text", "content": "Hel"}]}
     ]
-    assert [e.name for e in span.events] == ["exception"]
+    (event,) = span.events
+    assert event.name == "exception"
+    # the stream-envelope path records the event itself: no deprecated exception.escaped
+    assert sorted(event.attributes or {}) == [
+        "exception.message",
+        "exception.stacktrace",
+        "exception.type",
+    ]
 
 
 def test_vertex_client_reports_its_provider(pipeline: Pipeline, tmp_path: Any) -> None:

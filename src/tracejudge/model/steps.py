@@ -148,7 +148,7 @@ def _error_type(span: SpanRecord) -> str | None:
     if value:
         return value
     for event in span.events:
-        if event.name == sc.FOREIGN_EXCEPTION:
+        if event.name == sc.EVENT_EXCEPTION:
             found = _str(event.attributes.get(sc.EXCEPTION_TYPE))
             if found:
                 return found

@@ -22,7 +22,7 @@ from opentelemetry.util.types import AttributeValue
 from tracejudge import semconv as sc
 from tracejudge.instrumentation._content import to_jsonable
 from tracejudge.instrumentation._context import PendingToolCall, should_skip_model_span
-from tracejudge.instrumentation._genai import ModelCallTelemetry
+from tracejudge.instrumentation._genai import ModelCallTelemetry, record_exception
 from tracejudge.instrumentation._runtime import Runtime
 from tracejudge.instrumentation.anthropic import _convert as cv
 from tracejudge.instrumentation.anthropic._stream import MessageAccumulator, observe_stream
@@ -312,7 +312,7 @@ class AnthropicCall:
             if envelope is None:
                 self.telemetry.fail(error)
                 return
-            self.telemetry.span.record_exception(error)
+            record_exception(self.telemetry.span, error)
             self.telemetry.abandon(envelope, str(error)[:512] or envelope)
 
     def on_close(self) -> None:
