@@ -109,6 +109,9 @@ def test_plain_chat_span_matches_conventions(
                 "gen_ai.response.finish_reasons": ["stop"],
                 "gen_ai.usage.input_tokens": 12,
                 "gen_ai.usage.output_tokens": 5,
+                # the API reported 0 cached and 0 reasoning tokens: recorded, not dropped
+                "gen_ai.usage.cache_read.input_tokens": 0,
+                "gen_ai.usage.reasoning.output_tokens": 0,
                 "openai.response.system_fingerprint": "fp_0ba0d124f1",
                 "gen_ai.output.messages": [
                     {
@@ -229,6 +232,9 @@ def test_streaming_records_text_usage_and_ttfc(
                 "gen_ai.response.finish_reasons": ["stop"],
                 "gen_ai.usage.input_tokens": 12,
                 "gen_ai.usage.output_tokens": 5,
+                # the API reported 0 cached and 0 reasoning tokens: recorded, not dropped
+                "gen_ai.usage.cache_read.input_tokens": 0,
+                "gen_ai.usage.reasoning.output_tokens": 0,
                 "gen_ai.output.messages": [
                     {
                         "role": "assistant",

@@ -105,13 +105,15 @@ def request_attributes(
 def usage_extra(
     usage: Any, cached_path: tuple[str, str], reasoning_path: tuple[str, str]
 ) -> dict[str, AttributeValue]:
-    """Cache-read and reasoning token subsets when the usage object (an SDK model)
-    reports them."""
+    """Cache-read and reasoning token subsets whenever the usage object (an SDK model)
+    reports them, zero included: a reported 0 is a measurement (nothing was cached, no
+    reasoning tokens), and both attributes are Recommended; only an absent count is left
+    out."""
     extra: dict[str, AttributeValue] = {}
     cached = getattr(getattr(usage, cached_path[0], None), cached_path[1], None)
-    if isinstance(cached, int) and cached:
+    if isinstance(cached, int) and not isinstance(cached, bool):
         extra[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cached
     reasoning = getattr(getattr(usage, reasoning_path[0], None), reasoning_path[1], None)
-    if isinstance(reasoning, int) and reasoning:
+    if isinstance(reasoning, int) and not isinstance(reasoning, bool):
         extra[semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = reasoning
     return extra
