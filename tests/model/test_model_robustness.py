@@ -13,7 +13,7 @@ _KEYS = sorted(
     {
         value
         for name, value in vars(sc).items()
-        if isinstance(value, str) and name.isupper() and name != "SCHEMA_PIN"
+        if isinstance(value, str) and name.isupper() and name not in ("SCHEMA_PIN", "CORE_VERSION")
     }
 )
 _INDEXED = [
