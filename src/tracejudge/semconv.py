@@ -602,7 +602,7 @@ METRIC_TRACEJUDGE_RUNS: Final = "tracejudge.runs"
 """Judged runs, by agent, variant and verdict. [tracejudge]"""
 
 METRIC_TRACEJUDGE_FINDINGS: Final = "tracejudge.findings"
-"""Findings, by failure code and severity. [tracejudge]"""
+"""Findings, by failure code. [tracejudge]"""
 
 METRIC_TRACEJUDGE_COLLECTOR_SPANS: Final = "tracejudge.collector.spans"
 """Spans seen by the collector, by state (received, forwarded, rejected, late, dropped). [tracejudge]"""

@@ -38,6 +38,7 @@ def copy(tmp_path: Path) -> Path:
     shutil.copytree(ROOT / "semconv", tmp_path / "semconv")
     (tmp_path / "src" / "tracejudge").mkdir(parents=True)
     shutil.copy(ROOT / "src" / "tracejudge" / "semconv.py", tmp_path / "src" / "tracejudge")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
     return tmp_path / "semconv"
 
 
@@ -73,3 +74,46 @@ def test_error_type_is_cores_open_enum() -> None:
         ]
     }
     assert sc.ErrorTypeValues.OTHER == "_OTHER"
+
+
+def test_weaver_registry_is_checked_for_staleness(copy: Path) -> None:
+    """``--check`` fails on a stale ``semconv/weaver/`` file like on a stale module."""
+    generate = _load(copy)
+    assert generate.main(["--check"]) == 0
+    registry = copy / "weaver" / "tracejudge.yaml"
+    registry.write_text(registry.read_text().replace("development", "stable", 1))
+    assert generate.main(["--check"]) == 1
+    assert generate.main([]) == 0  # regenerating puts it right
+    assert generate.main(["--check"]) == 0
+
+
+def test_weaver_registry_is_in_weavers_format() -> None:
+    """The emitted files follow Weaver's definition/2 schema (the vendored JSON schema), as
+    the pinned upstream files do, and define every ``tracejudge.*`` attribute and metric."""
+    generate = _load(ROOT / "semconv")
+    doc = yaml.safe_load((ROOT / "semconv" / "weaver" / "tracejudge.yaml").read_text())
+    assert doc["file_format"] == "definition/2"
+    assert generate.weaver_errors(doc) == []
+    for path in sorted((ROOT / "semconv" / "upstream").rglob("*.yaml")):
+        if path.name != "manifest.yaml":
+            assert generate.weaver_errors(yaml.safe_load(path.read_text())) == [], path
+    ours = {
+        value
+        for name, value in vars(sc).items()
+        if name.startswith("TRACEJUDGE_") and isinstance(value, str)
+    }
+    assert {a["key"] for a in doc["attributes"]} == ours
+    metrics = {v for n, v in vars(sc).items() if n.startswith("METRIC_TRACEJUDGE_")}
+    assert {m["name"] for m in doc["metrics"]} == metrics
+    manifest = yaml.safe_load((ROOT / "semconv" / "weaver" / "manifest.yaml").read_text())
+    (dependency,) = manifest["dependencies"]
+    upstream = yaml.safe_load((ROOT / "semconv" / "upstream" / "manifest.yaml").read_text())
+    assert dependency == {"schema_url": upstream["schema_url"], "registry_path": "../upstream"}
+
+
+def test_a_registry_entry_weaver_would_refuse_fails_generation(copy: Path) -> None:
+    """A type Weaver does not know stops the generator with the schema's complaint."""
+    own = copy / "registry" / "tracejudge.yaml"
+    own.write_text(own.read_text().replace("type: boolean", "type: bool", 1))
+    with pytest.raises(SystemExit, match="breaks Weaver's schema"):
+        _load(copy).build_weaver()
