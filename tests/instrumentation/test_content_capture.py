@@ -167,7 +167,18 @@ def test_span_and_event_modes(
     assert bool(events) is on_event
     if on_event:
         keys = set((events[0].attributes or {}).keys())
-        assert keys == {"gen_ai.input.messages", "gen_ai.output.messages"}
+        # the content, and the operation it belongs to: operation and provider name are
+        # required on this event by the conventions (it can stand alone, as a log record)
+        assert keys == {
+            "gen_ai.input.messages",
+            "gen_ai.output.messages",
+            "gen_ai.operation.name",
+            "gen_ai.provider.name",
+            "gen_ai.request.model",
+            "gen_ai.response.model",
+            "server.address",
+            "server.port",
+        }
 
 
 def test_messages_validate_against_convention_schemas(

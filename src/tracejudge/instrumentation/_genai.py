@@ -329,8 +329,12 @@ class ModelCallTelemetry:
         if self._attrs:
             self.span.set_attributes(self._attrs)
         if self._event:
+            # The event stands for the operation on its own (it can be exported as a log
+            # record): it carries the operation's identifying attributes, two of which
+            # (operation and provider name) the convention requires, then the content.
             self.span.add_event(
-                semconv.EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS, self._event
+                semconv.EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS,
+                {**self.metric_attributes, **self._event},
             )
         self.runtime.stamp_content_stats(self.span, self.stats)
         self.runtime.record_metrics(
