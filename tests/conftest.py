@@ -14,10 +14,13 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.support.otel import FakeClock, make_meter_provider, make_tracer_provider
 from tests.support.replay import ReplayServer
+from tests.support.semconv_check import registry
+from tracejudge.instrumentation._runtime import SCOPE_NAME
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,11 +47,31 @@ def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 
 
 @pytest.fixture
-def otel_traces() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
-    """A private TracerProvider (sequential ids) exporting to memory."""
+def otel_traces(
+    request: pytest.FixtureRequest,
+) -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
+    """A private TracerProvider (sequential ids) exporting to memory.
+
+    Every span tracejudge's instrumentation finishes on it is also checked against the
+    pinned convention registry when the test ends (``tests/support/semconv_check.py``): a
+    non-conformant span is an error of the test that made it. A test that makes one on
+    purpose says so with ``@pytest.mark.semconv_exempt("why")``.
+    """
     provider, exporter = make_tracer_provider()
+    seen = InMemorySpanExporter()  # a copy the test cannot clear
+    provider.add_span_processor(SimpleSpanProcessor(seen))
     yield provider, exporter
     provider.shutdown()
+    if request.node.get_closest_marker("semconv_exempt") is not None:
+        return
+    problems = [
+        problem
+        for span in seen.get_finished_spans()
+        if span.instrumentation_scope is not None and span.instrumentation_scope.name == SCOPE_NAME
+        for problem in registry().check_span(span)
+    ]
+    if problems:
+        pytest.fail("spans break the pinned conventions:\n  " + "\n  ".join(problems))
 
 
 @pytest.fixture

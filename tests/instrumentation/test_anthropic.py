@@ -21,7 +21,6 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
@@ -87,10 +86,9 @@ class Otel:
 
 
 @pytest.fixture
-def otel() -> Iterator[Otel]:
-    exporter = InMemorySpanExporter()
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+def otel(otel_traces: tuple[TracerProvider, InMemorySpanExporter]) -> Iterator[Otel]:
+    """The shared test provider (its spans are checked against the conventions)."""
+    tracer_provider, exporter = otel_traces
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
     instrument(

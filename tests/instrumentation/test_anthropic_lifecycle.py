@@ -21,7 +21,6 @@ from anthropic.resources.messages import AsyncMessages, Messages
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
@@ -40,10 +39,9 @@ SDK_TRACES = hasattr(BASE_CLIENT, "start_api_call_span")
 class Pipeline:
     """An in-memory tracer and meter provider, and instrument() pointed at them."""
 
-    def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.tracer_provider = TracerProvider()
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+    def __init__(self, tracer_provider: TracerProvider, exporter: InMemorySpanExporter) -> None:
+        self.exporter = exporter
+        self.tracer_provider = tracer_provider
         self.reader = InMemoryMetricReader()
         self.meter_provider = MeterProvider(metric_readers=[self.reader])
 
@@ -72,8 +70,9 @@ class Pipeline:
 
 
 @pytest.fixture
-def pipeline() -> Iterator[Pipeline]:
-    yield Pipeline()
+def pipeline(otel_traces: tuple[TracerProvider, InMemorySpanExporter]) -> Iterator[Pipeline]:
+    """On the shared test provider (its spans are checked against the conventions)."""
+    yield Pipeline(*otel_traces)
     uninstrument()
 
 
