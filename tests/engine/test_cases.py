@@ -477,10 +477,13 @@ class TestApplicability:
         assert v.verdict == "pass"
         assert outcome(v) == "not_applicable"
 
-    def test_a_case_rule_without_a_cases_file_warns(self) -> None:
+    def test_a_case_rule_without_a_cases_file_does_not_apply(self) -> None:
+        """As a baseline rule without a store: the caller asked for no case judging."""
         v = judge(None, [CANCEL], check={"type": "case"})
-        assert codes(v) == ["F-EVIDENCE-NO_CASE"]
-        assert "no cases file" in v.findings[0].explanation
+        assert codes(v) == []
+        assert v.verdict == "pass"
+        (case_rule,) = [o for o in v.outcomes if o.result != "pass"]
+        assert case_rule.result == "not_applicable"
 
     def test_no_cases_no_implicit_rule(self) -> None:
         v = judge(None, [CANCEL])
