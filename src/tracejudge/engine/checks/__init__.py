@@ -20,6 +20,7 @@ import re
 
 from tracejudge.engine.checks import (
     baseline,
+    binding,
     budget,
     case,
     claims,
@@ -33,6 +34,7 @@ from tracejudge.engine.checks.base import Check, CheckSpec, Factory
 
 _MODULES = (
     trajectory,
+    binding,
     policy,
     outcome,
     claims,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracejudge.engine.checks.base import Check, CheckSpec, check_params, names, ref, short
-from tracejudge.engine.checks.trajectory import flatten, key_of
+from tracejudge.engine.checks.binding import flatten, key_of
 from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
 from tracejudge.engine.sentences import clause_start, sentences

@@ -22,7 +22,7 @@ from tracejudge.engine.checks.base import (
     short,
     successful_only,
 )
-from tracejudge.engine.checks.trajectory import flatten, key_of
+from tracejudge.engine.checks.binding import flatten, key_of
 from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
 from tracejudge.model.run import ToolCall

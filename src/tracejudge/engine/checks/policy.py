@@ -16,7 +16,7 @@ from tracejudge.engine.checks.base import (
     short,
     successful_only,
 )
-from tracejudge.engine.checks.trajectory import flatten
+from tracejudge.engine.checks.binding import flatten
 from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
 from tracejudge.model.run import ToolCall
