@@ -263,6 +263,80 @@ class TestJson:
         with pytest.raises(OtlpDecodeError, match="nested too deeply"):
             spans_from_json("[" * 100_000 + "]" * 100_000)
 
+    @pytest.mark.parametrize("where", ["span", "event", "link", "resource", "scope"])
+    @pytest.mark.parametrize("kind", ["kvlistValue", "arrayValue"])
+    def test_converted_requests_always_parse_back(self, where: str, kind: str) -> None:
+        """What json_to_proto returns must parse as protobuf: a value nested past the
+        decoders' 100-level limit used to convert, be acknowledged by the collector, and
+        then fail every ``FromString`` (issue 12, defect 1). Around the limit each depth
+        either raises "nested too deeply" or yields bytes that parse, request and fragment."""
+        from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+
+        outcomes = set()
+        refusals: list[str] = []
+        for depth in range(25, 60):
+            value: dict[str, Any] = {"stringValue": "x"}
+            for _ in range(depth):
+                if kind == "kvlistValue":
+                    value = {"kvlistValue": {"values": [{"key": "k", "value": value}]}}
+                else:
+                    value = {"arrayValue": {"values": [value]}}
+            attrs = [{"key": "deep", "value": value}]
+            span: dict[str, Any] = {"traceId": "1" * 32, "spanId": "2" * 16}
+            rs: dict[str, Any] = {"scopeSpans": [{"spans": [span]}]}
+            if where == "span":
+                span["attributes"] = attrs
+            elif where == "event":
+                span["events"] = [{"name": "e", "attributes": attrs}]
+            elif where == "link":
+                span["links"] = [{"traceId": "3" * 32, "spanId": "4" * 16, "attributes": attrs}]
+            elif where == "resource":
+                rs["resource"] = {"attributes": attrs}
+            else:
+                rs["scopeSpans"][0]["scope"] = {"name": "s", "attributes": attrs}
+            try:
+                request = json_to_proto({"resourceSpans": [rs]})
+            except OtlpDecodeError as exc:
+                refusals.append(exc.reason)
+                outcomes.add("refused")
+                continue
+            data = request.SerializeToString()
+            assert ExportTraceServiceRequest.FromString(data) == request
+            ResourceSpans.FromString(request.resource_spans[0].SerializeToString())
+            outcomes.add("parsed")
+        assert outcomes == {"refused", "parsed"}  # the sweep crosses the limit
+        assert all("nested too deeply" in r for r in refusals)
+
+    def test_partial_conversion_leaves_out_only_the_bad_spans(self) -> None:
+        """For a receiver, a malformed span is reported by path and the others converted
+        (OTLP partial success), where json_to_proto would refuse the whole request."""
+        from tracejudge.model.decode_json import json_to_proto_partial
+
+        deep: dict[str, Any] = {"stringValue": "x"}
+        for _ in range(40):
+            deep = {"kvlistValue": {"values": [{"key": "k", "value": deep}]}}
+        spans = [
+            {"traceId": "1" * 32, "spanId": "2" * 16, "name": "good"},
+            {"traceId": "1" * 30, "spanId": "3" * 16},
+            {"traceId": "AAAAAAAAAAAAAAAAAAAAAA==", "spanId": "3" * 16},
+            {"traceId": "1" * 32, "spanId": "4" * 16, "attributes": [{"key": "d", "value": deep}]},
+            {"traceId": "1" * 32, "spanId": "5" * 16, "name": "\ud800"},
+            {"traceId": "1" * 32, "spanId": "6" * 16, "name": "also good"},
+        ]
+        doc = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+        partial = json_to_proto_partial(doc)
+        names = [s.name for s in partial.request.resource_spans[0].scope_spans[0].spans]
+        assert names == ["good", "also good"]
+        assert len(partial.rejected) == 4
+        assert partial.rejected[0] == (
+            "resourceSpans[0].scopeSpans[0].spans[1].traceId: not 32 hex chars"
+        )
+        assert "spans[3].attributes[0]" in partial.rejected[2]
+        assert "nested too deeply" in partial.rejected[2]
+        assert partial.rejected[3].startswith("resourceSpans[0].scopeSpans[0].spans[4]: ")
+        with pytest.raises(OtlpDecodeError):
+            json_to_proto(doc)
+
     def test_not_json_and_wrong_top_level(self) -> None:
         """A body that is not JSON, or not an object, is rejected cleanly."""
         with pytest.raises(OtlpDecodeError, match="invalid JSON"):

@@ -215,9 +215,14 @@ class Collector:
                 len(orphans),
             )
         inbox = store.load_inbox()
-        self.pipeline.replay_inbox(inbox)
+        quarantined = self.pipeline.replay_inbox(inbox)
         if outbox or inbox:
-            log.info("disk queue: replayed %d payloads and %d fragments", len(outbox), len(inbox))
+            log.info(
+                "disk queue: replayed %d payloads and %d fragments (%d quarantined)",
+                len(outbox),
+                len(inbox) - quarantined,
+                quarantined,
+            )
 
     async def _tick_loop(self) -> None:
         p = self.pipeline

@@ -9,7 +9,7 @@ valid request for a batched forward.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError
@@ -26,6 +26,8 @@ from tracejudge.model.spans import SpanRecord
 
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
+_REASONS = 3
+"""Rejection reasons quoted in a partial-success message (the rest are counted)."""
 
 
 @dataclass(slots=True)
@@ -89,8 +91,15 @@ def resource_spans_slices(data: bytes) -> list[memoryview] | None:
     return out
 
 
-def split_by_trace(request: ExportTraceServiceRequest, raw: bytes | None = None) -> SplitResult:
+def split_by_trace(
+    request: ExportTraceServiceRequest,
+    raw: bytes | None = None,
+    decode_rejects: Sequence[str] = (),
+) -> SplitResult:
     """Group valid spans by trace id; spans with invalid ids are rejected (partial success).
+
+    ``decode_rejects`` are the reasons for spans the decoder already left out (OTLP/JSON
+    spans it could not convert); they count as rejected and lead the error message.
 
     Fragments are assembled as bytes (each span serialized once, then framed into its
     ``ScopeSpans`` and ``ResourceSpans``), which is several times faster than building new
@@ -98,7 +107,8 @@ def split_by_trace(request: ExportTraceServiceRequest, raw: bytes | None = None)
     ``ResourceSpans`` that holds one trace be buffered as received, with no serializing.
     """
     out = SplitResult()
-    reasons: list[str] = []
+    reasons: list[str] = list(decode_rejects[:_REASONS])
+    out.rejected = len(decode_rejects)
     slices = resource_spans_slices(raw) if raw is not None else None
     if slices is not None and len(slices) != len(request.resource_spans):
         slices = None
@@ -125,13 +135,19 @@ def split_by_trace(request: ExportTraceServiceRequest, raw: bytes | None = None)
                 pid = span.parent_span_id
                 if len(tid) != 16 or tid == _ZERO_TRACE:
                     out.rejected += 1
-                    if len(reasons) < 3:
-                        reasons.append(f"span {sid.hex()!r}: invalid trace_id {tid.hex()!r}")
+                    if len(reasons) < _REASONS:
+                        reasons.append(
+                            f"span {sid.hex()!r}: invalid trace_id {tid.hex()!r} "
+                            "(must be 16 bytes, not all zero)"
+                        )
                     continue
                 if len(sid) != 8 or sid == _ZERO_SPAN or len(pid) not in (0, 8):
                     out.rejected += 1
-                    if len(reasons) < 3:
-                        reasons.append(f"trace {tid.hex()}: invalid span_id or parent_span_id")
+                    if len(reasons) < _REASONS:
+                        reasons.append(
+                            f"trace {tid.hex()}: invalid span_id {sid.hex()!r} or "
+                            f"parent_span_id {pid.hex()!r} (must be 8 bytes, span_id not all zero)"
+                        )
                     continue
                 if not pid:
                     roots.add(tid)

@@ -21,9 +21,22 @@ from tracejudge.collector.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.forward import Item, TargetQueue
 from tracejudge.collector.judge import Judge
-from tracejudge.collector.otlp import TraceFragment, frame, split_by_trace, to_records
+from tracejudge.collector.otlp import (
+    TraceFragment,
+    fragment_info,
+    frame,
+    split_by_trace,
+    to_records,
+)
 from tracejudge.collector.sinks import VerdictSink
-from tracejudge.collector.stamp import Decision, drop_content, stamp, stamp_late, verdict_span
+from tracejudge.collector.stamp import (
+    Decision,
+    drop_content,
+    mark_error,
+    stamp,
+    stamp_late,
+    verdict_span,
+)
 from tracejudge.collector.stats import Stats
 from tracejudge.collector.store import DiskStore
 from tracejudge.engine.verdict import Verdict
@@ -102,10 +115,16 @@ class Pipeline:
         """Count a refused request (refused before parsing, so its spans are not counted)."""
         self.stats.requests_throttled += 1
 
-    def ingest(self, request: ExportTraceServiceRequest, raw: bytes | None = None) -> IngestResult:
+    def ingest(
+        self,
+        request: ExportTraceServiceRequest,
+        raw: bytes | None = None,
+        decode_rejects: Sequence[str] = (),
+    ) -> IngestResult:
         """Admit a request: validate and split it, buffer each trace, forward late spans.
-        ``raw`` (the protobuf body ``request`` was parsed from) saves re-serializing."""
-        split = split_by_trace(request, raw)
+        ``raw`` (the protobuf body ``request`` was parsed from) saves re-serializing;
+        ``decode_rejects`` are spans the decoder already refused (reported, counted)."""
+        split = split_by_trace(request, raw, decode_rejects)
         now = self._now()
         fresh = []
         late: list[tuple[bytes, bytes, int]] = []
@@ -153,19 +172,43 @@ class Pipeline:
             drop_content(rs)
         return frame(rs.SerializeToString())
 
-    def replay_inbox(self, fragments: Sequence[bytes]) -> None:
-        """Re-buffer fragments persisted before a restart (their timers start now)."""
-        from tracejudge.collector.otlp import fragment_info
+    def replay_inbox(self, rows: Sequence[tuple[int, bytes]]) -> int:
+        """Re-buffer fragments persisted before a restart (their timers start now).
 
+        A fragment that cannot be parsed or has no valid trace id (written by an older
+        version that acknowledged it unchecked) would fail every decision and every start;
+        it is moved to a quarantine file with a log line instead, and start-up goes on.
+        Returns how many were quarantined.
+        """
         now = self._now()
-        for data in fragments:
+        quarantined = 0
+        for row_id, data in rows:
+            frag: TraceFragment | None = None
             try:
                 frag = fragment_info(data)
-            except ValueError:
-                log.error("disk queue: skipping an unreadable inbox fragment")
+            except Exception as exc:  # DecodeError, depth limits: whatever parsing raises
+                reason = f"unparseable fragment ({type(exc).__name__}: {exc})"
+            else:
+                reason = "" if _valid_trace_id(frag.trace_id) else "invalid trace id"
+            if frag is None or reason:
+                quarantined += 1
+                self._quarantine(row_id, data, reason)
                 continue
             if frag.spans:
                 self.buffer.add(frag, now)
+        return quarantined
+
+    def _quarantine(self, row_id: int, data: bytes, reason: str) -> None:
+        assert self.store is not None
+        try:
+            path = self.store.quarantine_inbox(row_id, data, reason)
+        except Exception:
+            log.exception("disk queue: could not quarantine inbox row %d (%s)", row_id, reason)
+            return
+        self.stats.quarantined += 1
+        log.error(
+            "disk queue: inbox row %d cannot be replayed (%s); moved to %s", row_id, reason, path
+        )
 
     def _enqueue(
         self,
@@ -211,23 +254,15 @@ class Pipeline:
         self, trace: PendingTrace, ready_at: float
     ) -> tuple[list[tuple[bytes, int]], list[dict[str, Any]]]:
         """Judge and stamp one trace; returns its framed fragments with their span counts
-        (payload pieces) and the verdict records (none without verdict sinks)."""
+        (payload pieces) and the verdict records (none without verdict sinks).
+
+        Counts and the decision cache change only once stamping has succeeded, so a trace
+        whose decision fails half-way is not counted twice by ``decide_failed``."""
         fragments = [ResourceSpans.FromString(b) for b in trace.fragments]
         verdicts = self._judge(trace, fragments)
-        records: list[dict[str, Any]] = []
         for v in verdicts:
             if not v.rules_version:
                 v.rules_version = self.rules_version
-            self.stats.verdict(v)
-            if not self.sinks:
-                continue  # the JSON form is only for verdict sinks
-            rec = v.to_dict()
-            if trace.truncated:
-                rec["note"] = (
-                    f"judged at the span limit ({trace.spans} spans); later spans were "
-                    "forwarded as late with this verdict"
-                )
-            records.append(rec)
         pieces: list[tuple[bytes, int]] = []
         if self.config.passthrough:
             for v in verdicts:
@@ -242,10 +277,91 @@ class Pipeline:
                     changed.add(i)
                 spans = sum(len(ss.spans) for ss in rs.scope_spans)
                 pieces.append((frame(rs.SerializeToString() if i in changed else raw), spans))
+        records = self._record(trace, verdicts)
         self.decided.put(trace.trace_id, decision)
         self.stats.traces_decided += 1
         if trace.truncated:
             self.stats.traces_truncated += 1
+        return pieces, records
+
+    def _record(self, trace: PendingTrace, verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
+        """Count the verdicts and build their JSON records (only when a sink wants them)."""
+        records: list[dict[str, Any]] = []
+        for v in verdicts:
+            self.stats.verdict(v)
+            if not self.sinks:
+                continue  # the JSON form is only for verdict sinks
+            rec = v.to_dict()
+            if trace.truncated:
+                rec["note"] = (
+                    f"judged at the span limit ({trace.spans} spans); later spans were "
+                    "forwarded as late with this verdict"
+                )
+            records.append(rec)
+        return records
+
+    def decide_failed(
+        self, trace: PendingTrace, exc: BaseException
+    ) -> tuple[list[tuple[bytes, int]], list[dict[str, Any]]]:
+        """The fallback when ``decide`` raised: only this trace is affected.
+
+        The trace is forwarded unjudged with ``tracejudge.verdict = error`` on its root
+        spans, one error verdict goes to the sinks, the failure is counted in
+        ``decision_errors`` and logged once with the trace id. Fragments that do not parse
+        at all are not forwarded (see below).
+        """
+        self.stats.decision_errors += 1
+        message = f"deciding the trace failed: {type(exc).__name__}: {exc}"
+        pieces: list[tuple[bytes, int]] = []
+        unparsed: list[bytes] = []
+        parsed_spans = 0
+        root_id = ""
+        for raw in trace.fragments:
+            try:
+                rs = ResourceSpans.FromString(raw)
+            except Exception:
+                unparsed.append(raw)
+                continue
+            n = sum(len(ss.spans) for ss in rs.scope_spans)
+            parsed_spans += n
+            if self.config.passthrough:
+                continue  # its spans were forwarded on arrival
+            root_id = root_id or mark_error(rs, message)
+            if self.config.drop_content:
+                drop_content(rs)
+            pieces.append((frame(rs.SerializeToString()), n))
+        note = ""
+        if unparsed and not self.config.passthrough:
+            # Bytes nothing can parse are never forwarded: batched with other traces'
+            # payloads they would make the backend refuse those too. They are kept in a
+            # quarantine file when there is a disk queue, and counted as dropped.
+            lost = max(0, trace.spans - parsed_spans)
+            self.stats.count("dropped", lost)
+            note = f"; {len(unparsed)} unparseable fragments ({lost} spans) not forwarded"
+            if self.store is not None:
+                try:
+                    note += f", kept in {self.store.quarantine_fragments(trace.trace_id, unparsed)}"
+                except Exception as qexc:
+                    note += f", could not be quarantined ({qexc})"
+        log.error(
+            "deciding trace %s failed (%s: %s); forwarded unjudged with verdict error%s",
+            trace.trace_id.hex(),
+            type(exc).__name__,
+            exc,
+            note,
+            exc_info=exc,
+        )
+        verdict = Verdict(
+            trace_id=trace.trace_id.hex(),
+            root_span_id=root_id,
+            verdict="error",
+            layers={},
+            rules_version=self.rules_version,
+            error=message,
+        )
+        records = self._record(trace, [verdict])
+        self.decided.put(trace.trace_id, Decision(verdict="error"))
+        self.stats.traces_decided += 1
         return pieces, records
 
     def _items(
@@ -277,7 +393,10 @@ class Pipeline:
             records: list[dict[str, Any]] = []
             for t in chunk:
                 ready_at = ready.get(t.trace_id, t.deadline)
-                pieces, recs = self.decide(t, ready_at)
+                try:
+                    pieces, recs = self.decide(t, ready_at)
+                except Exception as exc:  # one bad trace must not take the tick's others
+                    pieces, recs = self.decide_failed(t, exc)
                 records.extend(recs)
                 payloads.extend(self._items(pieces, ready_at))
                 held = self._inflight.pop(t.trace_id, [])
@@ -310,6 +429,10 @@ class Pipeline:
     def queue_depth(self) -> int:
         """Spans waiting in all forward queues."""
         return sum(q.spans for q in self.queues)
+
+
+def _valid_trace_id(tid: bytes) -> bool:
+    return len(tid) == 16 and tid != bytes(16)
 
 
 def to_records_safe(fragments: Sequence[ResourceSpans]) -> list[Any]:

@@ -25,7 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tracejudge.collector.otlp import parse_request, response_bytes, status_bytes
 from tracejudge.collector.pipeline import Pipeline, Throttled
-from tracejudge.model.decode_json import json_to_proto, parse_json_document
+from tracejudge.model.decode_json import json_to_proto_partial, parse_json_document
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -205,12 +205,16 @@ def traces_handler(pipeline: Pipeline, cap: int) -> Callable[[web.Request], Any]
         except BadEncoding as exc:
             return _status_response(400, code_pb2.INVALID_ARGUMENT, str(exc), ctype)
         try:
-            parsed = (
-                json_to_proto(parse_json_document(body)) if ctype == JSON else parse_request(body)
-            )
+            if ctype == JSON:
+                # Spans the converter cannot represent (bad ids, values nested deeper than
+                # protobuf decoders accept) are rejected one by one: partial success.
+                partial = json_to_proto_partial(parse_json_document(body))
+                parsed, decode_rejects = partial.request, partial.rejected
+            else:
+                parsed, decode_rejects = parse_request(body), []
         except (ValueError, UnicodeDecodeError) as exc:
             return _status_response(400, code_pb2.INVALID_ARGUMENT, str(exc)[:500], ctype)
-        result = pipeline.ingest(parsed, body if ctype == PROTOBUF else None)
+        result = pipeline.ingest(parsed, body if ctype == PROTOBUF else None, decode_rejects)
         raw = response_bytes(result.rejected, result.error_message)
         if ctype == JSON:
             obj = json_format.MessageToDict(ExportTraceServiceResponse.FromString(raw))

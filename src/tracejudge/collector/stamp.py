@@ -272,6 +272,22 @@ def stamp_late(fragment: ResourceSpans, decision: Decision) -> None:
             set_attrs(span, pairs)
 
 
+def mark_error(fragment: ResourceSpans, explanation: str) -> str:
+    """Stamp ``tracejudge.verdict = error`` and the explanation on the root spans of a
+    fragment whose trace could not be judged; returns the first root's id (hex) or ""."""
+    first = ""
+    pairs: list[tuple[str, object]] = [
+        (sc.TRACEJUDGE_VERDICT, "error"),
+        (sc.TRACEJUDGE_FAILURE_EXPLANATION, clip_explanation(explanation)),
+    ]
+    for ss in fragment.scope_spans:
+        for span in ss.spans:
+            if not span.parent_span_id:
+                set_attrs(span, pairs)
+                first = first or span.span_id.hex()
+    return first
+
+
 def _is_content(key: str) -> bool:
     return key in CONTENT_KEYS or key.startswith(CONTENT_PREFIXES)
 

@@ -32,6 +32,10 @@ class Stats:
         self.requests_throttled = 0
         self.webhook_dropped = 0
         self.judge_errors = 0
+        self.decision_errors = 0
+        """Traces whose decision raised (forwarded unjudged with verdict ``error``)."""
+        self.quarantined = 0
+        """Disk-queue fragments moved aside at start-up because they cannot be replayed."""
         self._latencies: list[float] = []
         self._unsorted = False
         self.queue_depth: Callable[[], int] = lambda: 0
@@ -139,6 +143,8 @@ class Stats:
             "requests_throttled": self.requests_throttled,
             "webhook_dropped": self.webhook_dropped,
             "judge_errors": self.judge_errors,
+            "decision_errors": self.decision_errors,
+            "quarantined": self.quarantined,
             "queue_depth": self.queue_depth(),
             "decision_latency_s": {"p50": p50, "p99": p99, "count": len(self._latencies)},
             **extra,

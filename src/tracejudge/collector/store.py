@@ -10,7 +10,7 @@ Spans may then be delivered twice (at-least-once), never zero times.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 _SCHEMA = """
@@ -78,14 +78,38 @@ class DiskStore:
             self._db.execute("BEGIN")
             self._db.executemany("DELETE FROM outbox WHERE id = ?", ((i,) for i in ids))
 
-    def load_inbox(self) -> list[bytes]:
-        """Every undecided fragment, oldest first."""
-        return [bytes(r[0]) for r in self._db.execute("SELECT data FROM inbox ORDER BY id")]
+    def load_inbox(self) -> list[tuple[int, bytes]]:
+        """Every undecided fragment with its row id, oldest first."""
+        cur = self._db.execute("SELECT id, data FROM inbox ORDER BY id")
+        return [(int(i), bytes(d)) for i, d in cur]
+
+    def quarantine_inbox(self, row_id: int, data: bytes, reason: str) -> Path:
+        """Move an inbox row that cannot be replayed to ``quarantine/inbox-<id>.binpb``
+        (with the reason beside it in ``.txt``), so it neither blocks start-up nor is lost:
+        the file is the fragment as received, for a person to inspect or re-send."""
+        folder = self.path.parent / "quarantine"
+        folder.mkdir(exist_ok=True)
+        target = folder / f"inbox-{row_id}.binpb"
+        target.write_bytes(data)
+        target.with_suffix(".txt").write_text(reason + "\n", encoding="utf-8")
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.execute("DELETE FROM inbox WHERE id = ?", (row_id,))
+        return target
 
     def load_outbox(self) -> list[OutRow]:
         """Every unacknowledged payload, oldest first."""
         cur = self._db.execute("SELECT id, target, data, spans, traces FROM outbox ORDER BY id")
         return [(int(i), str(t), bytes(d), int(s), int(n)) for i, t, d, s, n in cur]
+
+    def quarantine_fragments(self, trace_id: bytes, fragments: Sequence[bytes]) -> Path:
+        """Keep fragments of a trace that could not be decided (``trace-<id>-<n>.binpb``);
+        the caller removes them from the inbox with the trace's decision."""
+        folder = self.path.parent / "quarantine"
+        folder.mkdir(exist_ok=True)
+        for n, data in enumerate(fragments):
+            (folder / f"trace-{trace_id.hex()}-{n}.binpb").write_bytes(data)
+        return folder
 
     def close(self) -> None:
         """Close the database (WAL content is durable)."""

@@ -20,6 +20,7 @@ import binascii
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -30,10 +31,26 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from tracejudge.model.errors import OtlpDecodeError
 from tracejudge.model.spans import EventRecord, SpanRecord
 
-__all__ = ["json_to_proto", "parse_json_document", "spans_from_json"]
+__all__ = ["PartialRequest", "json_to_proto", "json_to_proto_partial", "parse_json_document"]
+__all__ += ["spans_from_json"]
 
 _SPAN_KINDS = {name: int(num) for name, num in Span.SpanKind.items()}
 _TOO_DEEP = "values nested too deeply"
+MAX_MESSAGE_DEPTH = 100
+"""The deepest protobuf message nesting a decoder accepts: upb's (and C++/Java protobuf's)
+default recursion limit, counting the ``ExportTraceServiceRequest`` as level 1. A request
+the converter built deeper would serialize fine and then fail every parse of it (the
+collector's decision, a backend), so ``json_to_proto`` refuses such values up front."""
+_TOO_DEEP_PROTO = (
+    f"values nested too deeply (protobuf decoders refuse messages nested deeper than "
+    f"{MAX_MESSAGE_DEPTH} levels)"
+)
+# Message depth of the first ``AnyValue`` under each kind of attribute list, counting the
+# request as 1: request > ResourceSpans > Resource > KeyValue > AnyValue, and so on.
+_RESOURCE_VALUE_DEPTH = 5
+_SCOPE_VALUE_DEPTH = 6
+_SPAN_VALUE_DEPTH = 6
+_EVENT_VALUE_DEPTH = 7
 _STATUS_CODES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 
 
@@ -373,7 +390,10 @@ def _spans_from_json(obj: Any) -> list[SpanRecord]:
 # --- JSON -> protobuf -----------------------------------------------------------------
 
 
-def _set_any(target: AnyValue, value: Any, path: str) -> None:
+def _set_any(target: AnyValue, value: Any, path: str, depth: int) -> None:
+    """Fill ``target`` (an ``AnyValue`` at message depth ``depth``) from its JSON form."""
+    if depth > MAX_MESSAGE_DEPTH:
+        raise OtlpDecodeError(path, _TOO_DEEP_PROTO)
     if not isinstance(value, dict):
         raise OtlpDecodeError(path, f"expected an AnyValue object, got {type(value).__name__}")
     for key, inner in value.items():
@@ -393,24 +413,31 @@ def _set_any(target: AnyValue, value: Any, path: str) -> None:
         elif camel == "bytesValue":
             target.bytes_value = _v_bytes(inner, sub)
         elif camel == "arrayValue":
+            if depth + 1 > MAX_MESSAGE_DEPTH:  # the ArrayValue itself
+                raise OtlpDecodeError(sub, _TOO_DEEP_PROTO)
             array = target.array_value
             values = _list(_obj(inner, sub).get("values"), sub + ".values")
             for i, v in enumerate(values):
-                _set_any(array.values.add(), v, f"{sub}.values[{i}]")
+                _set_any(array.values.add(), v, f"{sub}.values[{i}]", depth + 2)
             if not values:
                 target.array_value.SetInParent()
         else:  # kvlistValue
+            if depth + 1 > MAX_MESSAGE_DEPTH:  # the KeyValueList itself
+                raise OtlpDecodeError(sub, _TOO_DEEP_PROTO)
             kvlist = target.kvlist_value
-            _set_attrs(kvlist.values, _obj(inner, sub).get("values"), sub + ".values")
+            _set_attrs(kvlist.values, _obj(inner, sub).get("values"), sub + ".values", depth + 3)
             kvlist.SetInParent()
         return
 
 
-def _set_attrs(target: Any, items: Any, path: str) -> None:
+def _set_attrs(target: Any, items: Any, path: str, depth: int) -> None:
+    """Fill repeated ``KeyValue`` whose values sit at message depth ``depth``."""
     if items is None:
         return
     if not isinstance(items, list):
         raise OtlpDecodeError(path, f"expected an array, got {type(items).__name__}")
+    if depth > MAX_MESSAGE_DEPTH and items:
+        raise OtlpDecodeError(path, _TOO_DEEP_PROTO)
     for i, kv in enumerate(items):
         if not isinstance(kv, dict):
             raise OtlpDecodeError(f"{path}[{i}]", "expected a KeyValue object")
@@ -425,7 +452,7 @@ def _set_attrs(target: Any, items: Any, path: str) -> None:
             if isinstance(s, str):
                 out.value.string_value = s
             else:
-                _set_any(out.value, value, f"{path}[{i}].value")
+                _set_any(out.value, value, f"{path}[{i}].value", depth)
 
 
 def _id_bytes(value: Any, chars: int, path: str, *, required: bool) -> bytes:
@@ -462,7 +489,7 @@ def _set_span(out: Span, span: Any) -> None:
     out.end_time_unix_nano = _uint(
         _get(span, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano"
     )
-    _set_attrs(out.attributes, span.get("attributes"), "attributes")
+    _set_attrs(out.attributes, span.get("attributes"), "attributes", _SPAN_VALUE_DEPTH)
     dropped = _get(span, "droppedAttributesCount", "dropped_attributes_count")
     if dropped:
         out.dropped_attributes_count = _uint(dropped, "droppedAttributesCount")
@@ -473,7 +500,9 @@ def _set_span(out: Span, span: Any) -> None:
             _get(ev, "timeUnixNano", "time_unix_nano"), f"events[{i}].timeUnixNano"
         )
         pe.name = _v_string(ev.get("name", ""), f"events[{i}].name")
-        _set_attrs(pe.attributes, ev.get("attributes"), f"events[{i}].attributes")
+        _set_attrs(
+            pe.attributes, ev.get("attributes"), f"events[{i}].attributes", _EVENT_VALUE_DEPTH
+        )
         dropped = _get(ev, "droppedAttributesCount", "dropped_attributes_count")
         if dropped:
             pe.dropped_attributes_count = _uint(dropped, f"events[{i}].droppedAttributesCount")
@@ -492,7 +521,9 @@ def _set_span(out: Span, span: Any) -> None:
         link_state = _get(link, "traceState", "trace_state")
         if link_state:
             pl.trace_state = _v_string(link_state, f"links[{i}].traceState")
-        _set_attrs(pl.attributes, link.get("attributes"), f"links[{i}].attributes")
+        _set_attrs(
+            pl.attributes, link.get("attributes"), f"links[{i}].attributes", _EVENT_VALUE_DEPTH
+        )
         if link.get("flags") is not None:
             pl.flags = _uint(link.get("flags"), f"links[{i}].flags")
         dropped = _get(link, "droppedAttributesCount", "dropped_attributes_count")
@@ -516,22 +547,47 @@ def json_to_proto(obj: Any) -> ExportTraceServiceRequest:
 
     Everything OTLP carries is kept (links, trace state, flags, dropped counts, scope
     version and attributes, schema URLs), so the collector can buffer and forward the
-    protobuf without losing what the sender sent.
+    protobuf without losing what the sender sent. The first malformed field raises.
     """
     try:
-        return _json_to_proto(obj)
+        return _json_to_proto(obj, None)
     except RecursionError:
         raise OtlpDecodeError("", _TOO_DEEP) from None
 
 
-def _json_to_proto(obj: Any) -> ExportTraceServiceRequest:
+@dataclass(slots=True)
+class PartialRequest:
+    """A converted request without the spans that could not be converted."""
+
+    request: ExportTraceServiceRequest
+    rejected: list[str] = field(default_factory=list)
+    """One reason per rejected span, naming its path (``resourceSpans[0]...spans[3].traceId``)."""
+
+
+def json_to_proto_partial(obj: Any) -> PartialRequest:
+    """``json_to_proto`` for a receiver: a malformed *span* is left out and reported, so the
+    valid spans of the request are still accepted (OTLP partial success); a malformed
+    request structure (not an object, a bad resource or scope) still raises."""
+    rejected: list[str] = []
+    try:
+        return PartialRequest(_json_to_proto(obj, rejected), rejected)
+    except RecursionError:
+        raise OtlpDecodeError("", _TOO_DEEP) from None
+
+
+def _json_to_proto(obj: Any, rejects: list[str] | None) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
     for ri, rs in enumerate(_resource_spans(obj)):
         try:
             rs = _obj(rs, "")
             prs = request.resource_spans.add()
             resource = _obj(rs.get("resource"), "resource")
-            _set_attrs(prs.resource.attributes, resource.get("attributes"), "resource.attributes")
+            _set_attrs(
+                prs.resource.attributes,
+                resource.get("attributes"),
+                "resource.attributes",
+                _RESOURCE_VALUE_DEPTH,
+            )
             dropped = _get(resource, "droppedAttributesCount", "dropped_attributes_count")
             if dropped:
                 prs.resource.dropped_attributes_count = _uint(
@@ -547,17 +603,34 @@ def _json_to_proto(obj: Any) -> ExportTraceServiceRequest:
                     scope = _obj(ss.get("scope"), "scope")
                     pss.scope.name = _v_string(scope.get("name", ""), "scope.name")
                     pss.scope.version = _v_string(scope.get("version", ""), "scope.version")
-                    _set_attrs(pss.scope.attributes, scope.get("attributes"), "scope.attributes")
+                    _set_attrs(
+                        pss.scope.attributes,
+                        scope.get("attributes"),
+                        "scope.attributes",
+                        _SCOPE_VALUE_DEPTH,
+                    )
                     schema_url = _get(ss, "schemaUrl", "schema_url")
                     if schema_url:
                         pss.schema_url = _v_string(schema_url, "schemaUrl")
                     for i, span in enumerate(_list(ss.get("spans"), "spans")):
                         try:
                             _set_span(pss.spans.add(), span)
-                        except OtlpDecodeError as exc:
-                            raise _prefix(exc, f"spans[{i}]") from None
+                        except ValueError as exc:  # OtlpDecodeError, or a lone surrogate
+                            if rejects is None:
+                                if isinstance(exc, OtlpDecodeError):
+                                    raise _prefix(exc, f"spans[{i}]") from None
+                                raise
+                            del pss.spans[-1]
+                            rejects.append(_span_reason(exc, ri, si, i))
                 except OtlpDecodeError as exc:
                     raise _prefix(exc, f"scopeSpans[{si}]") from None
         except OtlpDecodeError as exc:
             raise _prefix(exc, f"resourceSpans[{ri}]") from None
     return request
+
+
+def _span_reason(exc: ValueError, ri: int, si: int, i: int) -> str:
+    where = f"resourceSpans[{ri}].scopeSpans[{si}].spans[{i}]"
+    if isinstance(exc, OtlpDecodeError):
+        return str(OtlpDecodeError(f"{where}.{exc.path}" if exc.path else where, exc.reason))
+    return f"{where}: {exc}"
