@@ -183,10 +183,12 @@ def _single_trace(rs: ResourceSpans) -> tuple[bytes, int, bool] | None:
             return None  # the general path drops scopes with no spans
         for span in ss.spans:
             t = span.trace_id
-            if t != tid:
-                if tid or len(t) != 16 or t == _ZERO_TRACE:
+            if not tid:  # the first span: its id must be valid (an empty one equals b"")
+                if len(t) != 16 or t == _ZERO_TRACE:
                     return None
                 tid = t
+            elif t != tid:
+                return None
             sid = span.span_id
             pid = span.parent_span_id
             if len(sid) != 8 or sid == _ZERO_SPAN:
