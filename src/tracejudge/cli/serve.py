@@ -68,6 +68,7 @@ from tracejudge.collector.config import ConfigError, build_config, load_config_f
 @click.option("--max-spans-per-trace", type=int, help="Judge a trace early at this many spans.")
 @click.option("--max-request-bytes", help="Largest request after decompression (default 4MiB).")
 @click.option("--max-queue-bytes", help="Forward queue size per backend before back-pressure.")
+@click.option("--max-disk-queue-bytes", help="Cap on the --queue-dir database file (e.g. 1GiB).")
 @click.option("--shutdown-timeout", help="How long SIGTERM may spend flushing (default 10s).")
 @click.option("--metrics-otlp-endpoint", help="Export collector metrics over OTLP/HTTP here.")
 @click.option("-v", "--verbose", is_flag=True, help="Log at INFO level.")

@@ -33,6 +33,8 @@ class PendingTrace:
     root: bool = False
     truncated: bool = False
     """True when the span limit forced an early decision (later spans count as late)."""
+    needed: int = 0
+    """Forward-queue bytes its decision took when it last did not fit (0: not tried)."""
 
 
 class TraceBuffer:
@@ -105,6 +107,14 @@ class TraceBuffer:
                 self._remove(t)
                 out.append(t)
         return out
+
+    def put_back(self, t: PendingTrace) -> None:
+        """Return a trace taken by ``due`` or ``drain`` and not decided after all; it
+        keeps its (passed) deadline, so it is due again at once."""
+        self.traces[t.trace_id] = t
+        self.nbytes += t.nbytes
+        self.spans += t.spans
+        heapq.heappush(self._heap, (t.deadline, next(self._seq), t.trace_id))
 
     def drain(self) -> list[PendingTrace]:
         """Remove and return every pending trace (shutdown: decide everything now)."""

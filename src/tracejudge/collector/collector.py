@@ -73,14 +73,26 @@ class Collector:
                 q.target.url: {
                     "queued_spans": q.spans,
                     "queued_bytes": q.nbytes,
+                    "peak_bytes": q.peak_bytes,
                     "failures": q.failures,
+                    "worker_restarts": q.restarts,
                     "last_error": q.last_error,
                 }
                 for q in p.queues
             }
+        disk: dict[str, Any] | None = None
+        if self.store is not None:
+            disk = {
+                "file_bytes": self.store.file_bytes(),
+                "max_bytes": self.store.max_bytes,
+                "errors": self.store.errors,
+                "last_error": self.store.last_error,
+            }
         status = "ok"
         if any(t["last_error"] and t["queued_spans"] for t in targets.values()):
             status = "degraded"  # a backend is failing and data is waiting for it
+        if disk is not None and disk["last_error"]:
+            status = "degraded"  # the disk queue refuses writes: clients are pushed back
         if self._stopping:
             status = "stopping"
         return self.stats.snapshot(
@@ -90,7 +102,9 @@ class Collector:
             buffered_spans=p.buffer.spans if p else 0,
             buffered_bytes=p.buffer.nbytes if p else 0,
             decided_cache=len(p.decided) if p else 0,
+            decisions_waiting=p.decisions_waiting() if p else False,
             targets=targets,
+            disk_queue=disk,
         )
 
     async def start(self, announce: Callable[[str], None] | None = None) -> None:
@@ -100,7 +114,7 @@ class Collector:
         the line is logged at INFO level (an embedded collector stays quiet)."""
         cfg = self.config
         if cfg.queue_dir is not None:
-            self.store = DiskStore(cfg.queue_dir)
+            self.store = DiskStore(cfg.queue_dir, cfg.max_disk_queue_bytes)
         targets: list[ForwardTarget] = [
             make_target(url, cfg.forward_timeout) for url in cfg.forward
         ]

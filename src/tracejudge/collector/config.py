@@ -117,6 +117,9 @@ class CollectorConfig:
     max_request_bytes: int = 4 * 1024**2
     """4 MiB, the default gRPC message limit that Jaeger, Tempo and otelcol also use."""
     max_queue_bytes: int = 256 * 1024**2
+    """Per backend, in memory; held exactly (decisions wait while a queue lacks room)."""
+    max_disk_queue_bytes: int | None = None
+    """Cap on the disk queue's database file (SQLite ``max_page_count``); None: the disk."""
     max_batch_bytes: int = 4 * 1024**2
     decided_cache_size: int = 100_000
     forward_timeout: float = 10.0
@@ -158,6 +161,10 @@ class CollectorConfig:
         for name in ("max_traces", "max_spans_per_trace", "decided_cache_size"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive")
+        if self.max_disk_queue_bytes is not None and self.queue_dir is None:
+            raise ConfigError("max_disk_queue_bytes: needs queue_dir (there is no disk queue)")
+        if self.max_disk_queue_bytes is not None and self.max_disk_queue_bytes < 64 * 1024:
+            raise ConfigError("max_disk_queue_bytes: must be at least 64KiB")
         if self.webhook is not None and urlsplit(self.webhook).scheme not in ("http", "https"):
             raise ConfigError(f"webhook: {self.webhook!r} is not an http(s) URL")
         return self
@@ -175,6 +182,7 @@ _DURATIONS = {
     "metrics_interval",
 }
 _SIZES = {"max_buffered_bytes", "max_request_bytes", "max_queue_bytes", "max_batch_bytes"}
+_SIZES |= {"max_disk_queue_bytes"}
 _INTS = {"grpc_port", "http_port", "health_port", "max_traces", "max_spans_per_trace"}
 _INTS |= {"decided_cache_size"}
 _BOOLS = {"drop_content", "passthrough"}

@@ -160,6 +160,27 @@ def make_target(url: str, timeout: float) -> ForwardTarget:
     return HttpTarget(url, timeout)
 
 
+class Release:
+    """Frees decided traces' inbox rows once every target has their payloads.
+
+    Used only when the disk refused the decision's inbox-to-outbox commit: the payloads
+    then travel in memory, and the inbox rows (still durable) are what a crash replays
+    until the last copy is acknowledged or refused for good."""
+
+    __slots__ = ("pending", "store", "trace_ids")
+
+    def __init__(self, store: DiskStore, trace_ids: list[bytes], pending: int) -> None:
+        self.store = store
+        self.trace_ids = trace_ids
+        self.pending = pending
+
+    def done(self) -> None:
+        """One copy is settled; the last one releases the rows."""
+        self.pending -= 1
+        if self.pending == 0:
+            self.store.release_inbox(self.trace_ids)
+
+
 @dataclass(slots=True)
 class Item:
     """One payload waiting to be forwarded."""
@@ -170,6 +191,7 @@ class Item:
     ready_at: float | None
     """Loop time the trace was finished (for decision latency); None for pass-through data."""
     row_id: int | None = None
+    release: Release | None = None
 
 
 class TargetQueue:
@@ -195,6 +217,10 @@ class TargetQueue:
         self.nbytes = 0
         self.spans = 0
         self.failures = 0
+        self.restarts = 0
+        """Times the worker crashed (a bug) and was restarted."""
+        self.peak_bytes = 0
+        """The most bytes ever queued (``max_queue_bytes`` holds when this stays below)."""
         self.last_error: str | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -205,11 +231,29 @@ class TargetQueue:
         self.items.append(item)
         self.nbytes += len(item.payload)
         self.spans += item.spans
+        if self.nbytes > self.peak_bytes:
+            self.peak_bytes = self.nbytes
         self._wake.set()
 
     def start(self) -> None:
         """Start the worker task."""
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._task = asyncio.get_running_loop().create_task(self._supervise())
+
+    async def _supervise(self) -> None:
+        """Run the worker; if it ever crashes (a bug: send errors are handled inside), log
+        it and start it again. Queued items stay queued (they leave only once settled), so
+        a crash costs a resend at most, never the queue."""
+        while True:
+            try:
+                await self._run()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.restarts += 1
+                self.last_error = f"worker crashed: {type(exc).__name__}: {exc}"
+                log.exception("forward worker for %s crashed; restarting it", self.target.url)
+                await asyncio.sleep(self.retry_initial)
 
     def _take_batch(self) -> list[Item]:
         batch: list[Item] = []
@@ -230,6 +274,8 @@ class TargetQueue:
             self.spans -= item.spans
             if item.ready_at is not None and state == "forwarded":
                 self.stats.latency(max(0.0, now - item.ready_at))
+            if item.release is not None:
+                item.release.done()
         self.stats.count(state, sum(i.spans for i in batch))
         if self.store is not None:
             ids = [i.row_id for i in batch if i.row_id is not None]

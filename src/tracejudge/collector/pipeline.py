@@ -19,7 +19,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
 from tracejudge.collector.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.config import CollectorConfig
-from tracejudge.collector.forward import Item, TargetQueue
+from tracejudge.collector.forward import Item, Release, TargetQueue
 from tracejudge.collector.judge import Judge
 from tracejudge.collector.otlp import (
     TraceFragment,
@@ -38,7 +38,7 @@ from tracejudge.collector.stamp import (
     verdict_span,
 )
 from tracejudge.collector.stats import Stats
-from tracejudge.collector.store import DiskStore
+from tracejudge.collector.store import DiskStore, StoreError
 from tracejudge.engine.verdict import Verdict
 
 log = logging.getLogger("tracejudge.collector")
@@ -53,6 +53,16 @@ class Throttled(Exception):
     def __init__(self, reason: str, retry_after: float) -> None:
         super().__init__(reason)
         self.retry_after = retry_after
+
+
+@dataclass(slots=True)
+class Outcome:
+    """A decided but not yet settled trace (see ``Pipeline.decide``)."""
+
+    pieces: list[tuple[bytes, int]]
+    """Framed fragments with their span counts."""
+    verdicts: list[Verdict]
+    decision: Decision
 
 
 @dataclass(slots=True)
@@ -97,19 +107,38 @@ class Pipeline:
         self.wake = asyncio.Event()
         """Set to run the decision timer now (a trace became due before ``wake_at``)."""
         self.wake_at = math.inf
+        self._blocked_need = 0
+        """Bytes the next trace to decide needs in every forward queue; while they do not
+        fit, decisions wait (traces stay buffered) and receivers push back, so
+        ``max_queue_bytes`` holds exactly. 0 when decisions are not blocked."""
+        self._blocked_reason = ""
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
 
     def check_capacity(self) -> None:
-        """Raise ``Throttled`` when the buffer or a forward queue is full (back-pressure)."""
+        """Raise ``Throttled`` when the buffer or a forward queue is full (back-pressure).
+        A cheap test before parsing; ``ingest`` checks the request's exact size."""
         if self.buffer.full():
             raise Throttled("trace buffer full", self.config.retry_after_hint)
+        if self._blocked_need:
+            raise Throttled(self._blocked_reason, self.config.retry_after_hint)
         for q in self.queues:
             if q.nbytes >= self.config.max_queue_bytes:
                 raise Throttled(
                     f"forward queue for {q.target.url} full", self.config.retry_after_hint
                 )
+
+    def _room(self, need: int, alone: bool) -> TargetQueue | None:
+        """The first forward queue that cannot take ``need`` more bytes within
+        ``max_queue_bytes``, or None. An empty queue takes one trace (or one request's
+        direct payloads) ``alone`` whatever its size: a trace larger than the whole cap
+        must still go out, and then it is the only thing queued."""
+        cap = self.config.max_queue_bytes
+        for q in self.queues:
+            if q.nbytes + need > cap and (q.nbytes or not alone):
+                return q
+        return None
 
     def throttled(self) -> None:
         """Count a refused request (refused before parsing, so its spans are not counted)."""
@@ -127,19 +156,32 @@ class Pipeline:
         split = split_by_trace(request, raw, decode_rejects)
         now = self._now()
         fresh = []
-        late: list[tuple[bytes, bytes, int]] = []
+        late: list[tuple[bytes, int]] = []
         for frag in split.fragments:
             decision = self.decided.get(frag.trace_id)
             if decision is None:
                 fresh.append(frag)
             else:
-                late.append((frag.trace_id, self._late_payload(frag.data, decision), frag.spans))
-        if self.store is not None and fresh:
-            self.store.add_inbox((f.trace_id, f.data) for f in fresh)
-        if self.config.passthrough and fresh:
-            self._enqueue(
-                [(self._passthrough_payload(f.data), f.spans, 1, None) for f in fresh], []
-            )
+                late.append((self._late_payload(frag.data, decision), frag.spans))
+        # What goes straight to the forward queues: late spans, and in passthrough mode
+        # every fresh fragment too.
+        direct = [(p, n, 1, None) for p, n in late]
+        if self.config.passthrough:
+            direct.extend((self._passthrough_payload(f.data), f.spans, 1, None) for f in fresh)
+        self._admit(fresh, direct)
+        rows = self._rows(direct)
+        if self.store is not None and (fresh or rows):
+            try:
+                ids = self.store.accept(
+                    [(f.trace_id, f.data) for f in fresh],
+                    [(q.target.url, it.payload, it.spans, it.traces) for q, it in rows],
+                )
+            except StoreError as exc:  # nothing was written: refuse, the client retries
+                raise Throttled(str(exc), self.config.retry_after_hint) from exc
+            for (_, item), row_id in zip(rows, ids, strict=True):
+                item.row_id = row_id
+        for q, item in rows:
+            q.put(item)
         for frag in fresh:
             held = self._inflight.get(frag.trace_id)
             if held is not None:
@@ -148,12 +190,34 @@ class Pipeline:
                 self.buffer.add(frag, now)
         if self.buffer.next_deadline() < self.wake_at:
             self.wake.set()
-        if late:
-            self.stats.count("late", sum(n for _, _, n in late))
-            self._enqueue([(p, n, 1, None) for _, p, n in late], [])
+        self.stats.count("late", sum(n for _, n in late))
         self.stats.count("received", split.accepted)
         self.stats.count("rejected", split.rejected)
         return IngestResult(split.accepted, split.rejected, split.error_message)
+
+    def _admit(
+        self, fresh: Sequence[TraceFragment], direct: Sequence[tuple[bytes, int, int, float | None]]
+    ) -> None:
+        """Refuse (``Throttled``) a request that would take the buffer or a forward queue
+        past its limit, before anything of it is kept: the limits hold exactly."""
+        incoming = sum(len(f.data) for f in fresh)
+        buf = self.buffer
+        if incoming and buf.nbytes and buf.nbytes + incoming > buf.max_bytes:
+            raise Throttled("trace buffer full", self.config.retry_after_hint)
+        full = self._room(sum(len(p) for p, _, _, _ in direct), True)
+        if full is not None:
+            raise Throttled(
+                f"forward queue for {full.target.url} full", self.config.retry_after_hint
+            )
+
+    def _rows(
+        self, payloads: Sequence[tuple[bytes, int, int, float | None]]
+    ) -> list[tuple[TargetQueue, Item]]:
+        return [
+            (q, Item(payload, spans, traces, ready))
+            for q in self.queues
+            for payload, spans, traces, ready in payloads
+        ]
 
     def _passthrough_payload(self, data: bytes) -> bytes:
         """Passthrough forwards before judging, so content is dropped here (the buffered
@@ -215,18 +279,29 @@ class Pipeline:
         payloads: list[tuple[bytes, int, int, float | None]],
         decided_trace_ids: list[bytes],
     ) -> None:
-        rows: list[tuple[int, TargetQueue, Item]] = []
-        for q in self.queues:
-            for payload, spans, traces, ready in payloads:
-                rows.append((0, q, Item(payload, spans, traces, ready)))
+        """Hand decided payloads to the forward queues, moving their traces from inbox to
+        outbox first. When the disk refuses that commit, the payloads travel in memory and
+        the inbox rows stay until every target has its copy (a crash before then replays
+        and re-judges the traces: duplicates at worst, never a loss)."""
+        rows = self._rows(payloads)
         if self.store is not None and (rows or decided_trace_ids):
-            ids = self.store.commit_decisions(
-                decided_trace_ids,
-                [(q.target.url, it.payload, it.spans, it.traces) for _, q, it in rows],
-            )
-            for (_, _, item), row_id in zip(rows, ids, strict=True):
-                item.row_id = row_id
-        for _, q, item in rows:
+            try:
+                ids = self.store.commit_decisions(
+                    decided_trace_ids,
+                    [(q.target.url, it.payload, it.spans, it.traces) for q, it in rows],
+                )
+            except StoreError:
+                if decided_trace_ids:
+                    if rows:
+                        release = Release(self.store, decided_trace_ids, len(rows))
+                        for _, item in rows:
+                            item.release = release
+                    else:
+                        self.store.release_inbox(decided_trace_ids)
+            else:
+                for (_, item), row_id in zip(rows, ids, strict=True):
+                    item.row_id = row_id
+        for q, item in rows:
             q.put(item)
 
     def _judge(self, trace: PendingTrace, fragments: list[ResourceSpans]) -> list[Verdict]:
@@ -250,14 +325,11 @@ class Pipeline:
             ]
         return verdicts
 
-    def decide(
-        self, trace: PendingTrace, ready_at: float
-    ) -> tuple[list[tuple[bytes, int]], list[dict[str, Any]]]:
-        """Judge and stamp one trace; returns its framed fragments with their span counts
-        (payload pieces) and the verdict records (none without verdict sinks).
-
-        Counts and the decision cache change only once stamping has succeeded, so a trace
-        whose decision fails half-way is not counted twice by ``decide_failed``."""
+    def decide(self, trace: PendingTrace) -> Outcome:
+        """Judge and stamp one trace: its framed fragments with their span counts (payload
+        pieces), its verdicts and what late spans will get. Nothing is counted or
+        remembered until ``settle``, so an outcome can be thrown away (no room in a
+        forward queue yet, or a failure half-way)."""
         fragments = [ResourceSpans.FromString(b) for b in trace.fragments]
         verdicts = self._judge(trace, fragments)
         for v in verdicts:
@@ -277,12 +349,16 @@ class Pipeline:
                     changed.add(i)
                 spans = sum(len(ss.spans) for ss in rs.scope_spans)
                 pieces.append((frame(rs.SerializeToString() if i in changed else raw), spans))
-        records = self._record(trace, verdicts)
-        self.decided.put(trace.trace_id, decision)
+        return Outcome(pieces, verdicts, decision)
+
+    def settle(self, trace: PendingTrace, outcome: Outcome) -> list[dict[str, Any]]:
+        """Count a decided trace, remember its decision; returns its verdict records."""
+        records = self._record(trace, outcome.verdicts)
+        self.decided.put(trace.trace_id, outcome.decision)
         self.stats.traces_decided += 1
         if trace.truncated:
             self.stats.traces_truncated += 1
-        return pieces, records
+        return records
 
     def _record(self, trace: PendingTrace, verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
         """Count the verdicts and build their JSON records (only when a sink wants them)."""
@@ -300,9 +376,7 @@ class Pipeline:
             records.append(rec)
         return records
 
-    def decide_failed(
-        self, trace: PendingTrace, exc: BaseException
-    ) -> tuple[list[tuple[bytes, int]], list[dict[str, Any]]]:
+    def decide_failed(self, trace: PendingTrace, exc: BaseException) -> Outcome:
         """The fallback when ``decide`` raised: only this trace is affected.
 
         The trace is forwarded unjudged with ``tracejudge.verdict = error`` on its root
@@ -359,10 +433,7 @@ class Pipeline:
             rules_version=self.rules_version,
             error=message,
         )
-        records = self._record(trace, [verdict])
-        self.decided.put(trace.trace_id, Decision(verdict="error"))
-        self.stats.traces_decided += 1
-        return pieces, records
+        return Outcome(pieces, [verdict], Decision(verdict="error"))
 
     def _items(
         self, pieces: list[tuple[bytes, int]], ready_at: float
@@ -383,48 +454,112 @@ class Pipeline:
             out.append((b"".join(group), spans, 1, ready_at))
         return out
 
-    async def decide_batch(self, traces: list[PendingTrace], ready: dict[bytes, float]) -> None:
-        """Decide traces in chunks, yielding to the loop between chunks."""
+    async def decide_batch(
+        self, traces: list[PendingTrace], ready: dict[bytes, float], *, limited: bool = True
+    ) -> None:
+        """Decide traces in chunks, yielding to the loop between chunks.
+
+        ``limited``: a trace whose payloads do not fit a forward queue within
+        ``max_queue_bytes`` is put back in the buffer with the ones after it, and
+        decisions wait until the queues have room (``_blocked_need``)."""
         for t in traces:
             self._inflight.setdefault(t.trace_id, [])
         for start in range(0, len(traces), _CHUNK):
-            chunk = traces[start : start + _CHUNK]
-            payloads: list[tuple[bytes, int, int, float | None]] = []
-            records: list[dict[str, Any]] = []
-            for t in chunk:
-                ready_at = ready.get(t.trace_id, t.deadline)
-                try:
-                    pieces, recs = self.decide(t, ready_at)
-                except Exception as exc:  # one bad trace must not take the tick's others
-                    pieces, recs = self.decide_failed(t, exc)
-                records.extend(recs)
-                payloads.extend(self._items(pieces, ready_at))
-                held = self._inflight.pop(t.trace_id, [])
-                if held:
-                    decision = self.decided.get(t.trace_id)
-                    assert decision is not None
-                    self.stats.count("late", sum(f.spans for f in held))
-                    payloads.extend(
-                        (self._late_payload(f.data, decision), f.spans, 0, None) for f in held
-                    )
-            self._enqueue(payloads, [t.trace_id for t in chunk])
-            for sink in self.sinks:
-                sink.emit(records)
+            parked = self._decide_chunk(traces, start, ready, limited)
+            if parked:
+                return
             if start + _CHUNK < len(traces):
                 await asyncio.sleep(0)
 
+    def _decide_chunk(
+        self, traces: list[PendingTrace], start: int, ready: dict[bytes, float], limited: bool
+    ) -> bool:
+        """Decide ``traces[start:start + _CHUNK]`` and enqueue them in one commit; True when
+        a trace did not fit and the rest were parked."""
+        payloads: list[tuple[bytes, int, int, float | None]] = []
+        records: list[dict[str, Any]] = []
+        decided: list[bytes] = []
+        size = 0
+        parked = False
+        for n, t in enumerate(traces[start : start + _CHUNK]):
+            if limited and self._blocked(size + max(t.nbytes, t.needed), not size):
+                parked = True
+            else:
+                ready_at = ready.get(t.trace_id, t.deadline)
+                try:
+                    outcome = self.decide(t)
+                except Exception as exc:  # one bad trace must not take the tick's others
+                    outcome = self.decide_failed(t, exc)
+                items = self._items(outcome.pieces, ready_at)
+                held = self._inflight.get(t.trace_id, [])
+                items.extend(
+                    (self._late_payload(f.data, outcome.decision), f.spans, 0, None) for f in held
+                )
+                need = sum(len(p) for p, _, _, _ in items)
+                if limited and self._blocked(size + need, not size):
+                    t.needed = need
+                    parked = True
+            if parked:
+                self._park(traces[start + n :])
+                break
+            size += need
+            self._inflight.pop(t.trace_id, None)
+            records.extend(self.settle(t, outcome))
+            payloads.extend(items)
+            self.stats.count("late", sum(f.spans for f in held))
+            decided.append(t.trace_id)
+        self._enqueue(payloads, decided)
+        for sink in self.sinks:
+            sink.emit(records)
+        return parked
+
+    def _blocked(self, need: int, alone: bool) -> bool:
+        """True (and decisions wait) when ``need`` more bytes do not fit a forward queue;
+        ``alone``: nothing else is on its way to the queues in this commit."""
+        full = self._room(need, alone)
+        if full is None:
+            self._blocked_need = 0
+            return False
+        self._blocked_need = need
+        self._blocked_reason = f"forward queue for {full.target.url} full"
+        return True
+
+    def _park(self, traces: Sequence[PendingTrace]) -> None:
+        """Put undecided traces back in the buffer (with spans that arrived meanwhile)."""
+        now = self._now()
+        for t in traces:
+            self.buffer.put_back(t)
+            for frag in self._inflight.pop(t.trace_id, []):
+                self.buffer.add(frag, now)
+
     async def tick(self) -> None:
-        """Decide every trace whose deadline has passed."""
+        """Decide every trace whose deadline has passed (while the forward queues have
+        room for them)."""
+        if self._blocked_need and self._blocked(self._blocked_need, True):
+            return  # still no room: leave the due traces in the buffer, untouched
         now = self._now()
         due = self.buffer.due(now)
         if due:
             await self.decide_batch(due, {})
 
     async def decide_all(self) -> None:
-        """Shutdown: decide every pending trace now."""
+        """Shutdown: decide every pending trace now. With a disk queue the queue limits
+        still hold (what does not fit stays in the inbox for the next start); without one,
+        everything is decided, since it is delivered now or lost anyway."""
         traces = self.buffer.drain()
         now = self._now()
-        await self.decide_batch(traces, {t.trace_id: now for t in traces})
+        await self.decide_batch(
+            traces, {t.trace_id: now for t in traces}, limited=self.store is not None
+        )
+        if self.buffer.traces:
+            log.warning(
+                "shutdown: %d traces left undecided in the disk queue (forward queues full)",
+                len(self.buffer.traces),
+            )
+
+    def decisions_waiting(self) -> bool:
+        """True while decisions wait for room in a forward queue."""
+        return self._blocked_need > 0
 
     def queue_depth(self) -> int:
         """Spans waiting in all forward queues."""

@@ -14,7 +14,7 @@ import os
 import socket
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 import grpc.aio
@@ -53,18 +53,15 @@ def grpc_handler(pipeline: Pipeline) -> grpc.GenericRpcHandler[bytes, bytes]:
         try:
             pipeline.check_capacity()
         except Throttled as exc:
-            pipeline.throttled()
-            details = status_bytes(code_pb2.UNAVAILABLE, str(exc), exc.retry_after)
-            await context.abort(
-                grpc.StatusCode.UNAVAILABLE,
-                str(exc),
-                trailing_metadata=(("grpc-status-details-bin", details),),
-            )
+            await _unavailable(pipeline, context, exc)
         try:
             request = parse_request(data)
         except ValueError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        result = pipeline.ingest(request, data)
+        try:
+            result = pipeline.ingest(request, data)
+        except Throttled as exc:  # this request's exact size, or the disk queue refused it
+            await _unavailable(pipeline, context, exc)
         return response_bytes(result.rejected, result.error_message)
 
     handler = grpc.unary_unary_rpc_method_handler(export)
@@ -100,6 +97,20 @@ def bind_problem(host: str, port: int) -> str | None:
 def _reason(exc: OSError) -> str:
     """``Address already in use`` rather than aiohttp's or asyncio's longer wrapping."""
     return os.strerror(exc.errno) if exc.errno else str(exc)
+
+
+async def _unavailable(
+    pipeline: Pipeline, context: grpc.aio.ServicerContext[bytes, bytes], exc: Throttled
+) -> NoReturn:
+    """Refuse with UNAVAILABLE and ``RetryInfo`` (the OTLP "retry later" for gRPC)."""
+    pipeline.throttled()
+    details = status_bytes(code_pb2.UNAVAILABLE, str(exc), exc.retry_after)
+    await context.abort(
+        grpc.StatusCode.UNAVAILABLE,
+        str(exc),
+        trailing_metadata=(("grpc-status-details-bin", details),),
+    )
+    raise AssertionError("abort returned")  # pragma: no cover - abort always raises
 
 
 async def start_grpc(pipeline: Pipeline, host: str, port: int, max_bytes: int) -> tuple[Any, int]:
@@ -214,7 +225,11 @@ def traces_handler(pipeline: Pipeline, cap: int) -> Callable[[web.Request], Any]
                 parsed, decode_rejects = parse_request(body), []
         except (ValueError, UnicodeDecodeError) as exc:
             return _status_response(400, code_pb2.INVALID_ARGUMENT, str(exc)[:500], ctype)
-        result = pipeline.ingest(parsed, body if ctype == PROTOBUF else None, decode_rejects)
+        try:
+            result = pipeline.ingest(parsed, body if ctype == PROTOBUF else None, decode_rejects)
+        except Throttled as exc:  # this request's exact size, or the disk queue refused it
+            pipeline.throttled()
+            return _status_response(503, code_pb2.UNAVAILABLE, str(exc), ctype, exc.retry_after)
         raw = response_bytes(result.rejected, result.error_message)
         if ctype == JSON:
             obj = json_format.MessageToDict(ExportTraceServiceResponse.FromString(raw))

@@ -5,13 +5,23 @@ holds every stamped payload until its target acknowledges it. A decision moves a
 from inbox to outbox in one transaction, so after a crash (even SIGKILL) the restart
 replays inbox fragments into the buffer and outbox payloads into the forward queues.
 Spans may then be delivered twice (at-least-once), never zero times.
+
+Disk faults (a full disk, an I/O error, the size limit) surface as ``StoreError`` and
+never lose an acknowledged span: a failed ``accept`` means the request is refused (the
+client retries), a failed decision commit leaves the trace's inbox rows in place (the
+payloads travel in memory and the rows are released once every target has them), and a
+failed delete is remembered and retried with the next write.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+log = logging.getLogger("tracejudge.collector")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS inbox (
@@ -26,62 +36,162 @@ CREATE TABLE IF NOT EXISTS outbox (
 
 OutRow = tuple[int, str, bytes, int, int]
 """(row id, target URL, framed payload, span count, trace count)."""
+NewOutRow = tuple[str, bytes, int, int]
+"""(target URL, framed payload, span count, trace count) of a payload to persist."""
+
+_LOG_EVERY = 10.0
+"""Seconds between repeated disk-fault log lines (a full disk fails every request)."""
+
+
+class StoreError(OSError):
+    """The disk queue failed (disk full, I/O error, size limit, cannot open)."""
 
 
 class DiskStore:
-    """The inbox/outbox database in ``directory/queue.sqlite3``."""
+    """The inbox/outbox database in ``directory/queue.sqlite3``.
 
-    def __init__(self, directory: Path) -> None:
+    ``max_bytes`` caps the database file with SQLite's own ``max_page_count``: a write
+    that would grow it past the cap fails as on a full disk, so the cap holds exactly for
+    the file (the WAL beside it is truncated to ``wal_bytes`` after each checkpoint).
+    """
+
+    def __init__(self, directory: Path, max_bytes: int | None = None) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / "queue.sqlite3"
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self.max_bytes = max_bytes
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self.page_size = int(self._db.execute("PRAGMA page_size").fetchone()[0])
+            if max_bytes is not None:
+                pages = max(2, max_bytes // self.page_size)
+                # SQLite never sets the cap below the pages in use: an existing larger
+                # queue keeps its size (and refuses growth) until it drains.
+                self._db.execute(f"PRAGMA max_page_count = {pages}")
+                wal_pages = max(16, min(1000, pages // 4))
+                self._db.execute(f"PRAGMA wal_autocheckpoint = {wal_pages}")
+                self._db.execute(f"PRAGMA journal_size_limit = {wal_pages * self.page_size}")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the disk queue {self.path}: {exc}") from exc
+        self.errors = 0
+        """Failed writes since start (each also failed a request, or was retried)."""
+        self.last_error: str | None = None
+        """The latest fault, cleared by the next successful write."""
+        self._pending_inbox: list[bytes] = []
+        self._pending_outbox: list[int] = []
+        self._logged_at = -_LOG_EVERY
+        self._unlogged = 0
+
+    # --- fault handling ----------------------------------------------------------------
+
+    def _fault(self, what: str, exc: sqlite3.Error) -> StoreError:
+        self.errors += 1
+        self.last_error = f"{what}: {exc}"
+        now = time.monotonic()
+        if now - self._logged_at >= _LOG_EVERY:
+            more = f" ({self._unlogged} more since the last line)" if self._unlogged else ""
+            log.error("disk queue %s: %s failed: %s%s", self.path, what, exc, more)
+            self._logged_at = now
+            self._unlogged = 0
+        else:
+            self._unlogged += 1
+        return StoreError(f"disk queue unavailable ({exc})")
+
+    def _ok(self) -> None:
+        if self.last_error is not None:
+            log.info("disk queue %s: writing again", self.path)
+            self.last_error = None
+
+    def _flush_pending(self) -> None:
+        """Deletes that failed before (inside the caller's transaction)."""
+        if self._pending_inbox:
+            self._db.executemany(
+                "DELETE FROM inbox WHERE trace_id = ?", ((t,) for t in self._pending_inbox)
+            )
+        if self._pending_outbox:
+            self._db.executemany(
+                "DELETE FROM outbox WHERE id = ?", ((i,) for i in self._pending_outbox)
+            )
+
+    def _pending_done(self) -> None:
+        self._pending_inbox.clear()
+        self._pending_outbox.clear()
+
+    # --- writes ------------------------------------------------------------------------
+
+    def accept(
+        self, fragments: Sequence[tuple[bytes, bytes]], rows: Sequence[NewOutRow]
+    ) -> list[int]:
+        """Persist an accepted request before the receiver acknowledges it: its fresh
+        (trace id, fragment) pairs and the payloads it sends straight out (late spans,
+        passthrough), in one transaction; returns the outbox ids. ``StoreError`` means
+        nothing was written and the request must be refused."""
+        try:
+            with self._db:
+                self._db.execute("BEGIN")
+                self._flush_pending()
+                self._db.executemany("INSERT INTO inbox (trace_id, data) VALUES (?, ?)", fragments)
+                ids = self._insert_outbox(rows)
+        except sqlite3.Error as exc:
+            raise self._fault("accepting a request", exc) from exc
+        self._pending_done()
+        self._ok()
+        return ids
 
     def add_inbox(self, fragments: Iterable[tuple[bytes, bytes]]) -> None:
-        """Persist accepted (trace id, fragment) pairs before the receiver acknowledges."""
-        with self._db:
-            self._db.execute("BEGIN")
-            self._db.executemany("INSERT INTO inbox (trace_id, data) VALUES (?, ?)", fragments)
+        """Persist (trace id, fragment) pairs (tests and tools; receivers use ``accept``)."""
+        self.accept(list(fragments), [])
 
-    def add_outbox(self, rows: Iterable[tuple[str, bytes, int, int]]) -> list[int]:
-        """Persist payloads to forward; returns their row ids in order."""
+    def _insert_outbox(self, rows: Iterable[NewOutRow]) -> list[int]:
         ids: list[int] = []
-        with self._db:
-            self._db.execute("BEGIN")
-            for row in rows:
-                cur = self._db.execute(
-                    "INSERT INTO outbox (target, data, spans, traces) VALUES (?, ?, ?, ?)", row
-                )
-                ids.append(int(cur.lastrowid or 0))
+        for row in rows:
+            cur = self._db.execute(
+                "INSERT INTO outbox (target, data, spans, traces) VALUES (?, ?, ?, ?)", row
+            )
+            ids.append(int(cur.lastrowid or 0))
         return ids
 
-    def commit_decisions(
-        self, trace_ids: Iterable[bytes], rows: Iterable[tuple[str, bytes, int, int]]
-    ) -> list[int]:
-        """Move decided traces from inbox to outbox atomically; returns the outbox ids."""
-        ids: list[int] = []
-        with self._db:
-            self._db.execute("BEGIN")
-            self._db.executemany("DELETE FROM inbox WHERE trace_id = ?", ((t,) for t in trace_ids))
-            for row in rows:
-                cur = self._db.execute(
-                    "INSERT INTO outbox (target, data, spans, traces) VALUES (?, ?, ?, ?)", row
+    def commit_decisions(self, trace_ids: Sequence[bytes], rows: Sequence[NewOutRow]) -> list[int]:
+        """Move decided traces from inbox to outbox atomically; returns the outbox ids.
+        On ``StoreError`` nothing changed: the inbox rows still hold the traces."""
+        try:
+            with self._db:
+                self._db.execute("BEGIN")
+                self._flush_pending()
+                self._db.executemany(
+                    "DELETE FROM inbox WHERE trace_id = ?", ((t,) for t in trace_ids)
                 )
-                ids.append(int(cur.lastrowid or 0))
+                ids = self._insert_outbox(rows)
+        except sqlite3.Error as exc:
+            raise self._fault("committing decisions", exc) from exc
+        self._pending_done()
+        self._ok()
         return ids
 
-    def delete_outbox(self, ids: Iterable[int]) -> None:
-        """Forget payloads a target acknowledged (or refused permanently)."""
-        with self._db:
-            self._db.execute("BEGIN")
-            self._db.executemany("DELETE FROM outbox WHERE id = ?", ((i,) for i in ids))
+    def release_inbox(self, trace_ids: Sequence[bytes]) -> None:
+        """Forget inbox rows of traces every target now has (their decision commit had
+        failed); a failure is remembered and retried with the next write."""
+        self._delete(trace_ids, [])
 
-    def load_inbox(self) -> list[tuple[int, bytes]]:
-        """Every undecided fragment with its row id, oldest first."""
-        cur = self._db.execute("SELECT id, data FROM inbox ORDER BY id")
-        return [(int(i), bytes(d)) for i, d in cur]
+    def delete_outbox(self, ids: Sequence[int]) -> None:
+        """Forget payloads a target acknowledged (or refused permanently); a failure is
+        remembered and retried with the next write (meanwhile a restart resends them)."""
+        self._delete([], ids)
+
+    def _delete(self, trace_ids: Sequence[bytes], ids: Sequence[int]) -> None:
+        self._pending_inbox.extend(trace_ids)
+        self._pending_outbox.extend(ids)
+        try:
+            with self._db:
+                self._db.execute("BEGIN")
+                self._flush_pending()
+        except sqlite3.Error as exc:
+            self._fault("deleting delivered rows (retried later)", exc)
+            return
+        self._pending_done()
+        self._ok()
 
     def quarantine_inbox(self, row_id: int, data: bytes, reason: str) -> Path:
         """Move an inbox row that cannot be replayed to ``quarantine/inbox-<id>.binpb``
@@ -92,15 +202,13 @@ class DiskStore:
         target = folder / f"inbox-{row_id}.binpb"
         target.write_bytes(data)
         target.with_suffix(".txt").write_text(reason + "\n", encoding="utf-8")
-        with self._db:
-            self._db.execute("BEGIN")
-            self._db.execute("DELETE FROM inbox WHERE id = ?", (row_id,))
+        try:
+            with self._db:
+                self._db.execute("BEGIN")
+                self._db.execute("DELETE FROM inbox WHERE id = ?", (row_id,))
+        except sqlite3.Error as exc:
+            raise self._fault("removing a quarantined row", exc) from exc
         return target
-
-    def load_outbox(self) -> list[OutRow]:
-        """Every unacknowledged payload, oldest first."""
-        cur = self._db.execute("SELECT id, target, data, spans, traces FROM outbox ORDER BY id")
-        return [(int(i), str(t), bytes(d), int(s), int(n)) for i, t, d, s, n in cur]
 
     def quarantine_fragments(self, trace_id: bytes, fragments: Sequence[bytes]) -> Path:
         """Keep fragments of a trace that could not be decided (``trace-<id>-<n>.binpb``);
@@ -111,6 +219,32 @@ class DiskStore:
             (folder / f"trace-{trace_id.hex()}-{n}.binpb").write_bytes(data)
         return folder
 
+    # --- reads -------------------------------------------------------------------------
+
+    def load_inbox(self) -> list[tuple[int, bytes]]:
+        """Every undecided fragment with its row id, oldest first."""
+        cur = self._db.execute("SELECT id, data FROM inbox ORDER BY id")
+        return [(int(i), bytes(d)) for i, d in cur]
+
+    def load_outbox(self) -> list[OutRow]:
+        """Every unacknowledged payload, oldest first."""
+        cur = self._db.execute("SELECT id, target, data, spans, traces FROM outbox ORDER BY id")
+        return [(int(i), str(t), bytes(d), int(s), int(n)) for i, t, d, s, n in cur]
+
+    def file_bytes(self) -> int:
+        """The database file's size now (the figure ``max_bytes`` caps)."""
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
     def close(self) -> None:
-        """Close the database (WAL content is durable)."""
-        self._db.close()
+        """Retry pending deletes, then close (WAL content is durable). Never raises: a
+        shutdown on a full disk must still end cleanly; what could not be written is
+        what the next start replays."""
+        if self._pending_inbox or self._pending_outbox:
+            self._delete([], [])
+        try:
+            self._db.close()
+        except sqlite3.Error as exc:
+            log.error("disk queue %s: closing failed: %s", self.path, exc)
