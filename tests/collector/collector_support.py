@@ -112,6 +112,8 @@ class Sink:
     requests: list[ExportTraceServiceRequest] = field(default_factory=list)
     fail_http: list[int] = field(default_factory=list)
     """Status codes to answer (one per request) before accepting."""
+    fail_body: bytes = b""
+    """Body of those answers (a backend's error text may quote what it was sent)."""
     fail_grpc: list[grpc.StatusCode] = field(default_factory=list)
     delay: float = 0.0
     grpc_port: int = 0
@@ -146,7 +148,9 @@ class Sink:
             body = await request.read()
             if self.fail_http:
                 status = self.fail_http.pop(0)
-                return web.Response(status=status, headers={"Retry-After": "0"})
+                return web.Response(
+                    status=status, body=self.fail_body, headers={"Retry-After": "0"}
+                )
             await asyncio.sleep(self.delay)
             self.requests.append(ExportTraceServiceRequest.FromString(body))
             return web.Response(

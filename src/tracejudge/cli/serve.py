@@ -57,6 +57,17 @@ from tracejudge.collector.config import ConfigError, build_config, load_config_f
     "--passthrough/--no-passthrough", default=None, help="Forward at once + verdict span."
 )
 @click.option(
+    "--redact-attributes/--no-redact-attributes",
+    default=None,
+    help="Also redact secrets in forwarded span attributes.",
+)
+@click.option(
+    "--redact-pattern",
+    "redact_patterns",
+    multiple=True,
+    help="Extra regex to redact (repeatable), besides the built-in secret detectors.",
+)
+@click.option(
     "--verdicts-jsonl",
     help="Write verdicts as JSON lines to PATH, or - for stdout (the default when there is "
     "no --forward and no --output).",
@@ -81,6 +92,7 @@ def serve(config_file: Path | None, verbose: bool, **flags: Any) -> None:
     try:
         file_values = load_config_file(config_file) if config_file else {}
         flags["forward"] = list(flags["forward"]) or None
+        flags["redact_patterns"] = list(flags["redact_patterns"]) or None
         config = build_config(file_values, flags)
         if config.rules is None:
             raise ConfigError("rules: a rules file is required (--rules or rules: in --config)")

@@ -30,6 +30,7 @@ from tracejudge.collector.receivers import (
     start_grpc,
     start_http,
 )
+from tracejudge.collector.redact import LogScrubber
 from tracejudge.collector.sinks import JsonlSink, VerdictSink, WebhookSink
 from tracejudge.collector.stats import Stats, otlp_metric_reader
 from tracejudge.collector.store import DiskStore
@@ -63,6 +64,7 @@ class Collector:
         self._timer: asyncio.Task[None] | None = None
         self._stopped = asyncio.Event()
         self._stopping = False
+        self._log_filter: LogScrubber | None = None
 
     def snapshot(self) -> dict[str, Any]:
         """Counts for ``/metrics`` (and ``/healthz``)."""
@@ -137,6 +139,9 @@ class Collector:
         if cfg.webhook:
             sinks.append(WebhookSink(cfg.webhook, self.stats))
         self.pipeline = Pipeline(cfg, self.judge, queues, sinks, self.stats, self.store)
+        # Log lines can quote span content (exception texts, backend answers).
+        self._log_filter = LogScrubber(self.pipeline.scrubber)
+        log.addFilter(self._log_filter)
         self.pipeline.rules_version = str(
             getattr(getattr(self.judge, "ruleset", None), "version", "")
         )
@@ -192,6 +197,8 @@ class Collector:
                 await sink.close()
         if self.store is not None:
             self.store.close()
+        if self._log_filter is not None:
+            log.removeFilter(self._log_filter)
         self.stats.shutdown(0.1)
 
     async def _start_servers(self) -> None:
@@ -300,6 +307,8 @@ class Collector:
             self.store.close()
         # In a thread: a final metrics export to a dead endpoint must not block the loop.
         await asyncio.to_thread(self.stats.shutdown, max(0.1, end - loop.time()))
+        if self._log_filter is not None:
+            log.removeFilter(self._log_filter)
         self._stopped.set()
 
     async def serve_forever(self, announce: Callable[[str], None] | None = None) -> None:

@@ -107,6 +107,13 @@ class CollectorConfig:
     tick: float = 0.02
     """How often the decision timer runs; latency beyond the waits is at most one tick."""
     drop_content: bool = False
+    """Strip message and tool content from forwarded spans, and the values explanations
+    quote (after judging: the rules see everything)."""
+    redact_attributes: bool = False
+    """Also redact secrets in every string attribute of forwarded spans (explanations,
+    verdict lines, webhooks and logs are always scrubbed)."""
+    redact_patterns: list[str] = field(default_factory=list)
+    """Extra regular expressions to redact, besides the shared secret detectors."""
     passthrough: bool = False
     verdicts_jsonl: str | None = None
     webhook: str | None = None
@@ -185,7 +192,7 @@ _SIZES = {"max_buffered_bytes", "max_request_bytes", "max_queue_bytes", "max_bat
 _SIZES |= {"max_disk_queue_bytes"}
 _INTS = {"grpc_port", "http_port", "health_port", "max_traces", "max_spans_per_trace"}
 _INTS |= {"decided_cache_size"}
-_BOOLS = {"drop_content", "passthrough"}
+_BOOLS = {"drop_content", "passthrough", "redact_attributes"}
 _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint"}
 _PATHS = {"rules", "queue_dir", "baselines", "cases", "output"}
 
@@ -213,6 +220,16 @@ def _coerce(key: str, value: Any) -> Any:
         if not isinstance(value, str | Path):
             raise ConfigError(f"{key}: expected a path, got {value!r}")
         return Path(value)
+    if key == "redact_patterns":
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list | tuple) or not all(isinstance(p, str) for p in items):
+            raise ConfigError(f"redact_patterns: expected a list of regexes, got {value!r}")
+        for pattern in items:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(f"redact_patterns: {pattern!r} is not a regex: {exc}") from exc
+        return list(items)
     if key == "forward":
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list) or not all(isinstance(u, str) for u in items):
@@ -233,7 +250,7 @@ def build_config(file_values: dict[str, Any], overrides: dict[str, Any]) -> Coll
             key = raw_key.replace("-", "_")
             if key not in known:
                 raise ConfigError(f"unknown key {raw_key!r} (known: {', '.join(sorted(known))})")
-            if value is None or (key == "forward" and value in ((), [])):
+            if value is None or (key in ("forward", "redact_patterns") and value in ((), [])):
                 continue
             merged[key] = _coerce(key, value)
     return CollectorConfig(**merged).validate()

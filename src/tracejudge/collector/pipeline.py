@@ -28,6 +28,7 @@ from tracejudge.collector.otlp import (
     split_by_trace,
     to_records,
 )
+from tracejudge.collector.redact import Scrubber
 from tracejudge.collector.sinks import VerdictSink
 from tracejudge.collector.stamp import (
     Decision,
@@ -100,6 +101,7 @@ class Pipeline:
             max_spans_per_trace=config.max_spans_per_trace,
         )
         self.decided = DecisionCache(config.decided_cache_size)
+        self.scrubber = Scrubber(config.redact_patterns, drop_quoted=config.drop_content)
         self._inflight: dict[bytes, list[TraceFragment]] = {}
         """Traces taken from the buffer but not yet decided (the loop yields between chunks);
         spans arriving for them are held here and forwarded as late after the decision."""
@@ -219,21 +221,30 @@ class Pipeline:
             for payload, spans, traces, ready in payloads
         ]
 
+    def _outgoing(self, rs: ResourceSpans) -> bool:
+        """Apply ``drop_content`` and ``redact_attributes`` to a fragment about to be
+        forwarded; True if it changed (the one place both modes are applied)."""
+        changed = False
+        if self.config.drop_content:
+            changed = drop_content(rs)
+        if self.config.redact_attributes:
+            changed = self.scrubber.fragment(rs) or changed
+        return changed
+
     def _passthrough_payload(self, data: bytes) -> bytes:
-        """Passthrough forwards before judging, so content is dropped here (the buffered
-        copy keeps it for the judge)."""
-        if not self.config.drop_content:
+        """Passthrough forwards before judging, so content is dropped or redacted here
+        (the buffered copy keeps it for the judge)."""
+        if not (self.config.drop_content or self.config.redact_attributes):
             return frame(data)
         rs = ResourceSpans.FromString(data)
-        drop_content(rs)
+        self._outgoing(rs)
         return frame(rs.SerializeToString())
 
     def _late_payload(self, data: bytes, decision: Decision) -> bytes:
         rs = ResourceSpans.FromString(data)
         if not self.config.passthrough:
             stamp_late(rs, decision)
-        if self.config.drop_content:
-            drop_content(rs)
+        self._outgoing(rs)
         return frame(rs.SerializeToString())
 
     def replay_inbox(self, rows: Sequence[tuple[int, bytes]]) -> int:
@@ -335,6 +346,8 @@ class Pipeline:
         for v in verdicts:
             if not v.rules_version:
                 v.rules_version = self.rules_version
+            # Before anything is written: explanations quote arguments and results.
+            self.scrubber.verdict(v)
         pieces: list[tuple[bytes, int]] = []
         if self.config.passthrough:
             for v in verdicts:
@@ -345,7 +358,7 @@ class Pipeline:
         else:
             changed, decision = stamp(fragments, verdicts)
             for i, (raw, rs) in enumerate(zip(trace.fragments, fragments, strict=True)):
-                if self.config.drop_content and drop_content(rs):
+                if self._outgoing(rs):
                     changed.add(i)
                 spans = sum(len(ss.spans) for ss in rs.scope_spans)
                 pieces.append((frame(rs.SerializeToString() if i in changed else raw), spans))
@@ -385,7 +398,7 @@ class Pipeline:
         at all are not forwarded (see below).
         """
         self.stats.decision_errors += 1
-        message = f"deciding the trace failed: {type(exc).__name__}: {exc}"
+        message = self.scrubber.text(f"deciding the trace failed: {type(exc).__name__}: {exc}")
         pieces: list[tuple[bytes, int]] = []
         unparsed: list[bytes] = []
         parsed_spans = 0
@@ -401,8 +414,7 @@ class Pipeline:
             if self.config.passthrough:
                 continue  # its spans were forwarded on arrival
             root_id = root_id or mark_error(rs, message)
-            if self.config.drop_content:
-                drop_content(rs)
+            self._outgoing(rs)
             pieces.append((frame(rs.SerializeToString()), n))
         note = ""
         if unparsed and not self.config.passthrough:

@@ -20,6 +20,8 @@ from tracejudge.engine.checks.binding import flatten
 from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
 from tracejudge.model.run import ToolCall
+from tracejudge.redaction import DETECTORS
+from tracejudge.redaction import luhn_ok as luhn_ok
 
 
 class ToolAccess:
@@ -167,33 +169,8 @@ class Detector:
     luhn: bool = False
 
 
-BUILTIN_DETECTORS: dict[str, tuple[str, str]] = {
-    "api_key": (
-        "secret",
-        r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36}"
-        r"|xox[baprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35})",
-    ),
-    "bearer_token": ("secret", r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{16,}"),
-    "private_key": ("secret", r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----"),
-    "card_number": ("pii", r"\b\d(?:[ -]?\d){12,18}\b"),
-    "email": ("pii", r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b"),
-    "phone": ("pii", r"(?:\+\d{1,3}[ .-]?)?\(?\b\d{3}\)?[ .-]\d{3}[ .-]\d{4}\b"),
-}
-
-
-def luhn_ok(text: str) -> bool:
-    """The Luhn checksum of the digits in ``text`` (cuts card-number false positives)."""
-    digits = [int(ch) for ch in text if ch.isdigit()]
-    if not 13 <= len(digits) <= 19:
-        return False
-    total = 0
-    for pos, d in enumerate(reversed(digits)):
-        if pos % 2 == 1:
-            d *= 2
-            if d > 9:
-                d -= 9
-        total += d
-    return total % 10 == 0
+BUILTIN_DETECTORS = DETECTORS
+"""The built-in detectors (shared with the instrumentation and the collector)."""
 
 
 _SEP = "\n\x00\n"

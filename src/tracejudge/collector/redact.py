@@ -1,0 +1,174 @@
+"""Scrub secrets from what the collector writes itself.
+
+Spans reach the collector from any instrumentation, redacted or not, and the rules'
+explanations quote arguments and results (``lookup_order customer_id='Bearer ...' is
+outside the run's user_id``). Those explanations go onto forwarded spans, into verdict
+JSON lines and webhooks, so every verdict is scrubbed once, right after judging, with the
+shared detectors of ``tracejudge.redaction`` (the ones the ``sensitive_data`` rule and the
+instrumentation use). Under ``--drop-content`` the values an explanation quotes are
+dropped as well, since they are content. Optionally (``redact_attributes``) the string
+attributes of forwarded spans are scrubbed too; and a log filter scrubs the collector's
+log lines.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
+from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+
+from tracejudge import semconv as sc
+from tracejudge.engine.verdict import Finding, Verdict
+from tracejudge.redaction import Redactor
+
+DROPPED = "'[content dropped]'"
+"""What a quoted value in an explanation becomes under ``--drop-content``."""
+
+_OPENERS = frozenset(" =([{,:")
+"""Characters after which a quote opens a value (``repr`` output); elsewhere, as in
+``run's``, it is an apostrophe."""
+
+_CACHE_MAX = 4096
+
+
+def drop_quoted(text: str) -> str:
+    """Replace every quoted literal (what ``short()``/``repr`` writes for a string value)
+    with ``DROPPED``. A literal cut short by the explanation's length limit runs to the
+    end of the text and is dropped whole."""
+    if "'" not in text and '"' not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "'\"" and (i == 0 or text[i - 1] in _OPENERS):
+            j = i + 1
+            while j < n and text[j] != ch:
+                j += 2 if text[j] == "\\" else 1
+            out.append(DROPPED)
+            i = j + 1
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+class Scrubber:
+    """Redacts secrets (and, with ``drop_quoted``, quoted values) in collector output."""
+
+    def __init__(self, patterns: Sequence[str] = (), *, drop_quoted: bool = False) -> None:
+        self.redactor = Redactor(patterns)
+        self.drop_quoted = drop_quoted
+        self._cache: dict[str, str] = {}
+        self.redacted = 0
+        """Secrets replaced so far (explanations, attributes, log lines)."""
+
+    def text(self, text: str) -> str:
+        """The scrubbed text (cached: explanations repeat across runs)."""
+        if not text:
+            return text
+        hit = self._cache.get(text)
+        if hit is not None:
+            return hit
+        out, count = self.redactor.redact(text)
+        self.redacted += count
+        if self.drop_quoted:
+            out = drop_quoted(out)
+        if len(self._cache) >= _CACHE_MAX:
+            self._cache.clear()
+        self._cache[text] = out
+        return out
+
+    def verdict(self, v: Verdict) -> None:
+        """Scrub a fresh verdict in place: findings, the primary finding, rule outcomes
+        and the error text."""
+        if v.findings:
+            mapped = {id(f): self._finding(f) for f in v.findings}
+            v.findings = [mapped[id(f)] for f in v.findings]
+            if v.primary is not None:
+                v.primary = mapped.get(id(v.primary)) or self._finding(v.primary)
+        elif v.primary is not None:
+            v.primary = self._finding(v.primary)
+        for o in v.outcomes:
+            if o.explanation:
+                o.explanation = self.text(o.explanation)
+        if v.error:
+            v.error = self.text(v.error)
+
+    def _finding(self, f: Finding) -> Finding:
+        clean = self.text(f.explanation)
+        if clean == f.explanation:
+            return f
+        return Finding(
+            f.code, f.severity, f.layer, f.rule_id, f.span_ids, clean, f.step_index, f.absent
+        )
+
+    def fragment(self, rs: ResourceSpans) -> bool:
+        """Redact secrets in every string attribute of the fragment's spans and events;
+        a span that changed gets ``tracejudge.content.redacted`` (added to the count an
+        instrumentation may have set). True if anything changed."""
+        changed = False
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                n = self._attributes(span.attributes)
+                for ev in span.events:
+                    n += self._attributes(ev.attributes)
+                if n:
+                    changed = True
+                    self._count(span.attributes, n)
+        return changed
+
+    def _attributes(self, kvs: RepeatedCompositeFieldContainer[KeyValue]) -> int:
+        total = 0
+        for kv in kvs:
+            value = kv.value
+            if value.WhichOneof("value") != "string_value":
+                continue
+            out, count = self.redactor.redact(value.string_value)
+            if count:
+                value.string_value = out
+                total += count
+        self.redacted += total
+        return total
+
+    @staticmethod
+    def _count(kvs: RepeatedCompositeFieldContainer[KeyValue], n: int) -> None:
+        for kv in kvs:
+            if kv.key == sc.TRACEJUDGE_CONTENT_REDACTED:
+                kv.value.int_value = kv.value.int_value + n
+                return
+        kvs.add(key=sc.TRACEJUDGE_CONTENT_REDACTED).value.int_value = n
+
+
+class LogScrubber(logging.Filter):
+    """Scrubs secrets from the collector's log records (messages, arguments, tracebacks):
+    exception texts and backend answers can quote span content."""
+
+    def __init__(self, scrubber: Scrubber) -> None:
+        super().__init__("tracejudge.collector")
+        self.scrubber = scrubber
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite the record with its message scrubbed (never drops a record)."""
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string is logging's own problem to report
+            return True
+        redactor = self.scrubber.redactor
+        clean, count = redactor.redact(message)
+        if record.exc_info and record.exc_info[1] is not None:
+            formatter = logging.Formatter()
+            text, n = redactor.redact(formatter.formatException(record.exc_info))
+            if n:
+                record.exc_text = text
+                record.exc_info = None
+                count += n
+        if count:
+            record.msg = clean
+            record.args = None
+            self.scrubber.redacted += count
+        return True
