@@ -81,6 +81,13 @@ from tracejudge.collector.config import ConfigError, build_config, load_config_f
 @click.option("--max-queue-bytes", help="Forward queue size per backend before back-pressure.")
 @click.option("--max-disk-queue-bytes", help="Cap on the --queue-dir database file (e.g. 1GiB).")
 @click.option("--shutdown-timeout", help="How long SIGTERM may spend flushing (default 10s).")
+@click.option("--http-header-timeout", help="Time to send a request head (default 10s).")
+@click.option("--http-body-timeout", help="Time to send a request body (default 30s).")
+@click.option("--http-idle-timeout", help="Idle keep-alive connection lifetime (default 60s).")
+@click.option(
+    "--http-max-connections-per-client", type=int, help="Connections per client (default 256)."
+)
+@click.option("--grpc-max-connection-age", help="GOAWAY gRPC connections this old (default never).")
 @click.option("--metrics-otlp-endpoint", help="Export collector metrics over OTLP/HTTP here.")
 @click.option("-v", "--verbose", is_flag=True, help="Log at INFO level.")
 def serve(config_file: Path | None, verbose: bool, **flags: Any) -> None:

@@ -22,14 +22,10 @@ from tracejudge._build import build_kind
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.file_target import FileTarget
 from tracejudge.collector.forward import ForwardTarget, Item, TargetQueue, make_target
+from tracejudge.collector.http_guard import GuardLimits, GuardStats, HttpServer, start_guarded
 from tracejudge.collector.judge import Judge, load_judge
 from tracejudge.collector.pipeline import Pipeline
-from tracejudge.collector.receivers import (
-    health_routes,
-    receiver_app,
-    start_grpc,
-    start_http,
-)
+from tracejudge.collector.receivers import GrpcLimits, health_routes, receiver_app, start_grpc
 from tracejudge.collector.redact import LogScrubber
 from tracejudge.collector.sinks import JsonlSink, VerdictSink, WebhookSink
 from tracejudge.collector.stats import Stats, otlp_metric_reader
@@ -60,7 +56,9 @@ class Collector:
         self.http_port = 0
         self.health_port: int | None = None
         self._grpc: Any = None
-        self._runners: list[web.AppRunner] = []
+        self._runners: list[HttpServer] = []
+        self.http_guard = GuardStats()
+        """Connections the OTLP/HTTP (and health) listeners closed or refused."""
         self._timer: asyncio.Task[None] | None = None
         self._stopped = asyncio.Event()
         self._stopping = False
@@ -107,6 +105,11 @@ class Collector:
             decisions_waiting=p.decisions_waiting() if p else False,
             targets=targets,
             disk_queue=disk,
+            http_connections={
+                "open": sum(self.http_guard.clients.values()),
+                "timed_out": self.http_guard.timed_out,
+                "refused": self.http_guard.refused,
+            },
         )
 
     async def start(self, announce: Callable[[str], None] | None = None) -> None:
@@ -204,20 +207,38 @@ class Collector:
     async def _start_servers(self) -> None:
         cfg = self.config
         assert self.pipeline is not None
+        grpc_limits = GrpcLimits(
+            keepalive_time=cfg.grpc_keepalive_time,
+            keepalive_timeout=cfg.grpc_keepalive_timeout,
+            max_connection_idle=cfg.grpc_max_connection_idle,
+            max_connection_age=cfg.grpc_max_connection_age,
+            max_connection_age_grace=cfg.grpc_max_connection_age_grace,
+            handshake_timeout=cfg.grpc_handshake_timeout,
+        )
         self._grpc, self.grpc_port = await start_grpc(
-            self.pipeline, cfg.host, cfg.grpc_port, cfg.max_request_bytes
+            self.pipeline, cfg.host, cfg.grpc_port, cfg.max_request_bytes, grpc_limits
         )
-        runner, self.http_port = await start_http(
-            receiver_app(self.pipeline, cfg.max_request_bytes, self.snapshot),
-            cfg.host,
-            cfg.http_port,
+        limits = GuardLimits(
+            idle_timeout=cfg.http_idle_timeout,
+            header_timeout=cfg.http_header_timeout,
+            max_per_client=cfg.http_max_connections_per_client,
         )
-        self._runners.append(runner)
+        app = receiver_app(
+            self.pipeline, cfg.max_request_bytes, self.snapshot, cfg.http_body_timeout
+        )
+        server = await start_guarded(
+            app, cfg.host, cfg.http_port, limits, self.http_guard, "OTLP/HTTP"
+        )
+        self.http_port = server.port
+        self._runners.append(server)
         if cfg.health_port is not None:
-            app = web.Application()
-            health_routes(app, self.snapshot)
-            runner, self.health_port = await start_http(app, cfg.host, cfg.health_port, "health")
-            self._runners.append(runner)
+            health = web.Application()
+            health_routes(health, self.snapshot)
+            server = await start_guarded(
+                health, cfg.host, cfg.health_port, limits, self.http_guard, "health"
+            )
+            self.health_port = server.port
+            self._runners.append(server)
 
     def _replay(self, store: DiskStore, queues: list[TargetQueue]) -> None:
         assert self.pipeline is not None

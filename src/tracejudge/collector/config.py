@@ -135,6 +135,27 @@ class CollectorConfig:
     retry_after_hint: float = 1.0
     """Retry-After sent to clients when the collector throttles them."""
     shutdown_timeout: float = 10.0
+    http_idle_timeout: float = 60.0
+    """An OTLP/HTTP connection must start a request this soon after opening or after its
+    previous answer (aiohttp's keep-alive timeout too)."""
+    http_header_timeout: float = 10.0
+    """A request head must be complete this soon after its first byte (slowloris)."""
+    http_body_timeout: float = 30.0
+    """A request body must be complete this soon after its head (408 otherwise)."""
+    http_max_connections_per_client: int = 256
+    """Open OTLP/HTTP connections one client address may hold; more are refused."""
+    grpc_keepalive_time: float = 60.0
+    """The gRPC server pings a connection idle this long..."""
+    grpc_keepalive_timeout: float = 20.0
+    """...and drops it when the ping is not answered this soon."""
+    grpc_max_connection_idle: float | None = 300.0
+    """A gRPC connection with no call this long is closed (None: never)."""
+    grpc_max_connection_age: float | None = None
+    """A gRPC connection older than this gets a GOAWAY (None: never, as otelcol)."""
+    grpc_max_connection_age_grace: float = 10.0
+    """Time calls in flight get after that GOAWAY."""
+    grpc_handshake_timeout: float = 10.0
+    """A gRPC connection must finish its HTTP/2 handshake this soon."""
     metrics_otlp_endpoint: str | None = None
     metrics_interval: float = 10.0
 
@@ -165,7 +186,25 @@ class CollectorConfig:
             raise ConfigError(f"baselines: {self.baselines} is not a directory")
         if self.cases is not None and not Path(self.cases).is_file():
             raise ConfigError(f"cases: {self.cases} is not a file")
-        for name in ("max_traces", "max_spans_per_trace", "decided_cache_size"):
+        for name in (
+            "http_idle_timeout",
+            "http_header_timeout",
+            "http_body_timeout",
+            "grpc_keepalive_time",
+            "grpc_keepalive_timeout",
+            "grpc_max_connection_idle",
+            "grpc_max_connection_age",
+            "grpc_handshake_timeout",
+        ):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ConfigError(f"{name}: must be positive")
+        for name in (
+            "max_traces",
+            "max_spans_per_trace",
+            "decided_cache_size",
+            "http_max_connections_per_client",
+        ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive")
         if self.max_disk_queue_bytes is not None and self.queue_dir is None:
@@ -187,11 +226,20 @@ _DURATIONS = {
     "retry_after_hint",
     "shutdown_timeout",
     "metrics_interval",
+    "http_idle_timeout",
+    "http_header_timeout",
+    "http_body_timeout",
+    "grpc_keepalive_time",
+    "grpc_keepalive_timeout",
+    "grpc_max_connection_idle",
+    "grpc_max_connection_age",
+    "grpc_max_connection_age_grace",
+    "grpc_handshake_timeout",
 }
 _SIZES = {"max_buffered_bytes", "max_request_bytes", "max_queue_bytes", "max_batch_bytes"}
 _SIZES |= {"max_disk_queue_bytes"}
 _INTS = {"grpc_port", "http_port", "health_port", "max_traces", "max_spans_per_trace"}
-_INTS |= {"decided_cache_size"}
+_INTS |= {"decided_cache_size", "http_max_connections_per_client"}
 _BOOLS = {"drop_content", "passthrough", "redact_attributes"}
 _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint"}
 _PATHS = {"rules", "queue_dir", "baselines", "cases", "output"}

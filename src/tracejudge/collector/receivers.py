@@ -9,11 +9,13 @@ decompressed as a stream with a cap (a zip bomb gets 413, not an OOM), 400 with 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import grpc
@@ -113,14 +115,55 @@ async def _unavailable(
     raise AssertionError("abort returned")  # pragma: no cover - abort always raises
 
 
-async def start_grpc(pipeline: Pipeline, host: str, port: int, max_bytes: int) -> tuple[Any, int]:
+@dataclass(slots=True)
+class GrpcLimits:
+    """gRPC connection settings (seconds; None: no limit). See ``grpc_options``."""
+
+    keepalive_time: float
+    keepalive_timeout: float
+    max_connection_idle: float | None
+    max_connection_age: float | None
+    max_connection_age_grace: float
+    handshake_timeout: float
+
+
+def grpc_options(max_bytes: int, limits: GrpcLimits) -> list[tuple[str, int]]:
+    """The grpc-core channel arguments for the receiver.
+
+    The server pings an idle connection every ``keepalive_time`` and drops it when no
+    answer comes within ``keepalive_timeout`` (a dead client or NAT); a connection with no
+    call for ``max_connection_idle`` is closed, and one older than ``max_connection_age``
+    gets a GOAWAY (calls in flight get ``max_connection_age_grace``), which spreads
+    clients over new instances behind a load balancer; a connection that has not finished
+    its HTTP/2 handshake within ``handshake_timeout`` is dropped.
+    """
+
+    def ms(seconds: float) -> int:
+        return max(1, int(seconds * 1000))
+
+    opts = [
+        ("grpc.max_receive_message_length", max_bytes),
+        ("grpc.so_reuseport", 0),
+        ("grpc.keepalive_time_ms", ms(limits.keepalive_time)),
+        ("grpc.keepalive_timeout_ms", ms(limits.keepalive_timeout)),
+        ("grpc.server_handshake_timeout_ms", ms(limits.handshake_timeout)),
+        # Clients may ping as often as every 10 s without a call (OTel SDKs ping at 30 s+).
+        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+        ("grpc.keepalive_permit_without_calls", 1),
+    ]
+    if limits.max_connection_idle is not None:
+        opts.append(("grpc.max_connection_idle_ms", ms(limits.max_connection_idle)))
+    if limits.max_connection_age is not None:
+        opts.append(("grpc.max_connection_age_ms", ms(limits.max_connection_age)))
+        opts.append(("grpc.max_connection_age_grace_ms", ms(limits.max_connection_age_grace)))
+    return opts
+
+
+async def start_grpc(
+    pipeline: Pipeline, host: str, port: int, max_bytes: int, limits: GrpcLimits
+) -> tuple[Any, int]:
     """Start the gRPC server; returns it and the bound port (0 picks a free one)."""
-    server = grpc.aio.server(
-        options=[
-            ("grpc.max_receive_message_length", max_bytes),
-            ("grpc.so_reuseport", 0),
-        ]
-    )
+    server = grpc.aio.server(options=grpc_options(max_bytes, limits))
     server.add_generic_rpc_handlers((grpc_handler(pipeline),))
     # Try the address with a plain socket first: when grpc's C core fails to bind, it
     # writes its own log line (``E... add_port.cc ... Failed to add port``) straight to
@@ -143,8 +186,21 @@ async def start_grpc(pipeline: Pipeline, host: str, port: int, max_bytes: int) -
 # --- HTTP ------------------------------------------------------------------------------
 
 
-async def read_body(request: web.Request, gzip: bool, cap: int) -> bytes:
-    """Read the body, decompressing gzip as a stream, refusing more than ``cap`` bytes."""
+class BodyTimeout(Exception):
+    """The body did not arrive within the body timeout (a short or stalled body)."""
+
+
+async def read_body(request: web.Request, gzip: bool, cap: int, timeout: float) -> bytes:
+    """Read the body within ``timeout`` seconds, decompressing gzip as a stream, refusing
+    more than ``cap`` bytes. A Content-Length larger than what is sent, or a chunked body
+    that stops, would otherwise hold the connection forever."""
+    try:
+        return await asyncio.wait_for(_read_body(request, gzip, cap), timeout)
+    except asyncio.TimeoutError:
+        raise BodyTimeout(f"request body not received within {timeout:g}s") from None
+
+
+async def _read_body(request: web.Request, gzip: bool, cap: int) -> bytes:
     out = bytearray()
     raw = 0
     d = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzip else None
@@ -186,7 +242,9 @@ def _status_response(
     return web.Response(body=body, status=http, content_type=PROTOBUF, headers=headers)
 
 
-def traces_handler(pipeline: Pipeline, cap: int) -> Callable[[web.Request], Any]:
+def traces_handler(
+    pipeline: Pipeline, cap: int, body_timeout: float
+) -> Callable[[web.Request], Any]:
     """The ``/v1/traces`` handler."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
@@ -208,7 +266,11 @@ def traces_handler(pipeline: Pipeline, cap: int) -> Callable[[web.Request], Any]
             pipeline.throttled()
             return _status_response(503, code_pb2.UNAVAILABLE, str(exc), ctype, exc.retry_after)
         try:
-            body = await read_body(request, encoding == "gzip", cap)
+            body = await read_body(request, encoding == "gzip", cap, body_timeout)
+        except BodyTimeout as exc:
+            resp = _status_response(408, code_pb2.DEADLINE_EXCEEDED, str(exc), ctype)
+            resp.force_close()  # the rest of the body may still come: drop the connection
+            return resp
         except TooLarge:
             return _status_response(
                 413, code_pb2.RESOURCE_EXHAUSTED, f"request body exceeds {cap} bytes", ctype
@@ -253,29 +315,11 @@ def health_routes(app: web.Application, snapshot: Callable[[], dict[str, Any]]) 
     app.router.add_get("/metrics", metrics)
 
 
-async def start_http(
-    app: web.Application, host: str, port: int, what: str = "OTLP/HTTP"
-) -> tuple[web.AppRunner, int]:
-    """Start an aiohttp app; returns the runner and the bound port. ``what`` names the
-    listener in a bind error."""
-    # auto_decompress off: we inflate gzip ourselves with a running cap and clear 400s.
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, auto_decompress=False)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True)
-    try:
-        await site.start()
-    except OSError as exc:
-        await runner.cleanup()
-        raise OSError(f"cannot bind {what} on {host}:{port}: {_reason(exc)}") from exc
-    bound = int(runner.addresses[0][1])
-    return runner, bound
-
-
 def receiver_app(
-    pipeline: Pipeline, cap: int, snapshot: Callable[[], dict[str, Any]]
+    pipeline: Pipeline, cap: int, snapshot: Callable[[], dict[str, Any]], body_timeout: float
 ) -> web.Application:
     """The OTLP/HTTP app (``/v1/traces``) with the health routes."""
     app = web.Application(client_max_size=cap)
-    app.router.add_route("*", "/v1/traces", traces_handler(pipeline, cap))
+    app.router.add_route("*", "/v1/traces", traces_handler(pipeline, cap, body_timeout))
     health_routes(app, snapshot)
     return app
