@@ -120,6 +120,7 @@ class Collector:
         cfg = self.config
         if cfg.queue_dir is not None:
             self.store = DiskStore(cfg.queue_dir, cfg.max_disk_queue_bytes)
+            self.store.decided_keep = cfg.decided_cache_size
         targets: list[ForwardTarget] = [
             make_target(url, cfg.forward_timeout) for url in cfg.forward
         ]
@@ -256,6 +257,7 @@ class Collector:
                 "disk queue: %d payloads for targets no longer configured are kept on disk",
                 len(orphans),
             )
+        self.pipeline.restore_decisions(store.load_decided())
         inbox = store.load_inbox()
         quarantined = self.pipeline.replay_inbox(inbox)
         if outbox or inbox:

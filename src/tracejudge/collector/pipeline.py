@@ -8,6 +8,7 @@ receivers (the tail-sampling failure mode where ingest and decisions fight for o
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 from collections.abc import Sequence
@@ -247,6 +248,15 @@ class Pipeline:
         self._outgoing(rs)
         return frame(rs.SerializeToString())
 
+    def restore_decisions(self, rows: Sequence[tuple[bytes, str, str]]) -> None:
+        """Load decisions remembered by the disk queue (oldest first), so spans arriving
+        after a restart for a trace judged before it get that verdict, not a second one."""
+        for tid, verdict, codes in rows:
+            try:
+                self.decided.put(tid, decision_from_json(verdict, codes))
+            except ValueError:
+                log.warning("disk queue: skipping an unreadable decision for %s", tid.hex())
+
     def replay_inbox(self, rows: Sequence[tuple[int, bytes]]) -> int:
         """Re-buffer fragments persisted before a restart (their timers start now).
 
@@ -289,6 +299,7 @@ class Pipeline:
         self,
         payloads: list[tuple[bytes, int, int, float | None]],
         decided_trace_ids: list[bytes],
+        decisions: Sequence[Decision] = (),
     ) -> None:
         """Hand decided payloads to the forward queues, moving their traces from inbox to
         outbox first. When the disk refuses that commit, the payloads travel in memory and
@@ -300,6 +311,10 @@ class Pipeline:
                 ids = self.store.commit_decisions(
                     decided_trace_ids,
                     [(q.target.url, it.payload, it.spans, it.traces) for q, it in rows],
+                    [
+                        (tid, d.verdict, decision_codes_json(d))
+                        for tid, d in zip(decided_trace_ids, decisions, strict=True)
+                    ],
                 )
             except StoreError:
                 if decided_trace_ids:
@@ -491,6 +506,7 @@ class Pipeline:
         payloads: list[tuple[bytes, int, int, float | None]] = []
         records: list[dict[str, Any]] = []
         decided: list[bytes] = []
+        decisions: list[Decision] = []
         size = 0
         parked = False
         for n, t in enumerate(traces[start : start + _CHUNK]):
@@ -520,7 +536,8 @@ class Pipeline:
             payloads.extend(items)
             self.stats.count("late", sum(f.spans for f in held))
             decided.append(t.trace_id)
-        self._enqueue(payloads, decided)
+            decisions.append(outcome.decision)
+        self._enqueue(payloads, decided, decisions)
         for sink in self.sinks:
             sink.emit(records)
         return parked
@@ -576,6 +593,20 @@ class Pipeline:
     def queue_depth(self) -> int:
         """Spans waiting in all forward queues."""
         return sum(q.spans for q in self.queues)
+
+
+def decision_codes_json(d: Decision) -> str:
+    """A decision's failure codes as JSON (span id hex -> codes), for the disk queue."""
+    return json.dumps({sid.hex(): codes for sid, codes in d.codes_by_span.items()})
+
+
+def decision_from_json(verdict: str, codes: str) -> Decision:
+    """The inverse of ``decision_codes_json``; ``ValueError`` when unreadable."""
+    raw = json.loads(codes)
+    if not isinstance(raw, dict):
+        raise ValueError("codes: not an object")
+    by_span = {bytes.fromhex(k): [str(c) for c in v] for k, v in raw.items()}
+    return Decision(verdict, by_span)
 
 
 def _valid_trace_id(tid: bytes) -> bool:

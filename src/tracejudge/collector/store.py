@@ -32,12 +32,18 @@ CREATE TABLE IF NOT EXISTS outbox (
   id INTEGER PRIMARY KEY, target TEXT NOT NULL, data BLOB NOT NULL,
   spans INTEGER NOT NULL, traces INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS decided (
+  trace_id BLOB PRIMARY KEY, verdict TEXT NOT NULL, codes TEXT NOT NULL, seq INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS decided_seq ON decided(seq);
 """
 
 OutRow = tuple[int, str, bytes, int, int]
 """(row id, target URL, framed payload, span count, trace count)."""
 NewOutRow = tuple[str, bytes, int, int]
 """(target URL, framed payload, span count, trace count) of a payload to persist."""
+DecidedRow = tuple[bytes, str, str]
+"""(trace id, verdict, JSON of the failure codes by span id hex) of a decided trace."""
 
 _LOG_EVERY = 10.0
 """Seconds between repeated disk-fault log lines (a full disk fails every request)."""
@@ -79,6 +85,9 @@ class DiskStore:
         """Failed writes since start (each also failed a request, or was retried)."""
         self.last_error: str | None = None
         """The latest fault, cleared by the next successful write."""
+        self.decided_keep = 100_000
+        """Decided rows kept (the collector sets its ``decided_cache_size``)."""
+        self._seq = int(self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM decided").fetchone()[0])
         self._pending_inbox: list[bytes] = []
         self._pending_outbox: list[int] = []
         self._logged_at = -_LOG_EVERY
@@ -153,9 +162,15 @@ class DiskStore:
             ids.append(int(cur.lastrowid or 0))
         return ids
 
-    def commit_decisions(self, trace_ids: Sequence[bytes], rows: Sequence[NewOutRow]) -> list[int]:
-        """Move decided traces from inbox to outbox atomically; returns the outbox ids.
-        On ``StoreError`` nothing changed: the inbox rows still hold the traces."""
+    def commit_decisions(
+        self,
+        trace_ids: Sequence[bytes],
+        rows: Sequence[NewOutRow],
+        decided: Sequence[DecidedRow] = (),
+    ) -> list[int]:
+        """Move decided traces from inbox to outbox atomically, remembering their
+        decisions (so spans arriving after a restart get the same verdict); returns the
+        outbox ids. On ``StoreError`` nothing changed: the inbox rows still hold the traces."""
         try:
             with self._db:
                 self._db.execute("BEGIN")
@@ -164,11 +179,23 @@ class DiskStore:
                     "DELETE FROM inbox WHERE trace_id = ?", ((t,) for t in trace_ids)
                 )
                 ids = self._insert_outbox(rows)
+                if decided:
+                    self._remember(decided)
         except sqlite3.Error as exc:
             raise self._fault("committing decisions", exc) from exc
         self._pending_done()
         self._ok()
         return ids
+
+    def _remember(self, decided: Sequence[DecidedRow]) -> None:
+        first = self._seq + 1
+        self._db.executemany(
+            "INSERT OR REPLACE INTO decided (trace_id, verdict, codes, seq) VALUES (?, ?, ?, ?)",
+            ((t, v, c, first + n) for n, (t, v, c) in enumerate(decided)),
+        )
+        self._seq += len(decided)
+        if self._seq % 1024 < len(decided):  # prune now and then, not on every commit
+            self._db.execute("DELETE FROM decided WHERE seq <= ?", (self._seq - self.decided_keep,))
 
     def release_inbox(self, trace_ids: Sequence[bytes]) -> None:
         """Forget inbox rows of traces every target now has (their decision commit had
@@ -225,6 +252,14 @@ class DiskStore:
         """Every undecided fragment with its row id, oldest first."""
         cur = self._db.execute("SELECT id, data FROM inbox ORDER BY id")
         return [(int(i), bytes(d)) for i, d in cur]
+
+    def load_decided(self) -> list[DecidedRow]:
+        """The remembered decisions, oldest first (at most ``decided_keep``)."""
+        cur = self._db.execute(
+            "SELECT trace_id, verdict, codes FROM decided WHERE seq > ? ORDER BY seq",
+            (self._seq - self.decided_keep,),
+        )
+        return [(bytes(t), str(v), str(c)) for t, v, c in cur]
 
     def load_outbox(self) -> list[OutRow]:
         """Every unacknowledged payload, oldest first."""
