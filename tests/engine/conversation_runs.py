@@ -101,6 +101,7 @@ def convo(script: list[User | Say], **kw: Any) -> Run:
     fields: dict[str, Any] = {
         "final_answer_step_index": answer_step,
         "turns": turns,
+        "conversation_built": True,  # the turns are given, not rebuilt from model messages
     }
     fields.update(kw)
     final = fields.pop("answer", answer)

@@ -193,7 +193,8 @@ def test_no_user_turns_is_insufficient_evidence_never_a_pass() -> None:
     assert codes(v) == ["F-EVIDENCE-NO_CONVERSATION"]
     assert v.verdict == "warn"
     assert v.primary.span_ids == (span(0),)
-    assert "no conversation was captured" in v.primary.explanation
+    # the final answer is the only turn there is (no model call's messages were captured)
+    assert "no user turn" in v.primary.explanation
     # turns, but only the agent speaking: no user to confirm anything
     v = _judge(RULE, [say("Cancelling now.", CANCEL), say("Done.")])
     assert codes(v) == ["F-EVIDENCE-NO_CONVERSATION"]

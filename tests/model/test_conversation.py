@@ -14,7 +14,7 @@ from typing import Any
 from tests.model.model_helpers import Recorder, recorder
 from tracejudge import semconv as sc
 from tracejudge.model import Run, ToolCall, build_runs, load_traces, spans_from_sdk
-from tracejudge.model.conversation import merge_conversations
+from tracejudge.model.conversation import merge_conversations, turns_of
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,6 +56,7 @@ def _tool(rec: Recorder, name: str, call_id: str, args: dict[str, Any], result: 
 def _run(rec: Recorder) -> Run:
     runs = build_runs(spans_from_sdk(rec.spans()))
     assert len(runs) == 1
+    turns_of(runs[0])  # builds the conversation (and each call's request_turn)
     return runs[0]
 
 
@@ -87,7 +88,7 @@ def test_each_message_once_in_order_with_the_step_that_showed_it() -> None:
     with recorder() as rec:
         _cancel_conversation(rec)
         run = _run(rec)
-    roles = [(t.role, t.text) for t in run.turns]
+    roles = [(t.role, t.text) for t in turns_of(run)]
     assert roles == [
         ("system", "You are an airline agent."),
         ("user", "Cancel reservation R1 please"),
@@ -99,23 +100,27 @@ def test_each_message_once_in_order_with_the_step_that_showed_it() -> None:
         ("tool", None),
         ("assistant", "R1 has been cancelled."),
     ]
-    assert [t.index for t in run.turns] == list(range(9))
+    assert [t.index for t in turns_of(run)] == list(range(9))
     # steps: chat0, chat1, chat2, tool3, chat4
-    assert [t.step_index for t in run.turns] == [0, 0, 0, 1, 1, 2, 2, 4, 4]
-    assert run.turns[6].tool_calls[0].name == "cancel_reservation"
-    assert run.turns[7].call_id == "c1"
-    assert run.turns[7].result == {"status": "cancelled"}
+    assert [t.step_index for t in turns_of(run)] == [0, 0, 0, 1, 1, 2, 2, 4, 4]
+    assert turns_of(run)[6].tool_calls[0].name == "cancel_reservation"
+    assert turns_of(run)[7].call_id == "c1"
+    assert turns_of(run)[7].result == {"status": "cancelled"}
     call = run.steps[3]
     assert isinstance(call, ToolCall)
     assert call.request_turn == 6
-    assert [t.text for t in run.user_turns] == ["Cancel reservation R1 please", "yes", "yes"]
+    assert [t.text for t in [t for t in turns_of(run) if t.role == "user"]] == [
+        "Cancel reservation R1 please",
+        "yes",
+        "yes",
+    ]
 
 
 def test_a_trimmed_history_still_yields_each_message_once() -> None:
     with recorder() as rec:
         _cancel_conversation(rec, history="trimmed")
         run = _run(rec)
-    assert [t.role for t in run.turns] == [
+    assert [t.role for t in turns_of(run)] == [
         "system", "user", "assistant", "user", "assistant", "user", "assistant", "tool",
         "assistant",
     ]  # fmt: skip
@@ -132,8 +137,8 @@ def test_tool_results_inside_user_messages_are_tool_turns() -> None:
             _chat(rec, [ask], [req])
             _chat(rec, [ask, req, res], [_text("assistant", "Refunded.")])
         run = _run(rec)
-    assert [t.role for t in run.turns] == ["user", "assistant", "tool", "assistant"]
-    assert [t.text for t in run.user_turns] == ["Refund A1"]
+    assert [t.role for t in turns_of(run)] == ["user", "assistant", "tool", "assistant"]
+    assert [t.text for t in [t for t in turns_of(run) if t.role == "user"]] == ["Refund A1"]
 
 
 def test_repeated_call_ids_pair_in_order() -> None:
@@ -162,7 +167,7 @@ def test_the_agent_spans_own_answer_is_the_last_turn() -> None:
             )
             _chat(rec, [_text("user", "cancel R1")], [_text("assistant", "draft")])
         run = _run(rec)
-    assert [(t.role, t.text, t.step_index) for t in run.turns] == [
+    assert [(t.role, t.text, t.step_index) for t in turns_of(run)] == [
         ("user", "cancel R1", 0),
         ("assistant", "draft", 0),
         ("assistant", "Done: R1 cancelled.", 1),
@@ -191,7 +196,7 @@ def test_runs_of_one_conversation_across_traces_merge() -> None:
     assert len(merged) == 1
     run = merged[0]
     assert run.conversation_id == "conv-7"
-    assert [t.role for t in run.turns] == ["user", "assistant", "user", "assistant"]
+    assert [t.role for t in turns_of(run)] == ["user", "assistant", "user", "assistant"]
     assert run.tool_calls[0].request_turn == 3
     assert [n.code for n in run.notes if n.code == "merged_conversation"] == ["merged_conversation"]
 
@@ -200,12 +205,13 @@ def test_real_instrumented_refund_trace() -> None:
     """A trace recorded from the real OpenAI SDK under tracejudge.instrument()."""
     traces = load_traces(REPO / "examples/refund/traces/healthy.json")
     (run,) = build_runs(next(iter(traces.values())))
-    assert [t.role for t in run.turns][:3] == ["system", "user", "assistant"]
-    assert run.turns[-1].role == "assistant"
-    assert "refund" in (run.turns[-1].text or "").lower()
+    turns_of(run)
+    assert [t.role for t in turns_of(run)][:3] == ["system", "user", "assistant"]
+    assert turns_of(run)[-1].role == "assistant"
+    assert "refund" in (turns_of(run)[-1].text or "").lower()
     assert all(c.request_turn is not None for c in run.tool_calls)
     requested = [
-        run.turns[c.request_turn].tool_calls[0].name
+        turns_of(run)[c.request_turn].tool_calls[0].name
         for c in run.tool_calls
         if c.request_turn is not None
     ]

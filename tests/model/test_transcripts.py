@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tracejudge.model import OtlpDecodeError, build_runs, load_spans, load_traces
+from tracejudge.model.conversation import turns_of
 from tracejudge.model.transcripts import TranscriptMeta, spans_from_chat, tau_clock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,6 +36,7 @@ def _transcript() -> list[dict[str, Any]]:
 def test_a_chat_transcript_is_a_run_with_its_conversation() -> None:
     meta = TranscriptMeta(case_id="case-1", tool_error_prefixes=("Error:",))
     (run,) = build_runs(spans_from_chat(_transcript(), meta))
+    turns_of(run)
     assert run.case_id == "case-1"
     assert [s.kind for s in run.steps] == ["model", "model", "tool", "model"]
     (call,) = run.tool_calls
@@ -43,11 +45,11 @@ def test_a_chat_transcript_is_a_run_with_its_conversation() -> None:
     assert call.status == "error"
     assert call.result == "Error: too late"
     assert call.request_turn == 4
-    assert [t.role for t in run.turns] == [
+    assert [t.role for t in turns_of(run)] == [
         "system", "user", "assistant", "user", "assistant", "tool", "assistant",
     ]  # fmt: skip
     assert run.final_answer == "Sorry, R1 could not be cancelled."
-    assert run.turns[3].step_index == 1  # "yes" first shown to the second model call
+    assert turns_of(run)[3].step_index == 1  # "yes" first shown to the second model call
 
 
 def test_json_lines_of_conversations_load_as_runs(tmp_path: Path) -> None:
@@ -81,6 +83,7 @@ def test_a_tool_result_without_a_call_is_kept() -> None:
         {"role": "assistant", "content": "hello"},
     ]
     (run,) = build_runs(spans_from_chat(msgs, TranscriptMeta()))
+    turns_of(run)
     (call,) = run.tool_calls
     assert call.name == "lookup"
     assert call.request_turn is None
@@ -102,11 +105,14 @@ def test_the_tau_bench_dev_split_loads_as_100_runs() -> None:
     assert failed
     assert all(str(c.result).startswith("Error:") for c in failed)
     # every tool execution in these transcripts was requested by an assistant turn
+    for r in runs:
+        turns_of(r)
     assert all(c.request_turn is not None for r in runs for c in r.tool_calls)
 
 
 def test_an_orphan_tool_result_is_an_evidence_warning() -> None:
-    """A result that answers no requested call is never silently accepted as evidence."""
+    """A result that answers no requested call is never silently accepted as evidence by
+    a rule that reads the conversation (the conversation is built when one does)."""
     from tracejudge.engine import Engine, load_rules_text
 
     msgs = [
@@ -116,10 +122,11 @@ def test_an_orphan_tool_result_is_an_evidence_warning() -> None:
         {"role": "assistant", "content": "hello"},
     ]
     (run,) = build_runs(spans_from_chat(msgs, TranscriptMeta()))
-    assert [n.code for n in run.notes if n.code == "orphan_tool_result"] == ["orphan_tool_result"]
     rules = load_rules_text(
-        "version: 1\nrules:\n  - {id: r, layer: policy, check: {type: max_calls, limits: {x: 1}}}\n"
+        "version: 1\nrules:\n  - id: r\n    layer: outcome\n"
+        "    check: {type: completion_claims, map: {cancelled: [lookup]}}\n"
     )
     verdict = Engine(rules).judge(run)
+    assert [n.code for n in run.notes if n.code == "orphan_tool_result"] == ["orphan_tool_result"]
     assert verdict.verdict == "warn"
     assert "F-EVIDENCE-ORPHAN_TOOL_RESULT" in [f.code for f in verdict.findings]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tracejudge.engine.celfuncs import rfc3339
+from tracejudge.model.conversation import turns_of
 from tracejudge.model.run import ModelCall, Run, Turn
 
 if TYPE_CHECKING:
@@ -199,7 +200,7 @@ def _turn_builder(fields: frozenset[str] | None) -> Callable[[Turn], dict[str, A
 
 def _turns(run: Run, fields: frozenset[str] | None) -> list[dict[str, Any]]:
     build = _turn_builder(fields)
-    return [build(t) for t in run.turns]
+    return [build(t) for t in turns_of(run)]
 
 
 _STEP_LISTS = ("tools", "tool_calls", "models", "model_calls", "input_tokens", "output_tokens")

@@ -17,6 +17,7 @@ import orjson
 
 from tracejudge.engine.celview import ViewSpec, run_view
 from tracejudge.engine.compile import Path, cel_activation
+from tracejudge.model.conversation import turns_of
 from tracejudge.model.run import Run, ToolCall, Turn
 
 if TYPE_CHECKING:
@@ -238,7 +239,7 @@ class RunContext:
     def turn_index(self) -> TurnIndex:
         """The conversation's positions (last user turn, last assistant text), once per run."""
         if self._turn_index is None:
-            self._turn_index = TurnIndex(self.run.turns)
+            self._turn_index = TurnIndex(turns_of(self.run))
         return self._turn_index
 
     @property

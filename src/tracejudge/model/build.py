@@ -31,7 +31,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tracejudge import semconv as sc
-from tracejudge.model.conversation import build_conversation
 from tracejudge.model.files import group_by_trace
 from tracejudge.model.messages import (
     ROLE_ASSISTANT,
@@ -305,7 +304,6 @@ def _build_run(trace: _Trace, root_id: str, ids: list[str], *, agent: bool) -> R
     run.tenant_id = _s(_lookup(root, ordered, sc.TRACEJUDGE_TENANT_ID))
     run.conversation_id = _s(_lookup(root, ordered, sc.GEN_AI_CONVERSATION_ID, sc.SESSION_ID))
     _final_answer(run, root if agent else None, notes)
-    build_conversation(run)
     return run
 
 

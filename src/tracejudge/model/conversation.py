@@ -58,7 +58,7 @@ from tracejudge.model.run import (
     TurnRole,
 )
 
-__all__ = ["build_conversation", "link_requests", "merge_conversations"]
+__all__ = ["build_conversation", "link_requests", "merge_conversations", "turns_of"]
 
 _ROLES: dict[str, TurnRole] = {
     ROLE_USER: "user",
@@ -191,24 +191,39 @@ class _Builder:
     def absorb_input(
         self, messages: Sequence[Mapping[str, Any]], step: int, call: ModelCall
     ) -> None:
-        keys = [_message_key(m) for m in messages]
         n = len(self.keys)
-        fresh: list[int]
-        if len(keys) >= n and keys[:n] == self.keys:
-            fresh = list(range(n, len(keys)))
-        else:
-            seen: dict[str, int] = {}
-            fresh = []
-            for i, key in enumerate(keys):
-                seen[key] = seen.get(key, 0) + 1
-                if seen[key] > self.counts.get(key, 0):
-                    fresh.append(i)
-        for i in fresh:
-            self.add(messages[i], keys[i], step, call.span_id, call.start_ns)
+        if (
+            len(messages) >= n
+            and (n == 0 or _message_key(messages[n - 1]) == self.keys[n - 1])
+            and (n < 2 or _message_key(messages[0]) == self.keys[0])
+        ):
+            # The history re-sent as it was (first and last known message in place): only
+            # the tail is new. Keying just the ends keeps a run linear in its messages.
+            for i in range(n, len(messages)):
+                self.add(messages[i], _message_key(messages[i]), step, call.span_id, call.start_ns)
+            return
+        seen: dict[str, int] = {}
+        for message in messages:
+            key = _message_key(message)
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > self.counts.get(key, 0):
+                self.add(message, key, step, call.span_id, call.start_ns)
+
+
+def turns_of(run: Run) -> list[Turn]:
+    """The run's conversation, built on first use (``Run.turns`` stays empty until then).
+
+    A run made with its turns given (``Run(turns=...)``, a transcript built by hand) keeps
+    them; ``merge_conversations`` empties a merged run's turns so they are rebuilt."""
+    if not run.conversation_built and not run.turns:
+        build_conversation(run)
+    return run.turns
 
 
 def build_conversation(run: Run) -> None:
-    """Fill ``run.turns`` and each tool call's ``request_turn`` (see the module docstring)."""
+    """Fill ``run.turns`` and each tool call's ``request_turn`` (see the module docstring);
+    ``turns_of`` calls it once per run."""
+    run.conversation_built = True
     builder = _Builder()
     for index, step in enumerate(run.steps):
         if not isinstance(step, ModelCall) or step.operation == _EMBEDDINGS:
@@ -339,7 +354,8 @@ def merge_conversations(runs: Sequence[Run]) -> list[Run]:
         for step in steps:
             if isinstance(step, ToolCall):
                 step.request_turn = None
-        build_conversation(first)
+        first.turns = []
+        first.conversation_built = False
         if first.case_id is None:
             first.case_id = next((r.case_id for r in group if r.case_id), None)
     merged = {id(r) for g in groups.values() if len(g) > 1 for r in g[1:]}

@@ -322,10 +322,15 @@ class Run:
     spans: list[SpanRecord] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
     turns: list[Turn] = field(default_factory=list)
-    """The conversation, reconstructed once from the model calls' messages (see ``Turn``)."""
+    """The conversation, reconstructed from the model calls' messages (see ``Turn``) the
+    first time something reads it: read it with ``tracejudge.model.conversation.turns_of``,
+    which builds it once (most rule sets never read it, and the collector's hot path
+    should not pay for it)."""
     conversation_id: str | None = None
     """``gen_ai.conversation.id`` (or ``session.id``): runs of several traces that share it
     are merged into one run."""
+    conversation_built: bool = False
+    """Whether ``turns`` has been built (see ``turns_of``)."""
 
     def __init__(
         self,
@@ -351,6 +356,7 @@ class Run:
         notes: list[Note] | None = None,
         turns: list[Turn] | None = None,
         conversation_id: str | None = None,
+        conversation_built: bool = False,
     ) -> None:
         self.trace_id = trace_id
         self.root_span_id = root_span_id
@@ -374,6 +380,7 @@ class Run:
         self.notes = [] if notes is None else notes
         self.turns = [] if turns is None else turns
         self.conversation_id = conversation_id
+        self.conversation_built = conversation_built
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return reduce_by_fields(self)
@@ -387,11 +394,6 @@ class Run:
     def model_calls(self) -> list[ModelCall]:
         """The model calls, in order."""
         return [s for s in self.steps if isinstance(s, ModelCall)]
-
-    @property
-    def user_turns(self) -> list[Turn]:
-        """The user's messages, in order."""
-        return [t for t in self.turns if t.role == "user"]
 
     @property
     def duration_ns(self) -> int:

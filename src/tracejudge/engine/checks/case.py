@@ -29,6 +29,7 @@ from tracejudge.engine.checks.base import Check, CheckSpec, check_params, short
 from tracejudge.engine.checks.outcome import State
 from tracejudge.engine.compile import Compiler
 from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
+from tracejudge.model.conversation import turns_of
 from tracejudge.model.run import ToolCall
 
 CASE_RULE_ID = "tracejudge.case"
@@ -382,7 +383,7 @@ def normalize(text: str) -> str:
 def _communicate(ctx: RunContext, report: Report, case: Case) -> None:
     run = ctx.run
     if case.communicate_in == "assistant_messages":
-        texts = [t.text for t in run.turns if t.role == "assistant" and t.text]
+        texts = [t.text for t in turns_of(run) if t.role == "assistant" and t.text]
         if run.final_answer is not None:
             texts.append(run.final_answer)
         what, missing = "assistant message", "no assistant message mentions"

@@ -24,6 +24,7 @@ from tracejudge.engine.checks.binding import flatten, key_of
 from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
 from tracejudge.engine.sentences import clause_start, sentences
+from tracejudge.model.conversation import turns_of
 from tracejudge.model.run import ToolCall
 
 _Q = "[\\x{2019}']"  # an apostrophe, straight or curly (RE2 syntax)
@@ -181,7 +182,7 @@ def messages(ctx: RunContext, final_only: bool) -> list[Message]:
     run = ctx.run
     out: list[Message] = []
     if not final_only:
-        for t in run.turns:
+        for t in turns_of(run):
             if t.role == "assistant" and t.text:
                 out.append(Message(t.text, t.step_index, t.span_id or run.root_span_id))
     answer = run.final_answer
