@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,8 @@ from tracejudge.engine.verdict import Verdict
 from tracejudge.report.loading import load_runs
 
 ROOT = Path(__file__).resolve().parents[1]
+TIMINGS: list[tuple[str, float]] = []
+"""Per judge() call: what judged, and the wall time per run (conversation built included)."""
 AIRLINE = ROOT / "examples" / "airline"
 DATA = AIRLINE / "tau-bench-dev" / "gpt-4o-airline.dev.json"
 WRITES = frozenset(
@@ -115,7 +118,12 @@ def judge(rules: Path, cases: Path | None, *, tools_only: bool = False) -> dict[
     loaded = load_runs([DATA])
     if loaded.errors:
         raise SystemExit("\n".join(loaded.errors))
-    return {run.run_id or run.trace_id: engine.judge(run) for run in loaded.runs}
+    start = time.perf_counter()
+    out = {run.run_id or run.trace_id: engine.judge(run) for run in loaded.runs}
+    took = (time.perf_counter() - start) / max(1, len(loaded.runs))
+    what = f"{rules.name}{' (tools: only)' if tools_only else ''}"
+    TIMINGS.append((what + (f" + {cases.name}" if cases else ""), took))
+    return out
 
 
 def _engine(ruleset: Any, cases: Path | None) -> Engine:
@@ -211,6 +219,8 @@ def main() -> int:
         cased = judge(args.rules, args.cases, tools_only=True)
         both = judge(args.rules, args.cases)
     figures = report(truth, policy, cased, both)
+    for what, took in TIMINGS:
+        print(f"judging with {what}: {took * 1e3:.2f} ms per run (wall, this machine)")
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0
