@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -235,6 +237,16 @@ def test_sigterm_decides_pending_and_flushes(sink: Sink) -> None:
             proc.kill()
 
 
+def _metrics(port: int) -> dict[str, Any]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", "/metrics")
+        doc: dict[str, Any] = json.loads(conn.getresponse().read())
+        return doc
+    finally:
+        conn.close()
+
+
 def test_sigkill_loses_nothing_with_disk_queue(
     tmp_path: Path, sink_on_port: Callable[[int], Sink]
 ) -> None:
@@ -251,7 +263,9 @@ def test_sigkill_loses_nothing_with_disk_queue(
         pending_tid, pending = _agent_trace(with_root=False, n=3)
         assert post(http_port, judged)[0] == 200
         assert post(http_port, pending)[0] == 200
-        time.sleep(0.6)
+        # kill once the judged trace is decided (undeliverable: no backend yet), however
+        # slow the machine; a fixed sleep let a loaded box kill it before the decision
+        wait_for(lambda: _metrics(http_port)["traces_decided"] >= 1, what="the first decision")
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(5)
