@@ -33,6 +33,7 @@ import jsonschema
 import yaml
 
 from tracejudge.engine.compile import Compiler, Regex
+from tracejudge.engine.docsize import expanded_size
 
 if TYPE_CHECKING:
     # the checks import this module (the case check reads cases), so not at import time
@@ -297,7 +298,7 @@ def _jsonl_entries(text: str, errors: list[str]) -> list[tuple[int | None, Any]]
             errors.append(f"line {n}: JSON nested too deeply")
         if len(out) > MAX_CASES:
             break
-    if sum(_expanded_size(doc, MAX_NODES) for _, doc in out) > MAX_NODES:
+    if sum(expanded_size(doc, MAX_NODES) for _, doc in out) > MAX_NODES:
         errors.append(f"<file>: more than {MAX_NODES} values")
         return []
     return out
@@ -320,7 +321,7 @@ def _yaml_entries(text: str, errors: list[str]) -> list[tuple[int | None, Any]]:
         return []
     finally:
         loader.dispose()
-    if _expanded_size(doc, MAX_NODES) > MAX_NODES:
+    if expanded_size(doc, MAX_NODES) > MAX_NODES:
         errors.append(f"<file>: more than {MAX_NODES} values once aliases expand")
         return []
     top, _ = _validators()
@@ -340,20 +341,6 @@ def _yaml_entries(text: str, errors: list[str]) -> list[tuple[int | None, Any]]:
     if len(lines) != len(cases):
         lines = [None] * len(cases)
     return list(zip(lines, cases, strict=True))
-
-
-def _expanded_size(doc: Any, limit: int) -> int:
-    count = 0
-    stack = [doc]
-    while stack and count <= limit:
-        node = stack.pop()
-        count += 1
-        if isinstance(node, dict):
-            stack.extend(node.keys())
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return count
 
 
 _EXPECTATIONS = ("expected_actions", "forbidden_actions", "expected_state", "must_communicate")

@@ -23,6 +23,7 @@ from tracejudge.engine.checks import FACTORIES, Check
 from tracejudge.engine.checks.custom import CelPredicate
 from tracejudge.engine.compile import Compiler, Regex
 from tracejudge.engine.context import Price, ToolMeta
+from tracejudge.engine.docsize import expanded_size
 from tracejudge.engine.errors import RulesError
 from tracejudge.engine.toolrefs import check_tool_names
 from tracejudge.engine.verdict import Layer, Severity
@@ -33,21 +34,6 @@ MAX_RULES = 1000
 MAX_NODES = 200_000
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's safe loader when present: faster, and it refuses absurd nesting at once."""
-
-
-def _expanded_size(doc: Any, limit: int) -> int:
-    """Values in ``doc`` counting shared (aliased) subtrees each time; stops past ``limit``."""
-    count = 0
-    stack = [doc]
-    while stack and count <= limit:
-        node = stack.pop()
-        count += 1
-        if isinstance(node, dict):
-            stack.extend(node.keys())
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return count
 
 
 @dataclass(slots=True, frozen=True)
@@ -203,7 +189,7 @@ def load_rules_text(text: str, source: str = "<string>") -> RuleSet:
         raise RulesError(source, [f"{at}YAML: {problem}"]) from exc
     except RecursionError as exc:
         raise RulesError(source, ["YAML nested too deeply"]) from exc
-    if _expanded_size(doc, MAX_NODES) > MAX_NODES:
+    if expanded_size(doc, MAX_NODES) > MAX_NODES:
         # YAML aliases can expand a small file exponentially ("billion laughs"); validation
         # and compilation walk the expanded tree, so bound it before either runs
         raise RulesError(source, [f"more than {MAX_NODES} values once aliases expand"])
