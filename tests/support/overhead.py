@@ -24,6 +24,7 @@ from opentelemetry.util.types import AttributeValue
 
 from tests.support.replay import CASSETTE_ROOT
 from tracejudge.instrumentation import openai as tj_openai
+from tracejudge.instrumentation._provider import wrap_method
 from tracejudge.instrumentation._runtime import Runtime
 
 
@@ -70,7 +71,7 @@ def main(rounds: int = 30) -> tuple[float, float]:
         return completion
 
     runtime = Runtime(tracer_provider=provider, capture_content="NO_CONTENT")
-    wrapped = tj_openai._sync_wrapper(original, runtime=runtime, endpoint=tj_openai._CHAT)
+    wrapped = wrap_method(original, runtime=runtime, spec=tj_openai.SPEC, endpoint=tj_openai._CHAT)
     tracer = provider.get_tracer("bare")
     start_attrs: dict[str, AttributeValue] = {
         "gen_ai.operation.name": "chat",

@@ -18,6 +18,7 @@ from opentelemetry.util.types import AttributeValue
 
 from tracejudge import semconv as sc
 from tracejudge.instrumentation._content import to_jsonable
+from tracejudge.instrumentation._shapes import get as get  # re-exported for the provider
 
 # Anthropic stop_reason → the finish-reason values of the GenAI output-message schema
 # (stop | length | content_filter | tool_call | error). Values the schema has no word
@@ -41,24 +42,6 @@ _REQUEST_PARAMS: Final[tuple[tuple[str, str, type | tuple[type, ...]], ...]] = (
     ("top_p", sc.GEN_AI_REQUEST_TOP_P, (int, float)),
     ("top_k", sc.GEN_AI_REQUEST_TOP_K, int),
 )
-
-
-def get(value: Any, key: str) -> Any:
-    """``value[key]`` for a mapping, ``value.key`` for an object, ``None`` when absent.
-
-    Request bodies arrive as typed dicts, responses as pydantic models, and users mix
-    the two (passing ``response.content`` back as history), so every read goes here.
-    """
-    if value is None:
-        return None
-    if type(value) is dict:  # the common case, without the ABC check below
-        return value.get(key)
-    if isinstance(value, Mapping):
-        return value.get(key)
-    try:
-        return getattr(value, key, None)
-    except Exception:  # a broken property must not break the call
-        return None
 
 
 def _given(value: Any) -> bool:

@@ -1,44 +1,80 @@
-"""The wrappers installed on ``Messages``/``AsyncMessages`` and ``AnthropicPatcher``.
+"""Anthropic provider: the ``ProviderSpec`` of the Messages API, and its stream managers.
 
-Why these methods: ``create`` (sync/async, ``stream=True`` too), ``parse`` (2.x) and
-``stream`` (sync/async context managers) are the Messages API surface in every SDK
-major we claim (0.40 → 2.x); ``with_raw_response``/``with_streaming_response`` look the
-method up on the class at call time, so they pass through these wrappers as well.
-Each wrapper runs the user's call first-class: telemetry work happens before and after
-it, inside the runtime's guard, and the user's exception is re-raised untouched.
+Why these methods: ``create`` (sync/async, ``stream=True`` too) and ``parse`` (2.x) are
+the Messages API surface every higher-level helper of the SDK majors we claim (0.40 →
+2.x) reaches, on ``messages`` and on ``beta.messages`` (the same API with beta
+features); ``with_raw_response``/``with_streaming_response`` look the method up on the
+class at call time, so they pass through the shared wrapper as well.
 
-``messages.stream()`` sends its request in the manager's ``__enter__``, so the span
-starts there (its duration is the request's, and the SDK's own span is switched off
-while it is sent); the manager and the raw stream inside it are given traced
-subclasses of their own classes (see ``_stream``), so ``text_stream``,
+``messages.stream()`` is the one Anthropic-specific addition (the ``Extension``): it
+posts by itself, not through ``create``, and sends its request in the manager's
+``__enter__``, so the span starts there (its duration is the request's). The manager
+is given a subclass of its own class (built once per SDK class) whose ``__enter__``
+runs the shared call lifecycle and hands the raw stream inside the ``MessageStream``
+(``_raw_stream`` in every SDK major) to the shared stream observer, so ``text_stream``,
 ``get_final_message()`` and plain iteration are all observed.
+
+While a traced call is in flight the SDK's own span is switched off (``_suppress``):
+exactly one span per call.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any
+from contextvars import Token
+from typing import Any, Final
 
-from tracejudge.instrumentation._patcher import MethodPatches, sdk_importable
+from tracejudge.instrumentation._genai import ModelCallTelemetry
+from tracejudge.instrumentation._patcher import MethodPatches
+from tracejudge.instrumentation._provider import (
+    CallScope,
+    Endpoint,
+    Extension,
+    ProviderPatcher,
+    ProviderSpec,
+    Target,
+    begin,
+    failed,
+    watch,
+)
 from tracejudge.instrumentation._runtime import Runtime
-from tracejudge.instrumentation.anthropic._call import AnthropicCall
-from tracejudge.instrumentation.anthropic._suppress import SdkSpanSuppressor
+from tracejudge.instrumentation._stream import StreamObserver
+from tracejudge.instrumentation.anthropic import _messages
+from tracejudge.instrumentation.anthropic._stream import MessageAccumulator
+from tracejudge.instrumentation.anthropic._suppress import (
+    SdkSpanSuppressor,
+    restore_sdk_span,
+    suppress_sdk_span,
+)
 
 _PENDING = "_tracejudge_pending"
 _ACTIVE = "_tracejudge_active"
+
+MESSAGES = Endpoint(_messages.start, _messages.finish, MessageAccumulator)
+
+
+class _SdkSpanOff(CallScope):
+    """Switch the SDK's own span off while our call is in flight (see ``_suppress``)."""
+
+    def enter(self) -> object:
+        return suppress_sdk_span()
+
+    def exit(self, token: object) -> None:
+        if isinstance(token, Token):
+            restore_sdk_span(token)
 
 
 class _Pending:
     """What a stream manager needs to start its call when it is entered."""
 
-    __slots__ = ("kwargs", "resource", "runtime")
+    __slots__ = ("kwargs", "resource", "runtime", "spec")
 
-    def __init__(self, runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]) -> None:
-        self.runtime, self.resource, self.kwargs = runtime, resource, dict(kwargs)
-
-    def start(self) -> AnthropicCall | None:
-        return AnthropicCall.start(self.runtime, self.resource, self.kwargs, stream=True)
+    def __init__(
+        self, runtime: Runtime, spec: ProviderSpec, resource: Any, kwargs: Mapping[str, Any]
+    ) -> None:
+        self.runtime, self.spec, self.resource = runtime, spec, resource
+        self.kwargs = {**kwargs, "stream": True}  # stream() always streams
 
 
 def _pending_of(manager: Any) -> _Pending | None:
@@ -49,21 +85,37 @@ def _pending_of(manager: Any) -> _Pending | None:
 def _close_active(manager: Any) -> None:
     """End the manager's call when its ``with`` block exits (0.x ``MessageStream.close``
     closes the HTTP response directly, bypassing the raw stream we observe)."""
-    call = getattr(manager, "__dict__", {}).pop(_ACTIVE, None)
-    if isinstance(call, AnthropicCall):
-        call.on_close()
+    observer = getattr(manager, "__dict__", {}).pop(_ACTIVE, None)
+    if isinstance(observer, StreamObserver):
+        observer.abandon()
 
 
-def _attach(call: AnthropicCall, message_stream: Any, *, is_async: bool) -> None:
-    """Observe the raw event stream a ``MessageStream`` reads (``_raw_stream`` in every
-    SDK major); without one the call ends now rather than leak."""
-    raw = getattr(message_stream, "_raw_stream", None)
+def _started(pending: _Pending | None) -> ModelCallTelemetry | None:
+    if pending is None:
+        return None
+    return begin(pending.runtime, MESSAGES, pending.resource, pending.kwargs)
+
+
+def _sent(
+    manager: Any, pending: _Pending, call: ModelCallTelemetry, stream: Any, *, is_async: bool
+) -> None:
+    """The request was sent: observe the raw event stream the ``MessageStream`` reads
+    (a 0.2x-style MessageStream *is* the Stream); without one the call ends now."""
+    raw = getattr(stream, "_raw_stream", None)
     if raw is None:
-        raw = message_stream  # 0.2x-style MessageStream that *is* a Stream
-    call.watch(raw, is_async=is_async)
+        raw = stream
+    observer: StreamObserver | None = None
+    with pending.runtime.guard:
+        observer = watch(pending.runtime, pending.spec, MESSAGES, call, raw, is_async=is_async)
+    if observer is None:
+        if not call.ended:
+            call.end()
+        return
+    manager.__dict__[_ACTIVE] = observer
 
 
 _MANAGER_CLASSES: dict[type, type] = {}
+_SCOPE: Final = _SdkSpanOff()
 
 
 def _traced_manager_class(base: type, *, is_async: bool) -> type:
@@ -75,19 +127,20 @@ def _traced_manager_class(base: type, *, is_async: bool) -> type:
         class TracedAsync(base):  # type: ignore[misc]
             async def __aenter__(self) -> Any:
                 pending = _pending_of(self)
-                call = pending.start() if pending is not None else None
-                if call is None:
+                call = _started(pending)
+                if pending is None or call is None:
                     return await super().__aenter__()
-                call.enter()
+                token = _SCOPE.enter()
                 try:
                     stream = await super().__aenter__()
                 except BaseException as exc:
-                    call.exit()
-                    call.failed(exc)
+                    _SCOPE.exit(token)
+                    call.deactivate()
+                    failed(pending.runtime, call, exc)
                     raise
-                call.exit()
-                _attach(call, stream, is_async=True)
-                self.__dict__[_ACTIVE] = call
+                _SCOPE.exit(token)
+                call.deactivate()
+                _sent(self, pending, call, stream, is_async=True)
                 return stream
 
             async def __aexit__(self, *exc_info: Any) -> Any:
@@ -102,19 +155,20 @@ def _traced_manager_class(base: type, *, is_async: bool) -> type:
         class TracedSync(base):  # type: ignore[misc]
             def __enter__(self) -> Any:
                 pending = _pending_of(self)
-                call = pending.start() if pending is not None else None
-                if call is None:
+                call = _started(pending)
+                if pending is None or call is None:
                     return super().__enter__()
-                call.enter()
+                token = _SCOPE.enter()
                 try:
                     stream = super().__enter__()
                 except BaseException as exc:
-                    call.exit()
-                    call.failed(exc)
+                    _SCOPE.exit(token)
+                    call.deactivate()
+                    failed(pending.runtime, call, exc)
                     raise
-                call.exit()
-                _attach(call, stream, is_async=False)
-                self.__dict__[_ACTIVE] = call
+                _SCOPE.exit(token)
+                call.deactivate()
+                _sent(self, pending, call, stream, is_async=False)
                 return stream
 
             def __exit__(self, *exc_info: Any) -> Any:
@@ -130,53 +184,7 @@ def _traced_manager_class(base: type, *, is_async: bool) -> type:
     return cls
 
 
-def _wrap_create(runtime: Runtime) -> Callable[[Any], Any]:
-    def make(original: Any) -> Any:
-        @functools.wraps(original)
-        def create(self: Any, *args: Any, **kwargs: Any) -> Any:
-            call = AnthropicCall.start(runtime, self, kwargs, stream=kwargs.get("stream") is True)
-            if call is None:
-                return original(self, *args, **kwargs)
-            call.enter()
-            try:
-                result = original(self, *args, **kwargs)
-            except BaseException as exc:
-                call.exit()
-                call.failed(exc)
-                raise
-            call.exit()
-            call.returned(result, is_async=False)
-            return result
-
-        return create
-
-    return make
-
-
-def _wrap_acreate(runtime: Runtime) -> Callable[[Any], Any]:
-    def make(original: Any) -> Any:
-        @functools.wraps(original)
-        async def create(self: Any, *args: Any, **kwargs: Any) -> Any:
-            call = AnthropicCall.start(runtime, self, kwargs, stream=kwargs.get("stream") is True)
-            if call is None:
-                return await original(self, *args, **kwargs)
-            call.enter()
-            try:
-                result = await original(self, *args, **kwargs)
-            except BaseException as exc:
-                call.exit()
-                call.failed(exc)
-                raise
-            call.exit()
-            await call.returned_async(result)
-            return result
-
-        return create
-
-    return make
-
-
-def _wrap_stream(runtime: Runtime, *, is_async: bool) -> Callable[[Any], Any]:
+def _wrap_stream(runtime: Runtime, spec: ProviderSpec, *, is_async: bool) -> Callable[[Any], Any]:
     def make(original: Any) -> Any:
         @functools.wraps(original)
         def stream(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -184,7 +192,7 @@ def _wrap_stream(runtime: Runtime, *, is_async: bool) -> Callable[[Any], Any]:
             with runtime.guard:
                 traced = _traced_manager_class(type(manager), is_async=is_async)
                 manager.__class__ = traced
-                manager.__dict__[_PENDING] = _Pending(runtime, self, kwargs)
+                manager.__dict__[_PENDING] = _Pending(runtime, spec, self, kwargs)
             return manager
 
         return stream
@@ -192,58 +200,70 @@ def _wrap_stream(runtime: Runtime, *, is_async: bool) -> Callable[[Any], Any]:
     return make
 
 
-class AnthropicPatcher:
-    """The ``Patcher`` for the ``anthropic`` SDK (registered by name in ``_patcher``)."""
-
-    name = "anthropic"
+class _StreamManagers(Extension):
+    """``messages.stream()`` on both resources, and the SDK-span suppressor."""
 
     def __init__(self) -> None:
-        self._patches = MethodPatches()
         self._suppressor = SdkSpanSuppressor()
 
-    def available(self) -> bool:
-        """True when the anthropic SDK is importable (nothing is imported)."""
-        return sdk_importable("anthropic")
-
-    def patch(self, runtime: Runtime) -> None:
-        """Wrap the Messages surface; raises AttributeError/ImportError if it moved.
-
-        ``create`` and ``stream`` are required (every claimed SDK has them); ``parse``
-        (2.x structured outputs) and the beta Messages resource are wrapped where the
-        installed SDK has them — their shapes are the same Messages API.
-        """
+    def install(self, runtime: Runtime, patches: MethodPatches, spec: ProviderSpec) -> None:
         from anthropic.resources.messages import AsyncMessages, Messages
 
-        self._wrap_resource(Messages, AsyncMessages, runtime, required=("create", "stream"))
+        owners: list[tuple[type, bool, bool]] = [
+            (Messages, False, True),
+            (AsyncMessages, True, True),
+        ]
         try:
             from anthropic.resources.beta.messages import AsyncMessages as BetaAsync
             from anthropic.resources.beta.messages import Messages as BetaMessages
         except ImportError:  # an SDK without the beta resource: nothing to trace there
             pass
         else:
-            self._wrap_resource(BetaMessages, BetaAsync, runtime, required=())
+            owners += [(BetaMessages, False, False), (BetaAsync, True, False)]
+        for owner, is_async, required in owners:
+            if required or "stream" in owner.__dict__:
+                patches.patch_method(
+                    owner, "stream", _wrap_stream(runtime, spec, is_async=is_async)
+                )
         self._suppressor.install()
 
-    def _wrap_resource(
-        self, sync: type, async_: type, runtime: Runtime, *, required: tuple[str, ...]
-    ) -> None:
-        wrappers: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
-            "create": (_wrap_create(runtime), _wrap_acreate(runtime)),
-            "parse": (_wrap_create(runtime), _wrap_acreate(runtime)),
-            "stream": (
-                _wrap_stream(runtime, is_async=False),
-                _wrap_stream(runtime, is_async=True),
-            ),
-        }
-        for method, (make_sync, make_async) in wrappers.items():
-            for owner, make in ((sync, make_sync), (async_, make_async)):
-                if method in required or method in owner.__dict__:
-                    self._patches.patch_method(owner, method, make)
-
-    def unpatch(self) -> None:
-        """Restore every original (safe after a partial patch or none)."""
-        self._patches.restore()
+    def uninstall(self) -> None:
         self._suppressor.uninstall()
 
 
-__all__ = ["AnthropicPatcher"]
+SPEC: Final = ProviderSpec(
+    name="anthropic",
+    sdk_module="anthropic",
+    targets=(
+        Target(
+            "anthropic.resources.messages",
+            "Messages",
+            "AsyncMessages",
+            MESSAGES,
+            optional=("parse",),
+        ),
+        Target(
+            "anthropic.resources.beta.messages",
+            "Messages",
+            "AsyncMessages",
+            MESSAGES,
+            required=(),
+            optional=("create", "parse"),
+            must_import=False,
+        ),
+    ),
+    stream_classes=("anthropic.Stream", "anthropic.AsyncStream"),
+    stream_error_type=_messages.stream_error_type,
+    scope=_SCOPE,
+    extension=_StreamManagers,
+)
+
+
+class AnthropicPatcher(ProviderPatcher):
+    """The ``Patcher`` for the ``anthropic`` SDK (registered by name in ``_patcher``)."""
+
+    def __init__(self) -> None:
+        super().__init__(SPEC)
+
+
+__all__ = ["SPEC", "AnthropicPatcher"]

@@ -7,6 +7,7 @@ conventions' message JSON, for plain responses and for streams alike.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from opentelemetry.util.types import AttributeValue
@@ -35,7 +36,7 @@ _API_TYPE: Final = {semconv.OPENAI_API_TYPE: semconv.OpenaiApiTypeValues.CHAT_CO
 _FINISH_TO_PART: Final = {"tool_calls": "tool_call", "function_call": "tool_call"}
 
 
-def start(runtime: Runtime, resource: Any, kwargs: dict[str, Any]) -> ModelCallTelemetry:
+def start(runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]) -> ModelCallTelemetry:
     """Start the ``chat {model}`` span from the keyword arguments of ``create``."""
     attrs = request_attributes(kwargs, CHAT_PARAMS)
     attrs.update(_API_TYPE)

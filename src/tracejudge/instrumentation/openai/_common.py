@@ -1,53 +1,24 @@
 """Small translation helpers shared by the OpenAI chat, responses and embeddings code.
 
-Why separate: the request-parameter table and the "dict or SDK object" accessor are used
-on every call; keeping them here (precomputed, allocation-light) keeps the per-call
-overhead of the patch small and the endpoint modules short.
+Why separate: the request-parameter tables are used on every call; keeping them here
+(precomputed, allocation-light) keeps the per-call overhead of the patch small and the
+endpoint modules short. The "dict or SDK object" accessor and the server address are the
+providers' shared ones (``instrumentation._shapes``), re-exported for the endpoints.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from typing import Any, Final
 
 from opentelemetry.util.types import AttributeValue
 
 from tracejudge import semconv
+from tracejudge.instrumentation._shapes import get as get
+from tracejudge.instrumentation._shapes import parse_arguments as parse_arguments
+from tracejudge.instrumentation._shapes import server_of as server_of
 
 PROVIDER: Final = "openai"
-
-
-def get(obj: Any, name: str, default: Any = None) -> Any:
-    """``obj[name]`` for dicts (request params), ``obj.name`` for SDK models."""
-    if type(obj) is dict:  # exact-type check: the cheapest test on the hot path
-        return obj.get(name, default)
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def parse_arguments(raw: Any) -> Any:
-    """The model's tool-call arguments as JSON data when they parse, else the raw text."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
-
-
-def server_of(resource: Any) -> tuple[str | None, int | None]:
-    """``server.address``/``server.port`` from the resource's client ``base_url``."""
-    client = getattr(resource, "_client", None)
-    url = getattr(client, "base_url", None)
-    if url is None:
-        return None, None
-    host = getattr(url, "host", None)
-    port = getattr(url, "port", None)
-    if port is None:
-        scheme = getattr(url, "scheme", "https")
-        port = 443 if scheme == "https" else 80
-    return (str(host) if host else None), port
 
 
 # kwarg -> (attribute key, kind) for plain numeric/string request parameters.
@@ -78,7 +49,7 @@ RESPONSES_PARAMS: Final[dict[str, tuple[str, int]]] = {
 
 
 def request_attributes(
-    kwargs: dict[str, Any], table: dict[str, tuple[str, int]]
+    kwargs: Mapping[str, Any], table: dict[str, tuple[str, int]]
 ) -> dict[str, AttributeValue]:
     """Request attributes from keyword arguments; SDK ``omit``/``NOT_GIVEN`` are skipped
     because they are none of int/float/str. Iterates the (few) given keyword arguments

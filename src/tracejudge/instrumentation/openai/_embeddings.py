@@ -6,6 +6,7 @@ though they carry no messages; input text is not recorded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry.util.types import AttributeValue
@@ -16,7 +17,7 @@ from tracejudge.instrumentation._runtime import Runtime
 from tracejudge.instrumentation.openai._common import PROVIDER, get, server_of
 
 
-def start(runtime: Runtime, resource: Any, kwargs: dict[str, Any]) -> ModelCallTelemetry:
+def start(runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]) -> ModelCallTelemetry:
     """Start the ``embeddings {model}`` span."""
     attrs: dict[str, AttributeValue] = {}
     fmt = kwargs.get("encoding_format")

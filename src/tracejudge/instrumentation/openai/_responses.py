@@ -7,6 +7,7 @@ terminal event, which is what we record (no delta re-assembly needed).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from opentelemetry.util.types import AttributeValue
@@ -37,7 +38,7 @@ _TERMINAL_EVENTS: Final = frozenset(
 )
 
 
-def start(runtime: Runtime, resource: Any, kwargs: dict[str, Any]) -> ModelCallTelemetry:
+def start(runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]) -> ModelCallTelemetry:
     """Start the ``chat {model}`` span for ``responses.create``."""
     attrs = request_attributes(kwargs, RESPONSES_PARAMS)
     attrs.update(_API_TYPE)

@@ -1,0 +1,74 @@
+"""Reading SDK objects: the accessors every provider's translation code shares.
+
+Why one module: request bodies arrive as dicts (typed dicts, user-built), responses as
+SDK models (pydantic), and users mix the two (passing a response's content back as
+history); every translation reads through ``get``. The server address, the tool-call
+argument parsing and the raw-response mode are the same for every Stainless-generated
+SDK (openai, anthropic), so they are written once here rather than per provider with
+drifting defaults.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+RAW_RESPONSE_HEADER: Final = "X-Stainless-Raw-Response"
+"""Header the Stainless SDKs set on ``with_raw_response`` ("true"/"raw") and
+``with_streaming_response`` ("stream") calls; it tells a wrapper what ``create`` returns."""
+
+RAW_STREAMING: Final = "stream"
+"""The raw mode whose HTTP body is still unread (``with_streaming_response``)."""
+
+
+def get(value: Any, key: str, default: Any = None) -> Any:
+    """``value[key]`` for a mapping, ``value.key`` for an object, ``default`` when absent.
+
+    Never raises: a broken property on an SDK object reads as absent.
+    """
+    if type(value) is dict:  # exact-type check: the cheapest test on the hot path
+        return value.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, Mapping):
+        return value.get(key, default)
+    try:
+        return getattr(value, key, default)
+    except Exception:  # a broken property must not break the call
+        return default
+
+
+def parse_arguments(raw: Any) -> Any:
+    """The model's tool-call arguments as JSON data when they parse, else the raw text."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def server_of(resource: Any) -> tuple[str | None, int | None]:
+    """``server.address``/``server.port`` from an SDK resource's client ``base_url``.
+
+    The port is the URL's, else the scheme's default (80 for http, 443 otherwise), as the
+    conventions want a port whenever an address is recorded.
+    """
+    url = getattr(getattr(resource, "_client", None), "base_url", None)
+    host = getattr(url, "host", None)
+    if not isinstance(host, str) or not host:
+        return None, None
+    port = getattr(url, "port", None)
+    if not isinstance(port, int):
+        port = 80 if getattr(url, "scheme", "https") == "http" else 443
+    return host, port
+
+
+def raw_mode(kwargs: Mapping[str, Any]) -> str | None:
+    """The raw-response mode of a call (see ``RAW_RESPONSE_HEADER``), or None."""
+    headers = kwargs.get("extra_headers")
+    if not headers or not isinstance(headers, Mapping):
+        return None
+    value = headers.get(RAW_RESPONSE_HEADER)
+    return value if isinstance(value, str) else None
