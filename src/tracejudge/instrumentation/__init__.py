@@ -1,10 +1,19 @@
 """Instrumentation: ``instrument()``, the patcher seam, ``@tool`` and ``agent()``.
 
-Patcher authors use the seams re-exported here: ``Patcher`` (the Protocol),
-``MethodPatches`` (exact, idempotent method replacement), ``Runtime`` (tracer, metrics,
-content policy, ``guard``), ``ModelCallTelemetry`` (one model call's span and metrics),
-the message-part helpers, ``should_skip_model_span`` (no duplicate spans) and
-``PendingToolCall`` (requested tool calls, for the tool-call-id join).
+Two seams, one pattern each:
+
+- a model provider is a ``ProviderSpec`` (its methods as ``Target``s, each served by an
+  ``Endpoint``: request, response and stream translation) applied by
+  ``ProviderPatcher`` — the one sync/async wrapper and the one stream observer;
+- an agent framework is an ``Integration`` (what it patches or registers, the versions
+  it supports, install/uninstall), added with ``register_integration``.
+
+Both reach ``instrument()`` as a ``Patcher`` (the Protocol; ``register_patcher`` for
+anything else). Authors also use ``MethodPatches`` (exact, idempotent method
+replacement), ``Runtime`` (tracer, metrics, content policy, ``guard``),
+``ModelCallTelemetry`` (one model call's span and metrics), the message-part helpers,
+``should_skip_model_span`` (no duplicate spans) and ``PendingToolCall`` (requested tool
+calls, for the tool-call-id join).
 """
 
 from __future__ import annotations
@@ -26,14 +35,17 @@ from tracejudge.instrumentation._genai import (
     tool_call_part,
     tool_call_response_part,
 )
+from tracejudge.instrumentation._integration import Integration, SupportedVersions
 from tracejudge.instrumentation._patcher import (
     MethodPatches,
     Patcher,
+    register_integration,
     register_patcher,
     sdk_importable,
     unregister_patcher,
     wrapped_by_other_instrumentor,
 )
+from tracejudge.instrumentation._provider import Endpoint, ProviderPatcher, ProviderSpec, Target
 from tracejudge.instrumentation._runtime import Runtime, get_runtime
 from tracejudge.instrumentation._setup import (
     active_patchers,
@@ -48,12 +60,18 @@ __all__ = [
     "AgentScope",
     "CaptureMode",
     "ContentStats",
+    "Endpoint",
+    "Integration",
     "MethodPatches",
     "ModelCallTelemetry",
     "Patcher",
     "PendingToolCall",
+    "ProviderPatcher",
+    "ProviderSpec",
     "Redactor",
     "Runtime",
+    "SupportedVersions",
+    "Target",
     "ToolCallIdScope",
     "ToolRun",
     "ToolScope",
@@ -64,6 +82,7 @@ __all__ = [
     "instrument",
     "message",
     "pending_sdks",
+    "register_integration",
     "register_patcher",
     "sdk_importable",
     "set_error",

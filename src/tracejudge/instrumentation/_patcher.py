@@ -18,9 +18,12 @@ import importlib.util
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from tracejudge.instrumentation._runtime import Runtime
+
+if TYPE_CHECKING:
+    from tracejudge.instrumentation._integration import Integration
 
 logger = logging.getLogger("tracejudge.instrumentation")
 
@@ -122,12 +125,39 @@ def wrapped_by_other_instrumentor(func: Any, sdk_package: str) -> str | None:
 
 PatcherFactory = Callable[[], Patcher]
 
-# (name, patcher module, patcher class, SDK top-level module)
-_BUILTIN: list[tuple[str, str, str, str]] = [
-    ("openai", "tracejudge.instrumentation.openai", "OpenAIPatcher", "openai"),
-    ("anthropic", "tracejudge.instrumentation.anthropic", "AnthropicPatcher", "anthropic"),
-]
-_extra: list[tuple[str, str | None, PatcherFactory]] = []
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """One patcher ``instrument()`` applies.
+
+    - ``name``: the patcher's name (warnings, ``active_patchers()``).
+    - ``sdk_module``: the top-level module it instruments; the patch is deferred until
+      the application imports it. None: applied at once.
+    - ``factory``: builds the patcher (built-ins import their module lazily).
+    - ``optional``: not a model SDK (a framework): left out of the one warning
+      ``instrument()`` gives when no model SDK at all is installed.
+    """
+
+    name: str
+    sdk_module: str | None
+    factory: PatcherFactory
+    optional: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Builtin:
+    name: str
+    module: str
+    cls: str
+    sdk_module: str
+    integration: bool = False
+
+
+_BUILTIN: tuple[_Builtin, ...] = (
+    _Builtin("openai", "tracejudge.instrumentation.openai", "OpenAIPatcher", "openai"),
+    _Builtin("anthropic", "tracejudge.instrumentation.anthropic", "AnthropicPatcher", "anthropic"),
+)
+_extra: list[Registration] = []
 
 
 def register_patcher(name: str, factory: PatcherFactory, *, sdk_module: str | None = None) -> None:
@@ -137,29 +167,48 @@ def register_patcher(name: str, factory: PatcherFactory, *, sdk_module: str | No
     patch until the application imports that module, as it does for the built-ins;
     without it the patcher is applied at once.
     """
-    _extra[:] = [e for e in _extra if e[0] != name]
-    _extra.append((name, sdk_module, factory))
+    _extra[:] = [e for e in _extra if e.name != name]
+    _extra.append(Registration(name, sdk_module, factory))
+
+
+def register_integration(factory: Callable[[], Integration]) -> None:
+    """Add a framework ``Integration`` (by factory; see ``_integration``): installed
+    when the application imports the framework, with the version check and the
+    warnings every integration gets."""
+    integration = factory()
+    from tracejudge.instrumentation._integration import IntegrationPatcher
+
+    def patcher() -> Patcher:
+        return IntegrationPatcher(factory())
+
+    _extra[:] = [e for e in _extra if e.name != integration.name]
+    _extra.append(Registration(integration.name, integration.module, patcher, optional=True))
 
 
 def unregister_patcher(name: str) -> None:
-    """Remove a patcher added with ``register_patcher`` (tests, plugins)."""
-    _extra[:] = [e for e in _extra if e[0] != name]
+    """Remove a patcher or integration added with ``register_*`` (tests, plugins)."""
+    _extra[:] = [e for e in _extra if e.name != name]
 
 
-def iter_patcher_factories() -> list[tuple[str, str | None, PatcherFactory]]:
-    """``(name, SDK module or None, factory)``: built-ins (imported lazily by dotted
-    path) then registered ones."""
-    out: list[tuple[str, str | None, PatcherFactory]] = []
-    for name, module, cls, sdk in _BUILTIN:
-        out.append((name, sdk, _lazy_factory(module, cls)))
+def iter_patcher_factories() -> list[Registration]:
+    """Built-ins (imported lazily by dotted path) then registered ones."""
+    out = [
+        Registration(b.name, b.sdk_module, _lazy_factory(b), optional=b.integration)
+        for b in _BUILTIN
+    ]
     out.extend(_extra)
     return out
 
 
-def _lazy_factory(module: str, cls: str) -> PatcherFactory:
+def _lazy_factory(builtin: _Builtin) -> PatcherFactory:
     def factory() -> Patcher:
-        mod = importlib.import_module(module)
-        patcher: Patcher = getattr(mod, cls)()
+        mod = importlib.import_module(builtin.module)
+        made = getattr(mod, builtin.cls)()
+        if builtin.integration:
+            from tracejudge.instrumentation._integration import IntegrationPatcher
+
+            return IntegrationPatcher(made)
+        patcher: Patcher = made
         return patcher
 
     return factory

@@ -27,7 +27,7 @@ from tracejudge.instrumentation._content import DEFAULT_MAX_ATTRIBUTE_BYTES, Cap
 from tracejudge.instrumentation._import_hook import ImportHooks
 from tracejudge.instrumentation._patcher import (
     Patcher,
-    PatcherFactory,
+    Registration,
     iter_patcher_factories,
     note_once,
     sdk_importable,
@@ -93,20 +93,20 @@ def instrument(
         _generation += 1
         set_runtime(runtime)
         missing: list[str] = []
-        factories = iter_patcher_factories()
-        for name, sdk_module, factory in factories:
-            if sdk_module is None or sdk_module in sys.modules:
-                if _apply(name, factory, runtime) == "not installed":
-                    missing.append(name)
-            elif sdk_importable(sdk_module):
-                apply_later = functools.partial(
-                    _apply_on_import, name, factory, runtime, _generation
-                )
-                _hooks.when_imported(sdk_module, apply_later)
+        registrations = iter_patcher_factories()
+        model_sdks = [r for r in registrations if not r.optional]
+        for reg in registrations:
+            if reg.sdk_module is None or reg.sdk_module in sys.modules:
+                if _apply(reg, runtime) == "not installed" and not reg.optional:
+                    missing.append(reg.name)
+            elif sdk_importable(reg.sdk_module):
+                apply_later = functools.partial(_apply_on_import, reg, runtime, _generation)
+                _hooks.when_imported(reg.sdk_module, apply_later)
             else:
-                missing.append(name)
-                note_once(name, f"{name} SDK not installed; {name} calls will not be traced")
-        if factories and len(missing) == len(factories):
+                if not reg.optional:
+                    missing.append(reg.name)
+                _not_installed(reg)
+        if model_sdks and len(missing) == len(model_sdks):
             # no model call at all will be traced: that one is worth a warning
             warn_once(
                 "<no sdk>",
@@ -116,7 +116,7 @@ def instrument(
 
 
 def _apply_on_import(
-    name: str, factory: PatcherFactory, runtime: Runtime, generation: int, module: ModuleType
+    reg: Registration, runtime: Runtime, generation: int, module: ModuleType
 ) -> None:
     """The post-import hook's callback: patch the SDK just imported, if still wanted.
 
@@ -125,25 +125,31 @@ def _apply_on_import(
     hold the import up forever.
     """
     if not _lock.acquire(timeout=_HOOK_LOCK_TIMEOUT_S):
-        logger.warning("tracejudge: %s imported while instrument() was busy; not traced", name)
+        logger.warning("tracejudge: %s imported while instrument() was busy; not traced", reg.name)
         return
     try:
         if generation == _generation:
-            _apply(name, factory, runtime)
+            _apply(reg, runtime)
     finally:
         _lock.release()
 
 
-def _apply(name: str, factory: PatcherFactory, runtime: Runtime) -> _Applied:
+def _not_installed(reg: Registration) -> None:
+    name = reg.name
+    note_once(name, f"{name} SDK not installed; {name} calls will not be traced")
+
+
+def _apply(reg: Registration, runtime: Runtime) -> _Applied:
     """Apply one patcher; say whether it patched, found no SDK, or failed (warned)."""
+    name = reg.name
     try:
-        patcher = factory()
+        patcher = reg.factory()
     except Exception as exc:  # a broken patcher must not stop the others
         warn_once(name, f"{name} instrumentation unavailable ({exc!r}); skipping it")
         return "failed"
     try:
         if not patcher.available():
-            note_once(name, f"{name} SDK not installed; {name} calls will not be traced")
+            _not_installed(reg)
             return "not installed"
         patcher.patch(runtime)
     except Exception as exc:  # SDK internals moved: skip, keep the rest
