@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the instrumentation tests against the OLDEST client SDKs tracejudge claims.
+# Runs the instrumentation tests against the OLDEST client SDKs and frameworks tracejudge claims.
 #
 # Why: pyproject's extras claim openai>=1.109 (the last 1.x) and anthropic>=0.40, while
 # the dev environment (.venv) tests today's majors (openai 3.x, anthropic 2.x).
@@ -11,7 +11,10 @@
 #   bash scripts/sdk-matrix.sh            # create/refresh the env, run the tests
 #   bash scripts/sdk-matrix.sh -k stream  # extra arguments go to pytest
 #
-# Versions can be overridden (OPENAI_OLDEST, ANTHROPIC_OLDEST). httpx is held below
+# The OpenAI Agents SDK integration's tests run there too, on the oldest openai-agents
+# claimed (0.2.7, which still runs on openai 1.x).
+#
+# Versions can be overridden (OPENAI_OLDEST, ANTHROPIC_OLDEST, AGENTS_OLDEST). httpx is held below
 # 0.28 because anthropic 0.40 predates it (0.28 removed the `proxies` argument clients
 # of that era pass). uv's cache makes a refresh take seconds after the first run.
 # openai 1.40 (the claim before) was measured to fail: no Responses API and
@@ -21,6 +24,7 @@ cd "$(dirname "$0")/.."
 
 OPENAI_OLDEST=${OPENAI_OLDEST:-1.109.1}
 ANTHROPIC_OLDEST=${ANTHROPIC_OLDEST:-0.40.0}
+AGENTS_OLDEST=${AGENTS_OLDEST:-0.2.7}
 VENV=${SDK_MATRIX_VENV:-.venv-sdk-oldest}
 UV=.venv/bin/uv
 if [ ! -x "$UV" ]; then
@@ -31,18 +35,23 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$UV" venv --quiet --python .venv/bin/python "$VENV"
 fi
 "$UV" pip install --quiet --python "$VENV/bin/python" -e . \
-  "openai==$OPENAI_OLDEST" "anthropic==$ANTHROPIC_OLDEST" "httpx<0.28" \
+  "openai==$OPENAI_OLDEST" "anthropic==$ANTHROPIC_OLDEST" "openai-agents==$AGENTS_OLDEST" \
+  "httpx<0.28" \
   "pytest>=8.0" "pytest-timeout>=2.3"
 
 "$VENV/bin/python" - <<PY
+import importlib.metadata
 import anthropic, openai
 assert anthropic.__version__ == "$ANTHROPIC_OLDEST", anthropic.__version__
 assert openai.__version__ == "$OPENAI_OLDEST", openai.__version__
+agents_version = importlib.metadata.version("openai-agents")
+assert agents_version == "$AGENTS_OLDEST", agents_version
 print(f"sdk-matrix: anthropic {anthropic.__version__}, openai {openai.__version__}")
+print(f"sdk-matrix: openai-agents {agents_version}")
 PY
 
 TESTS=()
-for path in tests/instrumentation; do
+for path in tests/instrumentation tests/frameworks/openai_agents; do
   [ -e "$path" ] && TESTS+=("$path")
 done
 if [ ${#TESTS[@]} -eq 0 ]; then

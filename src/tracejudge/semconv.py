@@ -229,6 +229,18 @@ TRACEJUDGE_TOOL_EFFECT: Final = "tracejudge.tool.effect"
 TRACEJUDGE_TOOL_IDEMPOTENCY_KEY: Final = "tracejudge.tool.idempotency_key"
 """Idempotency key of a write; two writes with the same key are not a duplicate side effect. [tracejudge; string]"""
 
+TRACEJUDGE_HANDOFF_FROM_AGENT: Final = "tracejudge.handoff.from_agent"
+"""On the execute_tool span of a handoff (the model's transfer tool call), the agent that handed the conversation off. [tracejudge; string]"""
+
+TRACEJUDGE_HANDOFF_TO_AGENT: Final = "tracejudge.handoff.to_agent"
+"""On the execute_tool span of a handoff, the agent that took the conversation over; its invoke_agent span is nested in the handing-off agent's. [tracejudge; string]"""
+
+TRACEJUDGE_GUARDRAIL_NAME: Final = "tracejudge.guardrail.name"
+"""Name of the guardrail a tracejudge guardrail span ran (an agent framework's input/output check). [tracejudge; string]"""
+
+TRACEJUDGE_GUARDRAIL_TRIGGERED: Final = "tracejudge.guardrail.triggered"
+"""True when the guardrail's tripwire fired (the framework stopped the run). [tracejudge; boolean]"""
+
 TRACEJUDGE_APPROVAL_GRANTED: Final = "tracejudge.approval.granted"
 """Set on a tool span when a human or policy approved this execution. [tracejudge; boolean]"""
 

@@ -156,6 +156,13 @@ class _Builtin:
 _BUILTIN: tuple[_Builtin, ...] = (
     _Builtin("openai", "tracejudge.instrumentation.openai", "OpenAIPatcher", "openai"),
     _Builtin("anthropic", "tracejudge.instrumentation.anthropic", "AnthropicPatcher", "anthropic"),
+    _Builtin(
+        "openai-agents",
+        "tracejudge.instrumentation.openai_agents",
+        "OpenAIAgentsIntegration",
+        "agents",
+        integration=True,
+    ),
 )
 _extra: list[Registration] = []
 

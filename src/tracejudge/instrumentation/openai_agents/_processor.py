@@ -1,0 +1,478 @@
+"""The Agents SDK tracing processor that turns its spans into GenAI spans.
+
+Mapping (the SDK's span type → ours):
+
+- ``agent`` → ``invoke_agent {agent}`` (INTERNAL). A handoff nests the agent taking
+  over inside the one handing off: the SDK ends the first agent's span and starts the
+  next one as its sibling, so the first agent's span is kept open until the agent it
+  handed to has ended. One run therefore has one root ``invoke_agent`` span, which is
+  what the run builder judges as one run. The agent's final answer (the last model
+  call's text when it asked for no tool; a handed-off chain's final answer on every
+  agent of the chain) is ``gen_ai.output.messages``; the trace's ``group_id`` is
+  ``gen_ai.conversation.id``; run identity given as trace metadata
+  (``tracejudge.run.id``, ``user.id``...) is copied onto the root.
+- ``function`` → ``execute_tool {tool}`` (INTERNAL) with ``gen_ai.tool.call.arguments``
+  and ``gen_ai.tool.call.result`` (captured, redacted and capped as every tool's are)
+  and the model's tool-call id, claimed from the run's tool-call ledger (by name, then
+  by arguments) like ``@tracejudge.tool`` does.
+- ``handoff`` → ``execute_tool transfer_to_{agent}``: from the model's side a handoff
+  *is* the execution of its transfer tool call, so it is recorded as one (with that
+  call's id), marked ``tracejudge.handoff.from_agent``/``to_agent``.
+- ``guardrail`` → ``guardrail {name}`` (INTERNAL; the conventions have no guardrail
+  span) with ``tracejudge.guardrail.name``/``.triggered``.
+- ``response``/``generation`` (model calls) → nothing of their own: the model client's
+  instrumentation owns the model call span (tracejudge's OpenAI patch, or another GenAI
+  instrumentor it defers to), which nests under the agent because the agent's span is
+  the current OpenTelemetry span while the agent runs. The SDK's data only supplies the
+  agent's final answer. So there is exactly one span per model call.
+- anything else (the SDK's task/turn spans, MCP listings, speech) → not mapped: their
+  children hang from the nearest mapped ancestor.
+
+While an agent or a tool runs its span is the current OpenTelemetry span (spans of
+``@tracejudge.tool``, of model clients and of nested runs join it), a fresh tool-call
+ledger is in place and ``AgentState`` reports the providers used. The processor never
+raises into the SDK: every callback runs in the runtime's guard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Mapping
+from contextvars import Token
+from typing import Any, Final
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from tracejudge import semconv as sc
+from tracejudge.instrumentation._content import ContentStats
+from tracejudge.instrumentation._context import (
+    AGENT_STATE,
+    AgentState,
+    ToolCallLedger,
+    claim_tool_call_id,
+    new_ledger,
+    reset_ledger,
+)
+from tracejudge.instrumentation._genai import message, text_part
+from tracejudge.instrumentation._runtime import Runtime
+from tracejudge.instrumentation._shapes import get
+from tracejudge.instrumentation.openai_agents import _convert as cv
+
+_OP = sc.GenAiOperationNameValues
+_ERROR_TYPE: Final = "_OTHER"
+"""``error.type`` of an SDK span error: the SDK reports a message, not an exception class."""
+_STATUS_MAX: Final = 512
+_IDENTITY_KEYS: Final = (
+    sc.TRACEJUDGE_RUN_ID,
+    sc.TRACEJUDGE_CASE_ID,
+    sc.TRACEJUDGE_EXPERIMENT_ID,
+    sc.TRACEJUDGE_VARIANT_ID,
+    sc.TRACEJUDGE_TENANT_ID,
+    sc.USER_ID,
+)
+_UNSET: Final = object()
+
+
+class _Open:
+    """One SDK span we mapped (or watch), while it is open."""
+
+    __slots__ = (
+        "agent",
+        "child_error",
+        "ctx_token",
+        "handed_from",
+        "handoff_to",
+        "kind",
+        "ledger_token",
+        "name",
+        "output",
+        "parent",
+        "span",
+        "state",
+        "state_token",
+        "trace_id",
+    )
+
+    def __init__(
+        self, kind: str, name: str, span: Span | None, parent: _Open | None, trace_id: str
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.span = span
+        self.parent = parent
+        self.trace_id = trace_id
+        self.agent: _Open | None = self if kind == cv.AGENT else _agent_of(parent)
+        self.ctx_token: object | None = None
+        self.ledger_token: Token[ToolCallLedger | None] | None = None
+        self.state: AgentState | None = None
+        self.state_token: Token[AgentState | None] | None = None
+        self.handoff_to: str | None = None
+        self.handed_from: _Open | None = None
+        self.output: str | None = None
+        self.child_error: Any = None
+
+
+def _agent_of(record: _Open | None) -> _Open | None:
+    return record.agent if record is not None else None
+
+
+class _TraceInfo:
+    __slots__ = ("conversation", "identity", "pending")
+
+    def __init__(self, conversation: str | None, identity: dict[str, AttributeValue]) -> None:
+        self.conversation = conversation
+        self.identity = identity
+        self.pending: list[_Open] = []
+        """Agents that handed off and wait for the agent they handed to."""
+
+
+class GenAiProcessor:
+    """The ``TracingProcessor`` (the SDK's ABC is mixed in when the SDK is imported, see
+    ``openai_agents.processor()``). ``runtime`` None: disabled (``uninstrument()``;
+    the SDK offers no way to remove a processor) — it then starts nothing and only
+    ends what it had started."""
+
+    def __init__(self) -> None:
+        self.runtime: Runtime | None = None
+        self._lock = threading.Lock()
+        self._open: dict[str, _Open] = {}
+        self._traces: dict[str, _TraceInfo] = {}
+
+    # --- traces ----------------------------------------------------------------
+
+    def on_trace_start(self, sdk_trace: Any) -> None:
+        rt = self.runtime
+        if rt is None:
+            return
+        with rt.guard:
+            trace_id = str(get(sdk_trace, "trace_id"))
+            identity: dict[str, AttributeValue] = {}
+            metadata = get(sdk_trace, "metadata")
+            if isinstance(metadata, Mapping):
+                for key in _IDENTITY_KEYS:
+                    value = metadata.get(key)
+                    if isinstance(value, str) and value:
+                        identity[key] = value
+            with self._lock:
+                self._traces[trace_id] = _TraceInfo(
+                    cv.text_of(get(sdk_trace, "group_id")), identity
+                )
+
+    def on_trace_end(self, sdk_trace: Any) -> None:
+        """End what the trace left open: agents still waiting for a handoff that never
+        started (they end with what they have), spans the SDK never ended."""
+        trace_id = str(get(sdk_trace, "trace_id"))
+        with self._lock:
+            info = self._traces.pop(trace_id, None)
+            stale = [k for k, r in self._open.items() if r.trace_id == trace_id]
+            leftovers = [self._open.pop(k) for k in stale]
+        rt = self.runtime
+        for record in info.pending if info is not None else ():
+            if rt is None:
+                _end(record.span)
+            else:
+                with rt.guard:
+                    self._end_agent_chain(rt, record)
+                _end(record.span)  # also when stamping failed
+        for record in leftovers:
+            _end(record.span)
+
+    # --- spans -----------------------------------------------------------------
+
+    def on_span_start(self, sdk_span: Any) -> None:
+        rt = self.runtime
+        if rt is None:
+            return
+        with rt.guard:
+            self._start(rt, sdk_span)
+
+    def on_span_end(self, sdk_span: Any) -> None:
+        span_id = str(get(sdk_span, "span_id"))
+        with self._lock:
+            record = self._open.pop(span_id, None)
+        if record is None:
+            return
+        rt = self.runtime
+        if rt is None:  # disabled mid-span: end what we started, record nothing more
+            self._detach(record)
+            _end(record.span)
+            return
+        with rt.guard:
+            self._end(rt, record, sdk_span)
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self) -> None:
+        return None
+
+    # --- start -----------------------------------------------------------------
+
+    def _start(self, rt: Runtime, sdk_span: Any) -> None:
+        data = get(sdk_span, "span_data")
+        kind = cv.kind_of(data) or "unknown"
+        span_id = str(get(sdk_span, "span_id"))
+        trace_id = str(get(sdk_span, "trace_id"))
+        with self._lock:
+            parent = self._mapped_ancestor(get(sdk_span, "parent_id"))
+            info = self._traces.get(trace_id)
+            handed_from = None
+            if kind == cv.AGENT and info is not None and info.pending:
+                handed_from = _take_pending(info, cv.text_of(get(data, "name")))
+        if handed_from is not None:
+            parent = handed_from
+        if kind == cv.AGENT:
+            record = self._start_agent(rt, data, parent, info, trace_id)
+            record.handed_from = handed_from
+        elif kind == cv.FUNCTION:
+            record = self._start_tool(rt, data, parent, trace_id)
+        elif kind == cv.HANDOFF:
+            record = self._start_handoff(rt, data, parent, trace_id)
+        elif kind == cv.GUARDRAIL:
+            record = self._start_guardrail(rt, data, parent, trace_id)
+        else:
+            # Not mapped (model calls, task/turn spans...), but kept so that the spans
+            # under it find their mapped ancestor, and model calls their agent.
+            record = _Open(kind, kind, None, parent, trace_id)
+        with self._lock:
+            self._open[span_id] = record
+
+    def _mapped_ancestor(self, parent_id: Any) -> _Open | None:
+        """The record of the nearest ancestor we mapped (the SDK's parent chain; spans
+        we do not map, like task and turn spans, are not in the table)."""
+        if not isinstance(parent_id, str):
+            return None
+        found = self._open.get(parent_id)
+        while found is not None and found.span is None:
+            found = found.parent
+        return found
+
+    def _begin_span(
+        self,
+        rt: Runtime,
+        name: str,
+        attributes: dict[str, AttributeValue],
+        parent: _Open | None,
+    ) -> Span:
+        ctx = (
+            trace.set_span_in_context(parent.span)
+            if parent is not None and parent.span is not None
+            else None
+        )
+        kind = SpanKind.INTERNAL
+        return rt.tracer.start_span(name, context=ctx, kind=kind, attributes=attributes)
+
+    def _start_agent(
+        self, rt: Runtime, data: Any, parent: _Open | None, info: _TraceInfo | None, trace_id: str
+    ) -> _Open:
+        name = cv.text_of(get(data, "name")) or "agent"
+        attrs: dict[str, AttributeValue] = {
+            sc.GEN_AI_OPERATION_NAME: _OP.INVOKE_AGENT,
+            sc.GEN_AI_AGENT_NAME: name,
+        }
+        if info is not None:
+            if info.conversation is not None:
+                attrs[sc.GEN_AI_CONVERSATION_ID] = info.conversation
+            if parent is None:
+                attrs.update(info.identity)
+        record = _Open(cv.AGENT, name, None, parent, trace_id)
+        record.span = self._begin_span(rt, f"{_OP.INVOKE_AGENT} {name}", attrs, parent)
+        self._attach(record)
+        record.ledger_token = new_ledger()
+        record.state = AgentState(name)
+        record.state_token = AGENT_STATE.set(record.state)
+        return record
+
+    def _start_tool(self, rt: Runtime, data: Any, parent: _Open | None, trace_id: str) -> _Open:
+        name = cv.text_of(get(data, "name")) or "tool"
+        attrs: dict[str, AttributeValue] = {
+            sc.GEN_AI_OPERATION_NAME: _OP.EXECUTE_TOOL,
+            sc.GEN_AI_TOOL_NAME: name,
+            sc.GEN_AI_TOOL_TYPE: "function",
+        }
+        agent = _agent_of(parent)
+        if agent is not None:
+            attrs[sc.GEN_AI_AGENT_NAME] = agent.name
+        record = _Open(cv.FUNCTION, name, None, parent, trace_id)
+        record.span = self._begin_span(rt, f"{_OP.EXECUTE_TOOL} {name}", attrs, parent)
+        self._attach(record)
+        return record
+
+    def _start_handoff(self, rt: Runtime, data: Any, parent: _Open | None, trace_id: str) -> _Open:
+        attrs: dict[str, AttributeValue] = {
+            sc.GEN_AI_OPERATION_NAME: _OP.EXECUTE_TOOL,
+            sc.GEN_AI_TOOL_TYPE: "function",
+        }
+        source = cv.text_of(get(data, "from_agent"))
+        if source is not None:
+            attrs[sc.TRACEJUDGE_HANDOFF_FROM_AGENT] = source
+            attrs[sc.GEN_AI_AGENT_NAME] = source
+        record = _Open(cv.HANDOFF, "handoff", None, parent, trace_id)
+        # Named once the target is known (at the end): the transfer tool is named after it.
+        record.span = self._begin_span(rt, _OP.EXECUTE_TOOL, attrs, parent)
+        return record
+
+    def _start_guardrail(
+        self, rt: Runtime, data: Any, parent: _Open | None, trace_id: str
+    ) -> _Open:
+        name = cv.text_of(get(data, "name")) or "guardrail"
+        attrs: dict[str, AttributeValue] = {sc.TRACEJUDGE_GUARDRAIL_NAME: name}
+        agent = _agent_of(parent)
+        if agent is not None:
+            attrs[sc.GEN_AI_AGENT_NAME] = agent.name
+        record = _Open(cv.GUARDRAIL, name, None, parent, trace_id)
+        record.span = self._begin_span(rt, f"guardrail {name}", attrs, parent)
+        return record
+
+    # --- end -------------------------------------------------------------------
+
+    def _end(self, rt: Runtime, record: _Open, sdk_span: Any) -> None:
+        data = get(sdk_span, "span_data")
+        kind = record.kind
+        if kind in (cv.RESPONSE, cv.GENERATION):
+            if record.agent is not None:  # None when it asked for tools: not the answer
+                record.agent.output = cv.final_text(kind, data)
+            return
+        if record.span is None:
+            # The SDK's own grouping spans (a turn of the loop): an error there — a
+            # guardrail's tripwire, for one — is the agent's.
+            error = get(sdk_span, "error")
+            if kind in cv.GROUPING and error and record.agent is not None:
+                record.agent.child_error = record.agent.child_error or error
+            return
+        span = record.span
+        if kind == cv.AGENT:
+            self._detach(record)
+            self._finish_agent(rt, record, sdk_span)
+            return
+        try:
+            if kind == cv.FUNCTION:
+                self._detach(record)
+                self._finish_tool(rt, span, record, data)
+            elif kind == cv.HANDOFF:
+                self._finish_handoff(rt, span, record, data)
+            else:
+                triggered = get(data, "triggered")
+                span.set_attribute(sc.TRACEJUDGE_GUARDRAIL_TRIGGERED, triggered is True)
+            _set_error(span, get(sdk_span, "error"))
+        finally:
+            span.end()
+
+    def _finish_tool(self, rt: Runtime, span: Span, record: _Open, data: Any) -> None:
+        arguments = cv.tool_arguments(data)
+        call_id = claim_tool_call_id((record.name,), arguments)
+        if call_id is not None:
+            span.set_attribute(sc.GEN_AI_TOOL_CALL_ID, call_id)
+        if not rt.capture_evidence:
+            return
+        stats = ContentStats()
+        if arguments is not None:
+            span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, rt.encode_content(arguments, stats))
+        output = get(data, "output", _UNSET)
+        if output is not _UNSET and output is not None:
+            span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, rt.encode_content(output, stats))
+        rt.stamp_content_stats(span, stats)
+
+    def _finish_handoff(self, rt: Runtime, span: Span, record: _Open, data: Any) -> None:
+        target = cv.text_of(get(data, "to_agent"))
+        if target is None:
+            return
+        tool = cv.handoff_tool_name(target)
+        span.update_name(f"{_OP.EXECUTE_TOOL} {tool}")
+        span.set_attribute(sc.GEN_AI_TOOL_NAME, tool)
+        span.set_attribute(sc.TRACEJUDGE_HANDOFF_TO_AGENT, target)
+        call_id = claim_tool_call_id((tool,), None)
+        if call_id is not None:
+            span.set_attribute(sc.GEN_AI_TOOL_CALL_ID, call_id)
+        agent = record.agent
+        if agent is not None:
+            agent.handoff_to = target
+
+    def _finish_agent(self, rt: Runtime, record: _Open, sdk_span: Any) -> None:
+        """The SDK ended an agent span: end ours, unless the agent handed off (then it
+        waits, open, for the agent it handed to); ending an agent ends the agents that
+        handed to it."""
+        span = record.span
+        if span is not None:
+            _set_error(span, get(sdk_span, "error") or record.child_error)
+        if record.handoff_to is not None:
+            with self._lock:
+                info = self._traces.get(record.trace_id)
+                if info is not None:
+                    info.pending.append(record)
+                    return
+        self._end_agent_chain(rt, record)
+
+    def _end_agent_chain(self, rt: Runtime, record: _Open) -> None:
+        """End ``record``'s span and those of the agents that handed off to it; its final
+        answer is theirs too (they delegated the answer)."""
+        current: _Open | None = record
+        answer = record.output
+        while current is not None:
+            span = current.span
+            if span is not None and span.is_recording():
+                if current is not record:
+                    current.output = answer
+                try:
+                    _stamp_agent(rt, span, current)
+                finally:
+                    span.end()
+            current = current.handed_from
+
+    # --- context -----------------------------------------------------------------
+
+    def _attach(self, record: _Open) -> None:
+        if record.span is not None:
+            record.ctx_token = otel_context.attach(trace.set_span_in_context(record.span))
+
+    def _detach(self, record: _Open) -> None:
+        """Undo what the start put in context; skipped when the context is no longer the
+        one the start left (another task ended the span): nothing of ours to undo there."""
+        if record.state_token is not None:
+            token, record.state_token = record.state_token, None
+            with contextlib.suppress(ValueError):  # another context: not ours to undo
+                AGENT_STATE.reset(token)
+        if record.ledger_token is not None:
+            ledger_token, record.ledger_token = record.ledger_token, None
+            reset_ledger(ledger_token)
+        ctx_token, record.ctx_token = record.ctx_token, None
+        if ctx_token is not None and trace.get_current_span() is record.span:
+            otel_context.detach(ctx_token)  # type: ignore[arg-type]
+
+
+def _end(span: Span | None) -> None:
+    if span is not None and span.is_recording():
+        span.end()
+
+
+def _take_pending(info: _TraceInfo, name: str | None) -> _Open | None:
+    """The agent that handed off to ``name`` (else the latest that handed off)."""
+    for index in range(len(info.pending) - 1, -1, -1):
+        if info.pending[index].handoff_to == name:
+            return info.pending.pop(index)
+    return info.pending.pop() if info.pending else None
+
+
+def _stamp_agent(rt: Runtime, span: Span, record: _Open) -> None:
+    state = record.state
+    if state is not None and len(state.providers) == 1:
+        span.set_attribute(sc.GEN_AI_PROVIDER_NAME, next(iter(state.providers)))
+    if record.output is not None and rt.capture_evidence:
+        stats = ContentStats()
+        span.set_attribute(
+            sc.GEN_AI_OUTPUT_MESSAGES,
+            rt.encode_content([message("assistant", [text_part(record.output)], "stop")], stats),
+        )
+        rt.stamp_content_stats(span, stats)
+
+
+def _set_error(span: Span, error: Any) -> None:
+    description = cv.error_description(error)
+    if description is None:
+        return
+    span.set_attribute(sc.ERROR_TYPE, _ERROR_TYPE)
+    span.set_status(Status(StatusCode.ERROR, description[:_STATUS_MAX]))
