@@ -186,3 +186,44 @@ def test_otlp_endpoint_is_resolved_as_the_exporter_does() -> None:
     }
     assert (traces_endpoint(both).host, traces_endpoint(both).port) == ("b", 2)
     assert traces_endpoint({"OTEL_EXPORTER_OTLP_ENDPOINT": "https://c"}).port == 443
+
+
+Outcome = tuple[str, str | None, list[str]]
+
+
+def _outcomes(done: subprocess.CompletedProcess[str]) -> dict[str, Outcome]:
+    """Per variant: the verdict, the primary finding's code and every finding's code."""
+    out: dict[str, Outcome] = {}
+    for v in _verdicts(done):
+        primary = v["primary"]["code"] if v["primary"] else None
+        out[v["variant"]] = (v["verdict"], primary, sorted({f["code"] for f in v["findings"]}))
+    return out
+
+
+def test_agents_sdk_refund_agent_gets_the_plain_agents_verdicts(tmp_path: Path) -> None:
+    """The refund agent on the OpenAI Agents SDK (its Runner, function tools, the
+    tracing processor instrument() registers) is judged by the same rules and baseline
+    exactly as the plain-SDK agent's committed traces: every variant gets the same
+    verdict, primary finding and findings; the streamed run passes too."""
+    agent = EXAMPLES / "agents_refund" / "agent.py"
+    traces = []
+    for variant in ("healthy", "silent_failure", "wrong_order", "half_amount"):
+        trace = tmp_path / f"{variant}.json"
+        out = _python(agent, "--variant", variant, "--trace-out", trace).stdout
+        assert "answer: Your refund for order" in out
+        traces.append(trace)
+    streamed = tmp_path / "streamed.json"
+    _python(agent, "--variant", "healthy", "--stream", "--trace-out", streamed)
+    plain = _outcomes(_eval(*sorted((EXAMPLES / "refund" / "traces").glob("*.json"))))
+    on_agents_sdk = _outcomes(_eval(*traces))
+    assert on_agents_sdk == plain
+    assert plain["healthy"] == ("pass", None, [])
+    done = _eval(streamed)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [v["verdict"] for v in _verdicts(done)] == ["pass"]
+    names = {
+        span["name"]
+        for scope in json.loads(traces[0].read_text())["resourceSpans"][0]["scopeSpans"]
+        for span in scope["spans"]
+    }
+    assert {"invoke_agent refund-agent", "execute_tool refund_api.create"} <= names

@@ -483,3 +483,50 @@ def test_secrets_in_tool_results_are_redacted(span_exporter: InMemorySpanExporte
     tool = only(tree(span_exporter.get_finished_spans()), "execute_tool lookup_order")
     assert "sk-live" not in json.dumps(tool["attributes"])
     assert tool["attributes"]["tracejudge.content.redacted"] >= 1
+
+
+def test_a_json_text_result_is_recorded_as_json(span_exporter: InMemorySpanExporter) -> None:
+    """Agents SDK tools return text; a result that is a JSON object is recorded as that
+    object (rules read it by path), any other text as a string."""
+
+    @function_tool
+    def lookup_order(order_id: str) -> str:
+        """Look up an order."""
+        return json.dumps({"orders": [{"id": order_id, "is_duplicate": True}]})
+
+    @function_tool
+    def note(order_id: str) -> str:
+        """Write a note."""
+        return "{not json"
+
+    script = Script(
+        "json-text",
+        [
+            lambda c: Reply(
+                tool_calls=(
+                    ToolRequest("lookup_order", {"order_id": "B-1"}),
+                    ToolRequest("note", {"order_id": "B-1"}),
+                )
+            ),
+            lambda c: Reply(text="Done."),
+        ],
+    )
+    with ScriptedModelServer([script]) as server:
+        agent = Agent(
+            name="orders",
+            instructions="Answer.",
+            model=chat_model(server, "json-text"),
+            tools=[lookup_order, note],
+        )
+        run(agent, "Is B-1 a duplicate?")
+    spans = tree(span_exporter.get_finished_spans())
+    lookup = only(spans, "execute_tool lookup_order")["attributes"]
+    assert lookup["gen_ai.tool.call.result"] == {"orders": [{"id": "B-1", "is_duplicate": True}]}
+    raw = [s for s in span_exporter.get_finished_spans() if s.name == "execute_tool note"]
+    assert raw[0].attributes is not None
+    assert raw[0].attributes["gen_ai.tool.call.result"] == json.dumps("{not json")
+    ids = {
+        only(spans, name)["attributes"]["gen_ai.tool.call.id"]
+        for name in ("execute_tool lookup_order", "execute_tool note")
+    }
+    assert len(ids) == 2  # parallel calls of one response: each its own id

@@ -53,6 +53,19 @@ def tool_arguments(span_data: Any) -> Any:
     return None if raw is None else parse_arguments(raw)
 
 
+def tool_result(output: Any) -> Any:
+    """A function span's result as recorded: the tool's return value, except that a
+    string holding a JSON object or array is that JSON. Agents SDK tools return text
+    (the model reads ``str()`` of whatever they return), and tools that mean structured
+    data return JSON text; rules read such a result by path, as they read ``@tool``
+    results that are dicts. Any other string stays a string."""
+    if isinstance(output, str) and output[:1] in ("{", "["):
+        parsed = parse_arguments(output)
+        if isinstance(parsed, (dict, list)):
+            return parsed
+    return output
+
+
 def error_description(error: Any) -> str | None:
     """The text of an SDK ``SpanError`` (``{"message", "data"}``), or None."""
     if not isinstance(error, Mapping):

@@ -374,7 +374,8 @@ class GenAiProcessor:
             span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, rt.encode_content(arguments, stats))
         output = get(data, "output", _UNSET)
         if output is not _UNSET and output is not None:
-            span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, rt.encode_content(output, stats))
+            result = cv.tool_result(output)
+            span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, rt.encode_content(result, stats))
         rt.stamp_content_stats(span, stats)
 
     def _finish_handoff(self, rt: Runtime, span: Span, record: _Open, data: Any) -> None:
