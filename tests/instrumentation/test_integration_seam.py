@@ -39,17 +39,18 @@ class _Framework:
     """An integration of the throwaway module; class attributes steer and record it."""
 
     target: ClassVar[str] = ""
+    dist: ClassVar[str] = "pytest"
     versions: ClassVar[SupportedVersions] = SupportedVersions("1", "100000")
     fail: ClassVar[bool] = False
     installed: ClassVar[list[Runtime]] = []
     uninstalled: ClassVar[int] = 0
 
     name = "toy-framework"
-    distribution = "pytest"
     hooks = ("toy.register_processor",)
 
     def __init__(self) -> None:
         self.module: str = _Framework.target
+        self.distribution: str = _Framework.dist
         self.supported: SupportedVersions = _Framework.versions
 
     def install(self, runtime: Runtime) -> None:
@@ -67,7 +68,7 @@ def framework(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     name = f"tj_toy_framework_{tmp_path.name.replace('-', '_')}"
     (tmp_path / f"{name}.py").write_text("VALUE = 7\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
-    _Framework.target, _Framework.fail = name, False
+    _Framework.target, _Framework.fail, _Framework.dist = name, False, "pytest"
     _Framework.versions = SupportedVersions("1", "100000")
     _Framework.installed, _Framework.uninstalled = [], 0
     register_integration(_Framework)
@@ -162,6 +163,20 @@ def test_framework_not_installed_is_only_a_debug_message(
         tracejudge.uninstrument()
         patcher_mod.unregister_patcher("toy-framework")
         patcher_mod.reset_warnings()
+
+
+def test_a_same_named_module_of_another_distribution_is_left_alone(
+    framework: str, tracer_provider: TracerProvider, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A module that has the framework's name but not its distribution (``agents`` is a
+    common name) is not the framework: nothing is installed and nothing is warned."""
+    _Framework.dist = "tj-no-such-distribution"
+    with caplog.at_level(logging.DEBUG, logger="tracejudge.instrumentation"):
+        tracejudge.instrument(tracer_provider=tracer_provider)
+        __import__(framework)
+    assert _Framework.installed == []
+    assert "toy-framework" not in active_patchers()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 @pytest.mark.parametrize(

@@ -110,8 +110,14 @@ class IntegrationPatcher:
         self.name = integration.name
 
     def available(self) -> bool:
-        """True when the framework is importable (nothing is imported)."""
-        return sdk_importable(self.integration.module)
+        """True when the framework is importable and its distribution installed (nothing
+        is imported). A module of the same name from another distribution (``agents`` is
+        a common name) is not the framework: it is left alone, without a warning."""
+        integration = self.integration
+        return (
+            sdk_importable(integration.module)
+            and installed_version(integration.distribution) is not None
+        )
 
     def patch(self, runtime: Runtime) -> None:
         """Check the version (one warning outside the range), then install."""

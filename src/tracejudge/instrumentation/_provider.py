@@ -323,6 +323,13 @@ def returned(
 ) -> None:
     """Record what a sync SDK call returned; the span ends unless a stream took it."""
     try:
+        if not kwargs.get("extra_headers"):  # the common case, inlined (per-call cost)
+            if isinstance(result, streams.sync):
+                watch(runtime, spec, endpoint, call, result, is_async=False)
+            else:
+                endpoint.finish(call, result)
+                call.end()
+            return
         mode = _raw(result, kwargs)
         if mode is None:
             _settle(runtime, spec, endpoint, call, result, streams, is_async=False)
@@ -354,6 +361,13 @@ async def returned_async(
 ) -> None:
     """``returned`` for async clients, whose raw responses may parse asynchronously."""
     try:
+        if not kwargs.get("extra_headers"):
+            if isinstance(result, streams.async_):
+                watch(runtime, spec, endpoint, call, result, is_async=True)
+            else:
+                endpoint.finish(call, result)
+                call.end()
+            return
         mode = _raw(result, kwargs)
         if mode is None:
             _settle(runtime, spec, endpoint, call, result, streams, is_async=True)

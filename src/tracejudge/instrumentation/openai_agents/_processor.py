@@ -91,6 +91,7 @@ class _Open:
         "name",
         "output",
         "parent",
+        "sdk_parent",
         "span",
         "state",
         "state_token",
@@ -114,6 +115,7 @@ class _Open:
         self.handed_from: _Open | None = None
         self.output: str | None = None
         self.child_error: Any = None
+        self.sdk_parent: str | None = None
 
 
 def _agent_of(record: _Open | None) -> _Open | None:
@@ -221,13 +223,16 @@ class GenAiProcessor:
             parent = self._mapped_ancestor(get(sdk_span, "parent_id"))
             info = self._traces.get(trace_id)
             handed_from = None
+            sdk_parent = get(sdk_span, "parent_id")
+            sdk_parent = sdk_parent if isinstance(sdk_parent, str) else None
             if kind == cv.AGENT and info is not None and info.pending:
-                handed_from = _take_pending(info, cv.text_of(get(data, "name")))
+                handed_from = _take_pending(info, cv.text_of(get(data, "name")), sdk_parent)
         if handed_from is not None:
             parent = handed_from
         if kind == cv.AGENT:
             record = self._start_agent(rt, data, parent, info, trace_id)
             record.handed_from = handed_from
+            record.sdk_parent = sdk_parent
         elif kind == cv.FUNCTION:
             record = self._start_tool(rt, data, parent, trace_id)
         elif kind == cv.HANDOFF:
@@ -450,12 +455,15 @@ def _end(span: Span | None) -> None:
         span.end()
 
 
-def _take_pending(info: _TraceInfo, name: str | None) -> _Open | None:
-    """The agent that handed off to ``name`` (else the latest that handed off)."""
+def _take_pending(info: _TraceInfo, name: str | None, sdk_parent: str | None) -> _Open | None:
+    """The agent that handed off to ``name``: the SDK names the handoff's target after
+    the agent it starts next, as a sibling of the agent that handed off (same SDK parent).
+    An agent starting in parallel in the same trace matches neither."""
     for index in range(len(info.pending) - 1, -1, -1):
-        if info.pending[index].handoff_to == name:
+        waiting = info.pending[index]
+        if waiting.handoff_to == name and waiting.sdk_parent == sdk_parent:
             return info.pending.pop(index)
-    return info.pending.pop() if info.pending else None
+    return None
 
 
 def _stamp_agent(rt: Runtime, span: Span, record: _Open) -> None:
