@@ -283,6 +283,20 @@ def _weaver_metric(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _weaver_span(raw: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": raw["type"],
+        "kind": raw["kind"],
+        "name": {"note": f"**Span name** SHOULD be `{raw['name']}`."},
+        "brief": _one_line(raw.get("brief")),
+        "stability": _STABILITY,
+        "attributes": [
+            {"ref": a["ref"], "requirement_level": a.get("requirement_level", "recommended")}
+            for a in raw.get("attributes") or []
+        ],
+    }
+
+
 def weaver_errors(doc: Any) -> list[str]:
     """Where ``doc`` breaks Weaver's schema of definition files (empty: it is valid)."""
     import jsonschema
@@ -298,8 +312,8 @@ def weaver_errors(doc: Any) -> list[str]:
 def build_weaver() -> dict[Path, str]:
     """The ``tracejudge.*`` registry in Weaver's format: path -> file text.
 
-    ``tracejudge.yaml`` holds our attributes and metrics (metric attributes are the ones
-    the collector records); ``manifest.yaml`` names the registry and its dependency, the
+    ``tracejudge.yaml`` holds our attributes, spans and metrics (metric attributes are
+    the ones the collector records); ``manifest.yaml`` names the registry and its dependency, the
     pinned GenAI registry (which brings core v1.43.0 in turn).
     """
     own_cfg = yaml.safe_load((REGISTRY / "tracejudge.yaml").read_text(encoding="utf-8"))
@@ -309,6 +323,8 @@ def build_weaver() -> dict[Path, str]:
         "attributes": [_weaver_attribute(raw) for raw in own_cfg["attributes"]],
         "metrics": [_weaver_metric(raw) for raw in own_cfg["metrics"]],
     }
+    if own_cfg.get("spans"):
+        definitions["spans"] = [_weaver_span(raw) for raw in own_cfg["spans"]]
     errors = weaver_errors(definitions)
     if errors:
         raise SystemExit(

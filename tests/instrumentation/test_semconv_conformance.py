@@ -259,3 +259,27 @@ def test_the_sdks_exception_event_fails(
     assert "required attribute(s) missing: ['gen_ai.operation.name', 'gen_ai.provider.name']" in (
         problem
     )
+
+
+def test_our_own_span_types_are_checked_by_their_definition(
+    private: tuple[TracerProvider, InMemorySpanExporter],
+) -> None:
+    """A span without ``gen_ai.operation.name`` is one of our own types (the guardrail span,
+    ``tracejudge.guardrail.internal``) when it has that type's required attributes; its
+    name and attribute types are then checked like any other span's."""
+    guardrail = {
+        sc.TRACEJUDGE_GUARDRAIL_NAME: "no_pii",
+        sc.TRACEJUDGE_GUARDRAIL_TRIGGERED: False,
+        sc.GEN_AI_AGENT_NAME: "refund",
+    }
+    assert _span(private, guardrail, name="guardrail no_pii", kind=SpanKind.INTERNAL) == []
+    (problem,) = _span(private, guardrail, name="no_pii", kind=SpanKind.INTERNAL)
+    assert "name should be 'guardrail no_pii'" in problem
+    wrong = {**guardrail, sc.TRACEJUDGE_GUARDRAIL_TRIGGERED: "no"}
+    (problem,) = _span(private, wrong, name="guardrail no_pii", kind=SpanKind.INTERNAL)
+    assert "tracejudge.guardrail.triggered='no': expected boolean" in problem
+    untriggered = {sc.TRACEJUDGE_GUARDRAIL_NAME: "no_pii"}  # a required attribute missing
+    problems = _span(private, untriggered, name="guardrail no_pii", kind=SpanKind.INTERNAL)
+    assert problems == [
+        "span 'guardrail no_pii': no span definition for gen_ai.operation.name=None"
+    ]

@@ -10,6 +10,8 @@ and, for an enum, one of the listed values.
 The registry is what ``semconv/`` holds: the pinned upstream GenAI files (Weaver's
 ``definition/2`` format), the core attributes and events we copy (``registry/core.yaml``),
 and our own ``tracejudge.*`` registry as generated for Weaver (``weaver/tracejudge.yaml``).
+A span without ``gen_ai.operation.name`` is one of our own span types (the guardrail span)
+when it has that type's required attributes.
 
 Enums are checked strictly, as live-check reports an undefined member, except an enum whose
 only member is ``_OTHER`` (core's ``error.type``): it lists no values, so any string is one.
@@ -230,18 +232,34 @@ class Registry:
             problems.append(self._check_event(event.name, dict(event.attributes or {})))
         return [f"span {span.name!r}: {p}" for ps in problems for p in ps]
 
+    def own_span_for(self, attrs: Mapping[str, Any]) -> str | None:
+        """Our own span type (``tracejudge.*``, for what the GenAI conventions have no span
+        for) whose required attributes ``attrs`` all has; None when there is none."""
+        for span_type in self._spans_raw:
+            if span_type.startswith("tracejudge.") and all(
+                k in attrs for k in self.span(span_type).required
+            ):
+                return span_type
+        return None
+
     def _check_definition(self, span: ReadableSpan, attrs: dict[str, Any]) -> list[str]:
         operation = attrs.get("gen_ai.operation.name")
-        kinds = _SPAN_TYPES.get(str(operation))
-        if kinds is None:
-            return [f"no span definition for gen_ai.operation.name={operation!r}"]
         kind = span.kind.name.lower()
-        span_type = kinds.get(kind)
-        if span_type is None:
-            return [f"kind {kind} is not one {operation!r} is defined with ({sorted(kinds)})"]
-        definition = self.span(
-            span_type, self.refinement_for(span_type, attrs.get("gen_ai.provider.name"))
-        )
+        own = self.own_span_for(attrs) if operation is None else None
+        if own is not None:
+            definition = self.span(own)
+            span_type = own
+        else:
+            kinds = _SPAN_TYPES.get(str(operation))
+            if kinds is None:
+                return [f"no span definition for gen_ai.operation.name={operation!r}"]
+            found = kinds.get(kind)
+            if found is None:
+                return [f"kind {kind} is not one {operation!r} is defined with ({sorted(kinds)})"]
+            span_type = found
+            definition = self.span(
+                span_type, self.refinement_for(span_type, attrs.get("gen_ai.provider.name"))
+            )
         problems = []
         if definition.kind != kind:
             problems.append(f"kind {kind}, but {span_type} is {definition.kind}")
