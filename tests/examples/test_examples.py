@@ -163,6 +163,7 @@ def test_examples_are_quiet_and_quick_without_a_collector() -> None:
         for script in (
             EXAMPLES / "refund" / "agent.py",
             EXAMPLES / "anthropic_refund" / "agent.py",
+            EXAMPLES / "agents_refund" / "agent.py",
         ):
             done = _run(sys.executable, script, env={"OTEL_EXPORTER_OTLP_ENDPOINT": url})
             assert done.returncode == 0, done.stderr
