@@ -3,7 +3,7 @@
 Every test drives the installed SDK (2.x in .venv, 0.40 in .venv-sdk-oldest via
 scripts/sdk-matrix.sh) over loopback HTTP to ``tests.support.replay.ReplayServer``,
 which replays cassettes recorded by traceloop/openllmetry (Apache-2.0, see
-../shared/fixtures/cassettes/MANIFEST.tsv). Spans go to the real OTel SDK with an
+tests/fixtures/MANIFEST.tsv). Spans go to the real OTel SDK with an
 in-memory exporter and are compared whole, as snapshots.
 """
 

@@ -350,7 +350,7 @@ def test_error_event_mid_stream_fails_the_span_with_the_api_error_type(
     ``error`` event); the span must be ERROR with the API's error type (not "200"),
     keep the partial output, and the application must get the SDK's exception.
 
-    The cassette is written here (no recording of this failure exists in the shared
+    The cassette is written here (no recording of this failure exists in the recorded
     fixtures); its events follow the API's documented SSE shapes, and the real SDK
     parses them from a real socket."""
     cassette = tmp_path / "error_stream.yaml"

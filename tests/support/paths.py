@@ -1,8 +1,9 @@
-"""Where the tests find data outside the package.
+"""Where the tests find their data: everything lives inside the repository.
 
-``shared/`` (recorded cassettes, reference payloads) lies beside the repository, on a
-developer's machine and in CI alike; resolving it from this file keeps the tests independent
-of where the checkout lives.
+Recorded cassettes and the OTLP reference payloads are copied into ``tests/fixtures/``
+(Apache-2.0; each file's origin, commit and checksum in ``tests/fixtures/MANIFEST.tsv``,
+attribution in NOTICE), so a plain clone passes its tests with nothing beside it.
+Resolving from this file keeps the tests independent of where the checkout lives.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED = REPO_ROOT.parent / "shared"
-CASSETTES = SHARED / "fixtures" / "cassettes"
-OTLP_REFERENCE = SHARED / "reference" / "otlp"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+"""Copied third-party test data; ``MANIFEST.tsv`` there lists every file."""
+CASSETTES = FIXTURES / "cassettes"
+OTLP_REFERENCE = FIXTURES / "otlp"
 GENAI_SCHEMAS = REPO_ROOT / "semconv" / "upstream" / "gen-ai"
 """The message JSON schemas of the pinned conventions (vendored in semconv/upstream/)."""

@@ -7,8 +7,9 @@ sent as recorded (SSE streams byte for byte), gzip ``!!binary`` bodies are decom
 and when a cassette holds the same call several times the first recording is replayed
 (``sequential=True`` serves them in recorded order instead, repeating the last one).
 
-Cassettes come from ../shared/fixtures/cassettes/ (Apache-2.0, see MANIFEST.tsv there:
-recorded by open-telemetry/opentelemetry-python-contrib and traceloop/openllmetry).
+Cassettes live in tests/fixtures/cassettes/ (Apache-2.0, recorded by
+open-telemetry/opentelemetry-python-contrib and traceloop/openllmetry; origin and checksum of
+each in tests/fixtures/MANIFEST.tsv).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class ReceivedRequest:
 def load_cassette(path: str | Path) -> list[tuple[str, str, RecordedResponse]]:
     """``(method, path, response)`` for each interaction of a VCR cassette file.
 
-    Relative paths are taken under the shared cassette folder.
+    Relative paths are taken under the cassette folder (tests/fixtures/cassettes/).
     """
     p = Path(path)
     if not p.is_absolute():

@@ -1,0 +1,1 @@
+"""Packaging: the checkout and the installed wheel each work on their own."""
