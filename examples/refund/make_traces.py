@@ -10,12 +10,15 @@ by their rank on a 1 ms grid, and the model server listens on a fixed port (it a
 in the spans as ``server.port``).
 
 The healthy run is also recorded as the case's baseline (``baselines/<case>.json``), the
-reviewed golden trajectory that ``F-BASELINE-*`` findings are measured against.
+reviewed golden trajectory that ``F-BASELINE-*`` findings are measured against. Rewriting the
+committed files also rewrites the copy that ships with the package for ``tracejudge demo``
+(``src/tracejudge/demo/data/baselines/``), which must stay identical.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -35,6 +38,7 @@ from tracejudge.model.build import build_runs
 from tracejudge.model.decode_sdk import spans_from_sdk
 
 HERE = Path(__file__).resolve().parent
+PACKAGED_BASELINES = HERE.parents[1] / "src" / "tracejudge" / "demo" / "data" / "baselines"
 MODEL_SERVER_PORT = 48271
 
 
@@ -74,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
                 tools = load_rules(HERE / "rules.yaml").tools  # kinds and categories
                 baseline = BaselineStore(args.out / "baselines").record(run, tools)
                 print(f"{baseline}: baseline of case {run.case_id}")
+                if args.out.resolve() == HERE:
+                    packaged = shutil.copy2(baseline, PACKAGED_BASELINES / baseline.name)
+                    print(f"{packaged}: the copy tracejudge demo ships")
     return 0
 
 

@@ -16,13 +16,15 @@ import click
     "--rules",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
-    help="Rules file (default: examples/refund/rules.yaml).",
+    help="Rules file (default: the refund rules shipped with tracejudge, "
+    "as in examples/refund/rules.yaml).",
 )
 @click.option(
     "--baselines",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     default=None,
-    help="Baselines directory (default: examples/refund/baselines).",
+    help="Baselines directory (default: the refund baselines shipped with tracejudge, "
+    "as in examples/refund/baselines).",
 )
 @click.option(
     "--forward",
@@ -58,7 +60,16 @@ def demo(
     network) in four variants through an embedded collector and print the verdicts."""
     from tracejudge.collector.config import ConfigError, check_forward_url
     from tracejudge.demo.paths import default_baselines, default_rules
-    from tracejudge.demo.runner import DemoOptions, build_judge, run_demo
+
+    try:
+        from tracejudge.demo.runner import DemoOptions, build_judge, run_demo
+    except ModuleNotFoundError as exc:
+        if exc.name != "openai":
+            raise
+        raise click.ClickException(
+            "tracejudge demo drives the real OpenAI SDK, which is not installed here: "
+            "pip install 'tracejudge[openai]'"
+        ) from None
     from tracejudge.demo.table import render_table
     from tracejudge.engine import RulesError
 

@@ -1,45 +1,37 @@
-"""Where the demo finds the refund example's rules and baselines.
+"""Where the demo finds the refund rules and baselines: in the installed package.
 
-They live in the repository's ``examples/refund/`` (they are examples users copy, not
-package data). ``make demo`` runs from the repository root; an editable install can also
-find them next to its source tree. Anything else must pass ``--rules``.
+``tracejudge demo`` must work wherever tracejudge is installed (``pip install tracejudge``,
+then any directory), so what it reads ships as package data in ``tracejudge/demo/data/``.
+The repository's ``examples/refund/rules.yaml`` and ``baselines/`` are the same files, for
+users to read and copy; tests/packaging/test_installed.py keeps the two byte-identical.
 """
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
-EXAMPLE_DIR = Path("examples") / "refund"
+
+def data_dir() -> Path:
+    """The packaged demo data directory (``rules.yaml``, ``baselines/``)."""
+    return Path(str(resources.files("tracejudge.demo").joinpath("data")))
 
 
-def _candidates() -> list[Path]:
-    here = Path(__file__).resolve()
-    return [Path.cwd() / EXAMPLE_DIR, here.parents[3] / EXAMPLE_DIR]
-
-
-def example_dir() -> Path | None:
-    """The refund example directory, if one can be found."""
-    for candidate in _candidates():
-        if (candidate / "rules.yaml").is_file():
-            return candidate
-    return None
+def _packaged(name: str, *, is_dir: bool) -> Path:
+    path = data_dir() / name
+    if not (path.is_dir() if is_dir else path.is_file()):
+        raise FileNotFoundError(
+            f"the demo's {name} is missing from this installation ({path}); "
+            "reinstall tracejudge or pass --rules FILE --baselines DIR"
+        )
+    return path
 
 
 def default_rules() -> Path:
-    """``examples/refund/rules.yaml``; FileNotFoundError says where it looked."""
-    found = example_dir()
-    if found is None:
-        looked = ", ".join(str(c / "rules.yaml") for c in _candidates())
-        raise FileNotFoundError(
-            f"no refund rules found (looked at {looked}); run from the tracejudge "
-            "repository or pass --rules FILE"
-        )
-    return found / "rules.yaml"
+    """The packaged refund rules; FileNotFoundError (naming the path) if the install lacks them."""
+    return _packaged("rules.yaml", is_dir=False)
 
 
-def default_baselines() -> Path | None:
-    """``examples/refund/baselines`` when it exists."""
-    found = example_dir()
-    if found is None or not (found / "baselines").is_dir():
-        return None
-    return found / "baselines"
+def default_baselines() -> Path:
+    """The packaged baselines; a missing one is an error, not a demo without baseline checks."""
+    return _packaged("baselines", is_dir=True)
