@@ -40,16 +40,23 @@ lint: bootstrap
 typecheck: bootstrap
 	$(VENV)/bin/mypy hatch_build.py src tests
 
+# One worker per core (pytest-xdist); a module's tests stay on one worker, so module fixtures
+# (a built wheel, a Jaeger) are made once.
+XDIST := -n $(or $(TEST_WORKERS),auto) --dist loadscope
+
 pytest: bootstrap backends
-	$(PY) -m pytest
+	$(PY) -m pytest $(XDIST)
 
 # The judging path again, on the compiled wheel: it must behave exactly like the sources.
 COMPILED_TESTS := tests/model tests/engine tests/collector tests/report tests/cli tests/e2e
 
 pytest-compiled: compiled backends
-	.venv-compiled/bin/python -m pytest --expect-compiled $(COMPILED_TESTS)
+	.venv-compiled/bin/python -m pytest $(XDIST) --expect-compiled $(COMPILED_TESTS)
 
-test: semconv-check rules-schema-check lint typecheck pytest pytest-compiled
+# semconv-check, rules-schema-check, lint, typecheck, then both builds' suites: the Go backends build in the
+# background while everything that does not need them runs (scripts/test.sh says how).
+test:
+	@COMPILED_TESTS="$(COMPILED_TESTS)" bash scripts/test.sh
 
 bench-instrumentation:
 	@bash bench/setup-peers.sh

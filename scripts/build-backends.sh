@@ -125,8 +125,6 @@ WORK_DIR="$(mktemp -d "${TMPDIR:-/tmp}/tracejudge-backends.XXXXXX")"
 cleanup() { chmod -R u+w "$WORK_DIR" 2>/dev/null || true; rm -rf "$WORK_DIR"; }
 trap cleanup EXIT
 
-TIMINGS=()
-
 build_jaeger() {
   local start src dir
   start=$SECONDS
@@ -146,7 +144,6 @@ build_jaeger() {
       -o "$JAEGER_BIN.tmp" ./cmd/jaeger
   ) || die "jaeger: go build failed (see output above)"
   mv -f "$JAEGER_BIN.tmp" "$JAEGER_BIN"
-  TIMINGS+=("jaeger $JAEGER_VERSION: $((SECONDS - start))s")
   log "jaeger $JAEGER_VERSION: built $JAEGER_BIN in $((SECONDS - start))s"
 }
 
@@ -172,14 +169,25 @@ build_otelcol() {
   rm -f "$OTELCOL_BIN".*.ok
   stamp="$(otelcol_stamp)"
   : >"$stamp"
-  TIMINGS+=("otelcol $OTELCOL_VERSION: $((SECONDS - start))s")
   log "otelcol $OTELCOL_VERSION: built $OTELCOL_BIN in $((SECONDS - start))s"
 }
 
-if [ "$want_jaeger" = 1 ] && ! have_jaeger; then build_jaeger; fi
-if [ "$want_otelcol" = 1 ] && ! have_otelcol; then build_otelcol; fi
-
-if [ "${#TIMINGS[@]}" -gt 0 ]; then
-  for t in "${TIMINGS[@]}"; do log "build time: $t"; done
+# The two builds run side by side: each leaves a core idle for long stretches (module
+# downloads, the single-threaded link of a >100 MB binary) that the other one fills. They
+# share GOMODCACHE and GOCACHE; the go command locks both for concurrent use.
+pids=()
+names=()
+if [ "$want_jaeger" = 1 ] && ! have_jaeger; then
+  (build_jaeger 2>&1 | sed -u "s/^/[jaeger] /" >&2) &
+  pids+=("$!"); names+=(jaeger)
 fi
+if [ "$want_otelcol" = 1 ] && ! have_otelcol; then
+  (build_otelcol 2>&1 | sed -u "s/^/[otelcol] /" >&2) &
+  pids+=("$!"); names+=(otelcol)
+fi
+failed=()
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || failed+=("${names[$i]}")
+done
+[ "${#failed[@]}" -eq 0 ] || die "build failed: ${failed[*]} (see the [name] lines above)"
 print_paths

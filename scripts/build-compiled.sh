@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-# The wheel is built from these: sources, build hook, project metadata.
-hash=$( (find src -name '*.py' -print0 | sort -z | xargs -0 sha256sum; sha256sum pyproject.toml hatch_build.py) | sha256sum | cut -c1-16)
+# The wheel is built from these: sources and package data (the demo's rules, the rules schema),
+# build hook, project metadata.
+hash=$( (find src -type f -not -path '*/__pycache__/*' -not -name '*.so' -print0 | sort -z | xargs -0 sha256sum; sha256sum pyproject.toml hatch_build.py) | sha256sum | cut -c1-16)
 stamp=.venv-compiled/.tracejudge-build
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$hash" ]; then
   exit 0

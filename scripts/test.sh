@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# `make test` (and so CI): everything the README promises, set up from scratch where needed (the
+# venv, the Go backends, the compiled wheel), in as little wall time as the cores allow.
+#
+# Only the end-to-end tests (marked `e2e`) need the Go backends, and building them cold is most
+# of the work (Jaeger and the OpenTelemetry Collector: ~10 CPU-minutes). So:
+#   1. scripts/build-backends.sh starts in the background at once (a no-op when they are built);
+#   2. meanwhile, in order: venv, semconv and rules-schema freshness, ruff, mypy --strict, every
+#      test not marked e2e (pytest-xdist, one worker per core), the mypyc-compiled wheel, the
+#      judging suites on it;
+#   3. then it waits for the backends and runs the e2e tests on both builds.
+# Each step prints its wall and CPU time. A failing step stops the run, the background build included
+# (what it compiled so far stays in the Go cache).
+#
+#   COMPILED_TESTS   the suites run again on the compiled wheel (set by the Makefile)
+#   TEST_WORKERS     pytest-xdist workers (default: auto, one per core; 0 runs in-process)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WORKERS=${TEST_WORKERS:-auto}
+COMPILED_TESTS=${COMPILED_TESTS:?set by the Makefile: the suites to run on the compiled wheel}
+LOG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/tracejudge-test.XXXXXX")
+BACKENDS_LOG=$LOG_DIR/backends.log
+PY=.venv/bin/python
+PYC=.venv-compiled/bin/python
+XDIST=(-n "$WORKERS" --dist loadscope)
+STARTED=$SECONDS
+backends=""
+
+say() { printf 'make test: %s\n' "$*" >&2; }
+
+step() {  # step NAME COMMAND...: run it, print how long it took
+  local name=$1 t=$SECONDS
+  shift
+  say "$name"
+  "$@"
+  say "$name: $((SECONDS - t))s (total $((SECONDS - STARTED))s)"
+}
+
+stop_backends() {
+  if [ -n "$backends" ] && kill -0 "$backends" 2>/dev/null; then
+    say "stopping the background backend build"
+    kill -TERM -- "-$backends" 2>/dev/null || true
+  fi
+}
+trap 'exit 130' INT TERM
+trap stop_backends EXIT
+
+if bash scripts/build-backends.sh --no-build >/dev/null 2>&1; then
+  say "backends: built already"
+else
+  say "backends: building Jaeger and the OpenTelemetry Collector in the background (log: $BACKENDS_LOG)"
+  # Its own process group, so that stopping it stops the go commands under it too.
+  setsid bash scripts/build-backends.sh >/dev/null 2>"$BACKENDS_LOG" &
+  backends=$!
+fi
+
+step "venv" bash scripts/bootstrap.sh
+step "semconv, rules schema, lint, types" make --no-print-directory -s semconv-check rules-schema-check lint typecheck
+step "tests, pure Python, not e2e" "$PY" -m pytest "${XDIST[@]}" -m "not e2e"
+step "compiled wheel" bash scripts/build-compiled.sh
+# shellcheck disable=SC2086  # COMPILED_TESTS is a list of paths
+step "tests, compiled, not e2e" "$PYC" -m pytest "${XDIST[@]}" --expect-compiled -m "not e2e" $COMPILED_TESTS
+
+if [ -n "$backends" ]; then
+  say "backends: waiting for the build (log: $BACKENDS_LOG)"
+  t=$SECONDS
+  while kill -0 "$backends" 2>/dev/null; do
+    sleep 5
+    if [ $(((SECONDS - t) % 60)) -lt 5 ]; then say "backends: $(tail -n 1 "$BACKENDS_LOG")"; fi
+  done
+  if ! wait "$backends"; then
+    backends=""
+    tail -n 40 "$BACKENDS_LOG" >&2
+    say "backends: the build failed (whole log: $BACKENDS_LOG)"
+    exit 1
+  fi
+  backends=""
+  grep -E 'built .* in [0-9]+s' "$BACKENDS_LOG" >&2 || true
+  say "backends: ready after $((SECONDS - STARTED))s"
+fi
+
+step "tests, pure Python, e2e" "$PY" -m pytest "${XDIST[@]}" -m e2e
+# shellcheck disable=SC2086
+step "tests, compiled, e2e" "$PYC" -m pytest "${XDIST[@]}" --expect-compiled -m e2e $COMPILED_TESTS
+say "passed in $((SECONDS - STARTED))s"
+rm -rf "$LOG_DIR"
