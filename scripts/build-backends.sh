@@ -50,6 +50,12 @@ MANIFEST="$REPO_ROOT/collector/otelcol/builder-config.yaml"
 
 log() { printf 'build-backends: %s\n' "$*" >&2; }
 die() { printf 'build-backends: ERROR: %s\n' "$*" >&2; exit 1; }
+# CPU seconds (user + sys) of a shell's finished children, from what `times` printed into FILE:
+# a build's cost apart from the machine's other load, which only stretches its wall time.
+# (`times` has to run in the building shell itself; a $(...) subshell has no children.)
+cpu_s() {
+  tail -n 1 "$1" | awk '{ t = 0; for (i = 1; i <= NF; i++) { split($i, a, "m"); t += a[1] * 60 + a[2] } printf "%.0f", t }'
+}
 
 want_jaeger=0
 want_otelcol=0
@@ -144,7 +150,8 @@ build_jaeger() {
       -o "$JAEGER_BIN.tmp" ./cmd/jaeger
   ) || die "jaeger: go build failed (see output above)"
   mv -f "$JAEGER_BIN.tmp" "$JAEGER_BIN"
-  log "jaeger $JAEGER_VERSION: built $JAEGER_BIN in $((SECONDS - start))s"
+  times >"$WORK_DIR/jaeger.times"
+  log "jaeger $JAEGER_VERSION: built $JAEGER_BIN in $((SECONDS - start))s ($(cpu_s "$WORK_DIR/jaeger.times") CPU-s)"
 }
 
 build_otelcol() {
@@ -169,7 +176,8 @@ build_otelcol() {
   rm -f "$OTELCOL_BIN".*.ok
   stamp="$(otelcol_stamp)"
   : >"$stamp"
-  log "otelcol $OTELCOL_VERSION: built $OTELCOL_BIN in $((SECONDS - start))s"
+  times >"$WORK_DIR/otelcol.times"
+  log "otelcol $OTELCOL_VERSION: built $OTELCOL_BIN in $((SECONDS - start))s ($(cpu_s "$WORK_DIR/otelcol.times") CPU-s)"
 }
 
 # The two builds run side by side: each leaves a core idle for long stretches (module

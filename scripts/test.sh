@@ -29,12 +29,18 @@ backends=""
 
 say() { printf 'make test: %s\n' "$*" >&2; }
 
-step() {  # step NAME COMMAND...: run it, print how long it took
+cpu_s() {  # CPU seconds of finished children, from what `times` printed into FILE
+  tail -n 1 "$1" | awk '{ t = 0; for (i = 1; i <= NF; i++) { split($i, a, "m"); t += a[1] * 60 + a[2] } printf "%.0f", t }'
+}
+
+step() {  # step NAME COMMAND...: run it, print its wall time and CPU time
   local name=$1 t=$SECONDS
   shift
   say "$name"
+  times >"$LOG_DIR/times.before"  # here, not in $(...): a subshell has no children
   "$@"
-  say "$name: $((SECONDS - t))s (total $((SECONDS - STARTED))s)"
+  times >"$LOG_DIR/times.after"
+  say "$name: $((SECONDS - t))s, $(($(cpu_s "$LOG_DIR/times.after") - $(cpu_s "$LOG_DIR/times.before"))) CPU-s (total $((SECONDS - STARTED))s)"
 }
 
 stop_backends() {
@@ -83,5 +89,6 @@ fi
 step "tests, pure Python, e2e" "$PY" -m pytest "${XDIST[@]}" -m e2e
 # shellcheck disable=SC2086
 step "tests, compiled, e2e" "$PYC" -m pytest "${XDIST[@]}" --expect-compiled -m e2e $COMPILED_TESTS
-say "passed in $((SECONDS - STARTED))s"
+times >"$LOG_DIR/times.after"
+say "passed in $((SECONDS - STARTED))s, $(cpu_s "$LOG_DIR/times.after") CPU-s in all"
 rm -rf "$LOG_DIR"
