@@ -8,7 +8,9 @@
 
 When e2e tests are selected, missing binaries are built right after collection
 (scripts/build-backends.sh, ~10 min cold on 2 idle cores) into
-${TRACEJUDGE_CACHE_DIR:-~/.cache/tracejudge}/bin; later runs reuse them.
+${TRACEJUDGE_CACHE_DIR:-~/.cache/tracejudge}/bin; later runs reuse them. ``make test``
+starts that build in the background first and runs the e2e tests last (scripts/test.sh), so
+there the build overlaps everything else.
 """
 
 from __future__ import annotations
