@@ -20,6 +20,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
 from tracejudge.collector.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.config import CollectorConfig
+from tracejudge.collector.consumer import IngestResult, Throttled
 from tracejudge.collector.forward import Item, Release, TargetQueue
 from tracejudge.collector.judge import Judge
 from tracejudge.collector.otlp import (
@@ -45,16 +46,10 @@ from tracejudge.engine.verdict import Verdict
 
 log = logging.getLogger("tracejudge.collector")
 
+__all__ = ["IngestResult", "Outcome", "Pipeline", "Throttled"]
+
 _CHUNK = 8
 """Traces decided between yields to the event loop (and between enqueues to forwarders)."""
-
-
-class Throttled(Exception):
-    """The collector is full; the client should retry after ``retry_after`` seconds."""
-
-    def __init__(self, reason: str, retry_after: float) -> None:
-        super().__init__(reason)
-        self.retry_after = retry_after
 
 
 @dataclass(slots=True)
@@ -67,17 +62,9 @@ class Outcome:
     decision: Decision
 
 
-@dataclass(slots=True)
-class IngestResult:
-    """What a receiver tells the client."""
-
-    accepted: int
-    rejected: int
-    error_message: str
-
-
 class Pipeline:
-    """Buffer + decisions + fan-out to the target queues and verdict sinks."""
+    """Buffer + decisions + fan-out to the target queues and verdict sinks; the
+    receivers' ``TraceConsumer``."""
 
     def __init__(
         self,

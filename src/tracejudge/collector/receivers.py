@@ -1,6 +1,7 @@
 """OTLP receivers: gRPC ``TraceService/Export`` and HTTP ``POST /v1/traces``, plus health.
 
-Both take raw bytes and hand a parsed request to the pipeline. The HTTP side follows the
+Both take raw bytes and hand a parsed request to a ``TraceConsumer`` (the pipeline in
+``serve``); they know nothing else of it. The HTTP side follows the
 OTLP/HTTP rules exactly: protobuf or JSON in, the answer in the request's encoding, gzip
 decompressed as a stream with a cap (a zip bomb gets 413, not an OOM), 400 with a
 ``google.rpc.Status`` body for undecodable data, 415 / 405 for wrong type / method, and
@@ -25,8 +26,8 @@ from google.protobuf import json_format
 from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from tracejudge.collector.consumer import Throttled, TraceConsumer
 from tracejudge.collector.otlp import parse_request, response_bytes, status_bytes
-from tracejudge.collector.pipeline import Pipeline, Throttled
 from tracejudge.model.decode_json import json_to_proto_partial, parse_json_document
 
 log = logging.getLogger("tracejudge.collector")
@@ -47,7 +48,7 @@ class BadEncoding(Exception):
 # --- gRPC ------------------------------------------------------------------------------
 
 
-def grpc_handler(pipeline: Pipeline) -> grpc.GenericRpcHandler[bytes, bytes]:
+def grpc_handler(pipeline: TraceConsumer) -> grpc.GenericRpcHandler[bytes, bytes]:
     """A generic handler for Export that receives raw bytes (we parse them ourselves)."""
 
     async def export(data: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
@@ -102,7 +103,7 @@ def _reason(exc: OSError) -> str:
 
 
 async def _unavailable(
-    pipeline: Pipeline, context: grpc.aio.ServicerContext[bytes, bytes], exc: Throttled
+    pipeline: TraceConsumer, context: grpc.aio.ServicerContext[bytes, bytes], exc: Throttled
 ) -> NoReturn:
     """Refuse with UNAVAILABLE and ``RetryInfo`` (the OTLP "retry later" for gRPC)."""
     pipeline.throttled()
@@ -160,7 +161,7 @@ def grpc_options(max_bytes: int, limits: GrpcLimits) -> list[tuple[str, int]]:
 
 
 async def start_grpc(
-    pipeline: Pipeline, host: str, port: int, max_bytes: int, limits: GrpcLimits
+    pipeline: TraceConsumer, host: str, port: int, max_bytes: int, limits: GrpcLimits
 ) -> tuple[Any, int]:
     """Start the gRPC server; returns it and the bound port (0 picks a free one)."""
     server = grpc.aio.server(options=grpc_options(max_bytes, limits))
@@ -243,7 +244,7 @@ def _status_response(
 
 
 def traces_handler(
-    pipeline: Pipeline, cap: int, body_timeout: float
+    pipeline: TraceConsumer, cap: int, body_timeout: float
 ) -> Callable[[web.Request], Any]:
     """The ``/v1/traces`` handler."""
 
@@ -316,7 +317,7 @@ def health_routes(app: web.Application, snapshot: Callable[[], dict[str, Any]]) 
 
 
 def receiver_app(
-    pipeline: Pipeline, cap: int, snapshot: Callable[[], dict[str, Any]], body_timeout: float
+    pipeline: TraceConsumer, cap: int, snapshot: Callable[[], dict[str, Any]], body_timeout: float
 ) -> web.Application:
     """The OTLP/HTTP app (``/v1/traces``) with the health routes."""
     app = web.Application(client_max_size=cap)

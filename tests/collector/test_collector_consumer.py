@@ -1,0 +1,104 @@
+"""The receivers' seam: they talk to a ``TraceConsumer``, not to the pipeline.
+
+The consumer here is a small real implementation of the Protocol (no pipeline, no judge):
+what it checks is that the HTTP and gRPC receivers depend on those three methods only and
+map their answers to OTLP statuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import grpc
+import grpc.aio
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from tests.collector.collector_support import make_request, make_span, new_ids
+from tracejudge.collector.consumer import IngestResult, Throttled, TraceConsumer
+from tracejudge.collector.receivers import GrpcLimits, receiver_app, start_grpc
+
+
+class CountingConsumer:
+    """Accepts every span but the ones the decoder refused; full when ``full`` is set."""
+
+    def __init__(self) -> None:
+        self.requests: list[ExportTraceServiceRequest] = []
+        self.refused = 0
+        self.full = False
+
+    def check_capacity(self) -> None:
+        if self.full:
+            raise Throttled("test consumer full", 3.0)
+
+    def ingest(
+        self,
+        request: ExportTraceServiceRequest,
+        raw: bytes | None = None,
+        decode_rejects: Sequence[str] = (),
+    ) -> IngestResult:
+        self.requests.append(request)
+        spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+        return IngestResult(spans, len(decode_rejects), "; ".join(decode_rejects))
+
+    def throttled(self) -> None:
+        self.refused += 1
+
+
+def _request() -> bytes:
+    tid, sid = new_ids()
+    return make_request([make_span(tid, sid)]).SerializeToString()
+
+
+def test_http_receiver_needs_only_the_consumer_protocol() -> None:
+    """Accepted: 200 with the consumer's partial-success answer; full: 503 + Retry-After
+    from ``Throttled.retry_after``, counted through ``throttled()``."""
+    consumer = CountingConsumer()
+    _typed: TraceConsumer = consumer
+
+    async def go() -> None:
+        app = receiver_app(consumer, 1 << 20, lambda: {"spans": {}}, 5.0)
+        async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+            headers = {"Content-Type": "application/x-protobuf"}
+            ok = await client.post("/v1/traces", data=_request(), headers=headers)
+            assert ok.status == 200
+            answer = ExportTraceServiceResponse.FromString(await ok.read())
+            assert answer.partial_success.rejected_spans == 0
+            consumer.full = True
+            busy = await client.post("/v1/traces", data=_request(), headers=headers)
+            assert busy.status == 503
+            assert busy.headers["Retry-After"] == "3"
+
+    asyncio.run(go())
+    assert len(consumer.requests) == 1
+    assert consumer.refused == 1
+
+
+def test_grpc_receiver_needs_only_the_consumer_protocol() -> None:
+    """The gRPC receiver: OK with the consumer's answer, UNAVAILABLE when it is full."""
+    consumer = CountingConsumer()
+    limits = GrpcLimits(30.0, 10.0, None, None, 5.0, 5.0)
+
+    async def go() -> None:
+        server, port = await start_grpc(consumer, "127.0.0.1", 0, 1 << 20, limits)
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                export = channel.unary_unary(
+                    "/opentelemetry.proto.collector.trace.v1.TraceService/Export", None, None
+                )
+                await export(_request(), timeout=5)
+                consumer.full = True
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await export(_request(), timeout=5)
+                assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        finally:
+            await server.stop(0)
+
+    asyncio.run(go())
+    assert len(consumer.requests) == 1
+    assert consumer.refused == 1
