@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from tracejudge._build import build_kind
+from tracejudge.collector.clock import Clock, SystemClock
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.file_target import FileTarget
 from tracejudge.collector.forward import ForwardTarget, Item, TargetQueue, make_target
@@ -37,13 +38,18 @@ log = logging.getLogger("tracejudge.collector")
 class Collector:
     """One judging OTLP collector. ``await start()``, then ``await stop()``."""
 
-    def __init__(self, config: CollectorConfig, judge: Judge | None = None) -> None:
+    def __init__(
+        self, config: CollectorConfig, judge: Judge | None = None, clock: Clock | None = None
+    ) -> None:
         if judge is None:
             if config.rules is None:
                 raise ValueError("Collector needs a rules file (config.rules) or a judge")
             judge = load_judge(config.rules, config.baselines, config.cases)
         self.config = config
         self.judge = judge
+        self.clock: Clock = SystemClock() if clock is None else clock
+        """Decision deadlines are read from it; the timer's sleeps are the loop's, so a
+        clock other than ``SystemClock`` suits driving a ``Pipeline`` by hand, not here."""
         readers = []
         if config.metrics_otlp_endpoint:
             readers.append(
@@ -142,7 +148,7 @@ class Collector:
             sinks.append(JsonlSink(cfg.verdicts_jsonl))
         if cfg.webhook:
             sinks.append(WebhookSink(cfg.webhook, self.stats))
-        self.pipeline = Pipeline(cfg, self.judge, queues, sinks, self.stats, self.store)
+        self.pipeline = Pipeline(cfg, self.judge, queues, sinks, self.stats, self.store, self.clock)
         # Log lines can quote span content (exception texts, backend answers).
         self._log_filter = LogScrubber(self.pipeline.scrubber)
         log.addFilter(self._log_filter)
@@ -273,14 +279,9 @@ class Collector:
         assert p is not None
         loop = asyncio.get_running_loop()
         while True:
-            # Wake at the earliest decision deadline (at most one tick away, at least 1 ms),
-            # or sooner when ingest buffers a trace due before that: a fixed sleep after each
-            # batch made traces wait a tick plus the batch before them.
-            now = loop.time()
-            delay = min(self.config.tick, max(0.001, p.buffer.next_deadline() - now))
-            p.wake.clear()
-            p.wake_at = now + delay
-            timer = loop.call_later(delay, p.wake.set)
+            # Wake at the earliest decision deadline, or sooner when ingest buffers a
+            # trace due before that (see ``Pipeline.arm_timer``).
+            timer = loop.call_later(p.arm_timer(), p.wake.set)
             try:
                 await p.wake.wait()
             finally:

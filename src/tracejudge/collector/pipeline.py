@@ -19,6 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
 from tracejudge.collector.buffer import DecisionCache, PendingTrace, TraceBuffer
+from tracejudge.collector.clock import Clock, SystemClock
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.consumer import IngestResult, Throttled
 from tracejudge.collector.forward import Item, Release, TargetQueue
@@ -74,8 +75,10 @@ class Pipeline:
         sinks: Sequence[VerdictSink],
         stats: Stats,
         store: DiskStore | None,
+        clock: Clock | None = None,
     ) -> None:
         self.config = config
+        self.clock: Clock = SystemClock() if clock is None else clock
         self.judge = judge
         self.queues = list(queues)
         self.sinks = list(sinks)
@@ -104,7 +107,19 @@ class Pipeline:
         self._blocked_reason = ""
 
     def _now(self) -> float:
-        return asyncio.get_running_loop().time()
+        return self.clock.now()
+
+    def arm_timer(self) -> float:
+        """Seconds until the decision timer should run ``tick`` next: the earliest
+        decision deadline, at most one ``tick`` away and at least 1 ms. Clears ``wake``;
+        ingest sets it when a trace becomes due before ``wake_at``, so the timer never
+        sleeps a whole tick past a deadline (traces waited a tick plus the batch before
+        them when it did)."""
+        now = self.clock.now()
+        delay = min(self.config.tick, max(0.001, self.buffer.next_deadline() - now))
+        self.wake.clear()
+        self.wake_at = now + delay
+        return delay
 
     def check_capacity(self) -> None:
         """Raise ``Throttled`` when the buffer or a forward queue is full (back-pressure).
