@@ -31,6 +31,7 @@ from tracejudge.collector.otlp import (
     split_by_trace,
     to_records,
 )
+from tracejudge.collector.payload import Payload, Piece
 from tracejudge.collector.redact import Scrubber
 from tracejudge.collector.sinks import VerdictSink
 from tracejudge.collector.stamp import (
@@ -47,7 +48,7 @@ from tracejudge.engine.verdict import Verdict
 
 log = logging.getLogger("tracejudge.collector")
 
-__all__ = ["IngestResult", "Outcome", "Pipeline", "Throttled"]
+__all__ = ["IngestResult", "Outcome", "Payload", "Piece", "Pipeline", "Throttled"]
 
 _CHUNK = 8
 """Traces decided between yields to the event loop (and between enqueues to forwarders)."""
@@ -57,7 +58,7 @@ _CHUNK = 8
 class Outcome:
     """A decided but not yet settled trace (see ``Pipeline.decide``)."""
 
-    pieces: list[tuple[bytes, int]]
+    pieces: list[Piece]
     """Framed fragments with their span counts."""
     verdicts: list[Verdict]
     decision: Decision
@@ -161,18 +162,18 @@ class Pipeline:
         split = split_by_trace(request, raw, decode_rejects)
         now = self._now()
         fresh = []
-        late: list[tuple[bytes, int]] = []
+        # What goes straight to the forward queues: late spans, and in passthrough mode
+        # every fresh fragment too.
+        direct: list[Payload] = []
         for frag in split.fragments:
             decision = self.decided.get(frag.trace_id)
             if decision is None:
                 fresh.append(frag)
             else:
-                late.append((self._late_payload(frag.data, decision), frag.spans))
-        # What goes straight to the forward queues: late spans, and in passthrough mode
-        # every fresh fragment too.
-        direct = [(p, n, 1, None) for p, n in late]
+                direct.append(Payload(self._late_payload(frag.data, decision), frag.spans, 1))
+        late = sum(p.spans for p in direct)
         if self.config.passthrough:
-            direct.extend((self._passthrough_payload(f.data), f.spans, 1, None) for f in fresh)
+            direct.extend(Payload(self._passthrough_payload(f.data), f.spans, 1) for f in fresh)
         self._admit(fresh, direct)
         rows = self._rows(direct)
         if self.store is not None and (fresh or rows):
@@ -195,33 +196,28 @@ class Pipeline:
                 self.buffer.add(frag, now)
         if self.buffer.next_deadline() < self.wake_at:
             self.wake.set()
-        self.stats.count("late", sum(n for _, n in late))
+        self.stats.count("late", late)
         self.stats.count("received", split.accepted)
         self.stats.count("rejected", split.rejected)
         return IngestResult(split.accepted, split.rejected, split.error_message)
 
-    def _admit(
-        self, fresh: Sequence[TraceFragment], direct: Sequence[tuple[bytes, int, int, float | None]]
-    ) -> None:
+    def _admit(self, fresh: Sequence[TraceFragment], direct: Sequence[Payload]) -> None:
         """Refuse (``Throttled``) a request that would take the buffer or a forward queue
         past its limit, before anything of it is kept: the limits hold exactly."""
         incoming = sum(len(f.data) for f in fresh)
         buf = self.buffer
         if incoming and buf.nbytes and buf.nbytes + incoming > buf.max_bytes:
             raise Throttled("trace buffer full", self.config.retry_after_hint)
-        full = self._room(sum(len(p) for p, _, _, _ in direct), True)
+        full = self._room(sum(len(p.data) for p in direct), True)
         if full is not None:
             raise Throttled(
                 f"forward queue for {full.target.url} full", self.config.retry_after_hint
             )
 
-    def _rows(
-        self, payloads: Sequence[tuple[bytes, int, int, float | None]]
-    ) -> list[tuple[TargetQueue, Item]]:
+    def _rows(self, payloads: Sequence[Payload]) -> list[tuple[TargetQueue, Item]]:
+        """One queue item per payload per forward queue."""
         return [
-            (q, Item(payload, spans, traces, ready))
-            for q in self.queues
-            for payload, spans, traces, ready in payloads
+            (q, Item(p.data, p.spans, p.traces, p.ready_at)) for q in self.queues for p in payloads
         ]
 
     def _outgoing(self, rs: ResourceSpans) -> bool:
@@ -299,7 +295,7 @@ class Pipeline:
 
     def _enqueue(
         self,
-        payloads: list[tuple[bytes, int, int, float | None]],
+        payloads: list[Payload],
         decided_trace_ids: list[bytes],
         decisions: Sequence[Decision] = (),
     ) -> None:
@@ -365,12 +361,12 @@ class Pipeline:
                 v.rules_version = self.rules_version
             # Before anything is written: explanations quote arguments and results.
             self.scrubber.verdict(v)
-        pieces: list[tuple[bytes, int]] = []
+        pieces: list[Piece] = []
         if self.config.passthrough:
             for v in verdicts:
                 extra = verdict_span(fragments[0], v)
                 if extra is not None:
-                    pieces.append((frame(extra.SerializeToString()), 0))
+                    pieces.append(Piece(frame(extra.SerializeToString()), 0))
             decision = Decision(verdict="pass")
         else:
             changed, decision = stamp(fragments, verdicts)
@@ -378,7 +374,7 @@ class Pipeline:
                 if self._outgoing(rs):
                     changed.add(i)
                 spans = sum(len(ss.spans) for ss in rs.scope_spans)
-                pieces.append((frame(rs.SerializeToString() if i in changed else raw), spans))
+                pieces.append(Piece(frame(rs.SerializeToString() if i in changed else raw), spans))
         return Outcome(pieces, verdicts, decision)
 
     def settle(self, trace: PendingTrace, outcome: Outcome) -> list[dict[str, Any]]:
@@ -416,7 +412,7 @@ class Pipeline:
         """
         self.stats.decision_errors += 1
         message = self.scrubber.text(f"deciding the trace failed: {type(exc).__name__}: {exc}")
-        pieces: list[tuple[bytes, int]] = []
+        pieces: list[Piece] = []
         unparsed: list[bytes] = []
         parsed_spans = 0
         root_id = ""
@@ -432,7 +428,7 @@ class Pipeline:
                 continue  # its spans were forwarded on arrival
             root_id = root_id or mark_error(rs, message)
             self._outgoing(rs)
-            pieces.append((frame(rs.SerializeToString()), n))
+            pieces.append(Piece(frame(rs.SerializeToString()), n))
         note = ""
         if unparsed and not self.config.passthrough:
             # Bytes nothing can parse are never forwarded: batched with other traces'
@@ -464,23 +460,22 @@ class Pipeline:
         )
         return Outcome(pieces, [verdict], Decision(verdict="error"))
 
-    def _items(
-        self, pieces: list[tuple[bytes, int]], ready_at: float
-    ) -> list[tuple[bytes, int, int, float | None]]:
+    def _items(self, pieces: list[Piece], ready_at: float) -> list[Payload]:
         """Group a trace's pieces into payloads of at most ``max_batch_bytes`` (a big trace
-        becomes several requests, so no single forward exceeds a backend's message limit)."""
-        out: list[tuple[bytes, int, int, float | None]] = []
+        becomes several requests, so no single forward exceeds a backend's message limit);
+        the last one counts the trace as finished."""
+        out: list[Payload] = []
         group: list[bytes] = []
         size = spans = 0
-        for data, n in pieces:
-            if group and size + len(data) > self.config.max_batch_bytes:
-                out.append((b"".join(group), spans, 0, ready_at))
+        for piece in pieces:
+            if group and size + len(piece.data) > self.config.max_batch_bytes:
+                out.append(Payload(b"".join(group), spans, 0, ready_at))
                 group, size, spans = [], 0, 0
-            group.append(data)
-            size += len(data)
-            spans += n
+            group.append(piece.data)
+            size += len(piece.data)
+            spans += piece.spans
         if group:
-            out.append((b"".join(group), spans, 1, ready_at))
+            out.append(Payload(b"".join(group), spans, 1, ready_at))
         return out
 
     async def decide_batch(
@@ -505,7 +500,7 @@ class Pipeline:
     ) -> bool:
         """Decide ``traces[start:start + _CHUNK]`` and enqueue them in one commit; True when
         a trace did not fit and the rest were parked."""
-        payloads: list[tuple[bytes, int, int, float | None]] = []
+        payloads: list[Payload] = []
         records: list[dict[str, Any]] = []
         decided: list[bytes] = []
         decisions: list[Decision] = []
@@ -523,9 +518,9 @@ class Pipeline:
                 items = self._items(outcome.pieces, ready_at)
                 held = self._inflight.get(t.trace_id, [])
                 items.extend(
-                    (self._late_payload(f.data, outcome.decision), f.spans, 0, None) for f in held
+                    Payload(self._late_payload(f.data, outcome.decision), f.spans, 0) for f in held
                 )
-                need = sum(len(p) for p, _, _, _ in items)
+                need = sum(len(p.data) for p in items)
                 if limited and self._blocked(size + need, not size):
                     t.needed = need
                     parked = True
