@@ -24,24 +24,17 @@ from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.consumer import IngestResult, Throttled
 from tracejudge.collector.forward import Item, Release, TargetQueue
 from tracejudge.collector.judge import Judge
+from tracejudge.collector.modes import forward_mode
 from tracejudge.collector.otlp import (
     TraceFragment,
     fragment_info,
-    frame,
     split_by_trace,
     to_records,
 )
 from tracejudge.collector.payload import Payload, Piece
 from tracejudge.collector.redact import Scrubber
 from tracejudge.collector.sinks import VerdictSink
-from tracejudge.collector.stamp import (
-    Decision,
-    drop_content,
-    mark_error,
-    stamp,
-    stamp_late,
-    verdict_span,
-)
+from tracejudge.collector.stamp import Decision
 from tracejudge.collector.stats import Stats
 from tracejudge.collector.store import DiskStore, StoreError
 from tracejudge.engine.verdict import Verdict
@@ -94,6 +87,8 @@ class Pipeline:
         )
         self.decided = DecisionCache(config.decided_cache_size)
         self.scrubber = Scrubber(config.redact_patterns, drop_quoted=config.drop_content)
+        self.mode = forward_mode(config, self.scrubber)
+        """Stamp or passthrough, with the content filter: every branch on those flags."""
         self._inflight: dict[bytes, list[TraceFragment]] = {}
         """Traces taken from the buffer but not yet decided (the loop yields between chunks);
         spans arriving for them are held here and forwarded as late after the decision."""
@@ -172,8 +167,10 @@ class Pipeline:
             else:
                 direct.append(Payload(self._late_payload(frag.data, decision), frag.spans, 1))
         late = sum(p.spans for p in direct)
-        if self.config.passthrough:
-            direct.extend(Payload(self._passthrough_payload(f.data), f.spans, 1) for f in fresh)
+        for f in fresh:
+            now_out = self.mode.on_arrival(f.data)
+            if now_out is not None:
+                direct.append(Payload(now_out, f.spans, 1))
         self._admit(fresh, direct)
         rows = self._rows(direct)
         if self.store is not None and (fresh or rows):
@@ -220,31 +217,8 @@ class Pipeline:
             (q, Item(p.data, p.spans, p.traces, p.ready_at)) for q in self.queues for p in payloads
         ]
 
-    def _outgoing(self, rs: ResourceSpans) -> bool:
-        """Apply ``drop_content`` and ``redact_attributes`` to a fragment about to be
-        forwarded; True if it changed (the one place both modes are applied)."""
-        changed = False
-        if self.config.drop_content:
-            changed = drop_content(rs)
-        if self.config.redact_attributes:
-            changed = self.scrubber.fragment(rs) or changed
-        return changed
-
-    def _passthrough_payload(self, data: bytes) -> bytes:
-        """Passthrough forwards before judging, so content is dropped or redacted here
-        (the buffered copy keeps it for the judge)."""
-        if not (self.config.drop_content or self.config.redact_attributes):
-            return frame(data)
-        rs = ResourceSpans.FromString(data)
-        self._outgoing(rs)
-        return frame(rs.SerializeToString())
-
     def _late_payload(self, data: bytes, decision: Decision) -> bytes:
-        rs = ResourceSpans.FromString(data)
-        if not self.config.passthrough:
-            stamp_late(rs, decision)
-        self._outgoing(rs)
-        return frame(rs.SerializeToString())
+        return self.mode.late(data, decision)
 
     def restore_decisions(self, rows: Sequence[tuple[bytes, str, str]]) -> None:
         """Load decisions remembered by the disk queue (oldest first), so spans arriving
@@ -361,20 +335,7 @@ class Pipeline:
                 v.rules_version = self.rules_version
             # Before anything is written: explanations quote arguments and results.
             self.scrubber.verdict(v)
-        pieces: list[Piece] = []
-        if self.config.passthrough:
-            for v in verdicts:
-                extra = verdict_span(fragments[0], v)
-                if extra is not None:
-                    pieces.append(Piece(frame(extra.SerializeToString()), 0))
-            decision = Decision(verdict="pass")
-        else:
-            changed, decision = stamp(fragments, verdicts)
-            for i, (raw, rs) in enumerate(zip(trace.fragments, fragments, strict=True)):
-                if self._outgoing(rs):
-                    changed.add(i)
-                spans = sum(len(ss.spans) for ss in rs.scope_spans)
-                pieces.append(Piece(frame(rs.SerializeToString() if i in changed else raw), spans))
+        pieces, decision = self.mode.decided(trace.fragments, fragments, verdicts)
         return Outcome(pieces, verdicts, decision)
 
     def settle(self, trace: PendingTrace, outcome: Outcome) -> list[dict[str, Any]]:
@@ -422,15 +383,13 @@ class Pipeline:
             except Exception:
                 unparsed.append(raw)
                 continue
-            n = sum(len(ss.spans) for ss in rs.scope_spans)
-            parsed_spans += n
-            if self.config.passthrough:
-                continue  # its spans were forwarded on arrival
-            root_id = root_id or mark_error(rs, message)
-            self._outgoing(rs)
-            pieces.append(Piece(frame(rs.SerializeToString()), n))
+            parsed_spans += sum(len(ss.spans) for ss in rs.scope_spans)
+            piece, marked = self.mode.failed(rs, message)
+            root_id = root_id or marked
+            if piece is not None:
+                pieces.append(piece)
         note = ""
-        if unparsed and not self.config.passthrough:
+        if unparsed and not self.mode.forwards_on_arrival:
             # Bytes nothing can parse are never forwarded: batched with other traces'
             # payloads they would make the backend refuse those too. They are kept in a
             # quarantine file when there is a disk queue, and counted as dropped.
