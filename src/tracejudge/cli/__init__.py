@@ -18,6 +18,7 @@ _COMMANDS = {
     "cases": "tracejudge.cli.cases:cases_group",
     "demo": "tracejudge.cli.demo:demo",
     "eval": "tracejudge.cli.eval:eval_command",
+    "gate": "tracejudge.cli.gate:gate_command",
     "report": "tracejudge.cli.report:report_command",
     "rules": "tracejudge.cli.rules:rules_group",
     "serve": "tracejudge.cli.serve:serve",

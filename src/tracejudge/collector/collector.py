@@ -13,7 +13,7 @@ import contextlib
 import gc
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -117,6 +117,13 @@ class Collector:
                 "refused": self.http_guard.refused,
             },
         )
+
+    def gate_answer(self, query: Mapping[str, str]) -> dict[str, Any]:
+        """The ``GET /v1/gate`` answer over the runs this collector decided (``ParamError``
+        for a malformed query)."""
+        if self.pipeline is None:
+            raise RuntimeError("the collector is not started")
+        return self.pipeline.recent.answer(query, self.clock.wall()).to_dict()
 
     async def start(self, announce: Callable[[str], None] | None = None) -> None:
         """Open the disk queue (replaying it), start forwarders, receivers and the timer.
@@ -231,7 +238,11 @@ class Collector:
             max_per_client=cfg.http_max_connections_per_client,
         )
         app = receiver_app(
-            self.pipeline, cfg.max_request_bytes, self.snapshot, cfg.http_body_timeout
+            self.pipeline,
+            cfg.max_request_bytes,
+            self.snapshot,
+            cfg.http_body_timeout,
+            self.gate_answer,
         )
         server = await start_guarded(
             app, cfg.host, cfg.http_port, limits, self.http_guard, "OTLP/HTTP"
@@ -240,7 +251,7 @@ class Collector:
         self._runners.append(server)
         if cfg.health_port is not None:
             health = web.Application()
-            health_routes(health, self.snapshot)
+            health_routes(health, self.snapshot, self.gate_answer)
             server = await start_guarded(
                 health, cfg.host, cfg.health_port, limits, self.http_guard, "health"
             )

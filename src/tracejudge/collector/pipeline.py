@@ -38,6 +38,7 @@ from tracejudge.collector.stamp import Decision
 from tracejudge.collector.stats import Stats
 from tracejudge.collector.store import DiskStore, StoreError
 from tracejudge.engine.verdict import Verdict
+from tracejudge.gate.recent import RecentVerdicts
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -92,6 +93,8 @@ class Pipeline:
         self._inflight: dict[bytes, list[TraceFragment]] = {}
         """Traces taken from the buffer but not yet decided (the loop yields between chunks);
         spans arriving for them are held here and forwarded as late after the decision."""
+        self.recent = RecentVerdicts()
+        """Decided runs for ``GET /v1/gate`` (bounded; agent, variant, outcome only)."""
         self.rules_version = ""
         self.wake = asyncio.Event()
         """Set to run the decision timer now (a trace became due before ``wake_at``)."""
@@ -350,11 +353,14 @@ class Pipeline:
     def _record(self, trace: PendingTrace, verdicts: Sequence[Verdict]) -> list[dict[str, Any]]:
         """Count the verdicts and build their JSON records (only when a sink wants them)."""
         records: list[dict[str, Any]] = []
+        decided_at = round(self.clock.wall(), 3)
         for v in verdicts:
             self.stats.verdict(v)
+            self.recent.add(v, decided_at)
             if not self.sinks:
                 continue  # the JSON form is only for verdict sinks
             rec = v.to_dict()
+            rec["decided_at"] = decided_at  # the gate's window (``tracejudge gate --window``)
             if trace.truncated:
                 rec["note"] = (
                     f"judged at the span limit ({trace.spans} spans); later spans were "

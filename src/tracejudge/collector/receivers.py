@@ -15,7 +15,7 @@ import logging
 import os
 import socket
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from tracejudge.collector.consumer import Throttled, TraceConsumer
 from tracejudge.collector.otlp import parse_request, response_bytes, status_bytes
+from tracejudge.gate.params import ParamError
 from tracejudge.model.decode_json import json_to_proto_partial, parse_json_document
 
 log = logging.getLogger("tracejudge.collector")
@@ -302,8 +303,15 @@ def traces_handler(
     return handle
 
 
-def health_routes(app: web.Application, snapshot: Callable[[], dict[str, Any]]) -> None:
-    """Add ``/healthz`` (liveness + key counts) and ``/metrics`` (all counts, JSON)."""
+GateAnswer = Callable[[Mapping[str, str]], dict[str, Any]]
+"""Answers a ``GET /v1/gate`` query (raises ``ParamError`` for a malformed one)."""
+
+
+def health_routes(
+    app: web.Application, snapshot: Callable[[], dict[str, Any]], gate: GateAnswer | None = None
+) -> None:
+    """Add ``/healthz`` (liveness + key counts), ``/metrics`` (all counts, JSON) and, with
+    ``gate``, ``/v1/gate`` (the canary decision; docs/baselines-and-canary.md)."""
 
     async def healthz(_request: web.Request) -> web.Response:
         snap = snapshot()
@@ -314,13 +322,41 @@ def health_routes(app: web.Application, snapshot: Callable[[], dict[str, Any]]) 
 
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
+    if gate is not None:
+        app.router.add_get("/v1/gate", gate_handler(gate))
+
+
+def gate_handler(gate: GateAnswer) -> Callable[[web.Request], Any]:
+    """``GET /v1/gate``: 200 with the decision for any well-formed query (an unknown agent
+    or variant is an inconclusive answer, not an error: Argo Rollouts counts a non-2xx as
+    a measurement error); 400 naming the parameter for a malformed one."""
+
+    async def handle(request: web.Request) -> web.Response:
+        query: dict[str, str] = {}
+        for key, value in request.query.items():
+            if key in query:
+                return web.json_response(
+                    {"error": f"{key}: given more than once", "parameter": key}, status=400
+                )
+            query[key] = value
+        try:
+            answer = gate(query)
+        except ParamError as exc:
+            return web.json_response({"error": str(exc), "parameter": exc.name}, status=400)
+        return web.json_response(answer)
+
+    return handle
 
 
 def receiver_app(
-    pipeline: TraceConsumer, cap: int, snapshot: Callable[[], dict[str, Any]], body_timeout: float
+    pipeline: TraceConsumer,
+    cap: int,
+    snapshot: Callable[[], dict[str, Any]],
+    body_timeout: float,
+    gate: GateAnswer | None = None,
 ) -> web.Application:
     """The OTLP/HTTP app (``/v1/traces``) with the health routes."""
     app = web.Application(client_max_size=cap)
     app.router.add_route("*", "/v1/traces", traces_handler(pipeline, cap, body_timeout))
-    health_routes(app, snapshot)
+    health_routes(app, snapshot, gate)
     return app

@@ -66,6 +66,8 @@ class VerdictRecord:
     primary: PrimaryRecord | None = None
     findings: tuple[FindingRecord, ...] = ()
     error: str | None = None
+    decided_at: float | None = None
+    """When the collector decided the run (Unix seconds; absent from ``eval`` output)."""
 
     @property
     def passed(self) -> bool:
@@ -139,6 +141,7 @@ def parse_record(data: Any, where: str) -> VerdictRecord:
         primary=primary,
         findings=findings,
         error=_str(data, "error", where),
+        decided_at=_time(data, "decided_at", where),
     )
 
 
@@ -203,6 +206,15 @@ def read_all(paths: Iterable[Path]) -> list[VerdictRecord]:
     if errors:
         raise VerdictFileError(errors)
     return records
+
+
+def _time(data: dict[str, Any], key: str, where: str) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise ValueError(f"{where}: {key} must be a number of seconds, got {value!r}")
+    return float(value)
 
 
 def _finding(data: Any, where: str) -> FindingRecord:

@@ -1,0 +1,70 @@
+"""The verdicts a running collector decided, kept for ``GET /v1/gate``: bounded, in memory.
+
+Only what the gate reads is kept (``GateRun``: agent, variant, passed, policy failure code,
+time, trace id), never content, so the store holds no secret and costs a few hundred bytes
+a run. It keeps the newest ``max_runs`` runs and forgets runs older than ``max_age``
+seconds; a gate window longer than what is kept sees fewer runs (the answer's ``runs`` says
+how many), which can only make it inconclusive, never wrongly pass.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+
+from tracejudge.engine.verdict import Verdict
+from tracejudge.gate.decision import GateDecision, GateRun, decide
+from tracejudge.gate.params import policy_from_query
+
+DEFAULT_MAX_RUNS = 50_000
+DEFAULT_MAX_AGE = 24 * 3600.0
+
+
+def run_of_verdict(v: Verdict, time: float) -> GateRun:
+    """The gate's view of an engine verdict (the same rules as ``run_of`` on its JSON)."""
+    code = None
+    if v.verdict == "fail":
+        code = next(
+            (f.code for f in v.findings if f.layer == "policy" and f.severity == "fail"), None
+        )
+        if code is None and v.layers.get("policy") == "fail":
+            code = v.primary.code if v.primary is not None else "policy"
+    return GateRun(
+        agent=v.agent,
+        variant=v.variant,
+        passed=v.verdict in ("pass", "warn"),
+        policy_failure=code,
+        time=time,
+        trace_id=v.trace_id,
+    )
+
+
+class RecentVerdicts:
+    """The newest decided runs, oldest first."""
+
+    def __init__(self, max_runs: int = DEFAULT_MAX_RUNS, max_age: float = DEFAULT_MAX_AGE) -> None:
+        self.max_age = max_age
+        self._runs: deque[GateRun] = deque(maxlen=max_runs)
+
+    def add(self, v: Verdict, time: float) -> None:
+        """Remember a decided verdict (runs without an agent cannot be gated: skipped)."""
+        if v.agent is None:
+            return
+        self._runs.append(run_of_verdict(v, time))
+        self._expire(time)
+
+    def _expire(self, now: float) -> None:
+        runs = self._runs
+        while runs and (runs[0].time or 0.0) < now - self.max_age:
+            runs.popleft()
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def answer(self, query: Mapping[str, str], now: float) -> GateDecision:
+        """The gate's decision for a ``GET /v1/gate`` query at ``now`` (Unix seconds);
+        ``ParamError`` for a malformed query."""
+        policy = policy_from_query(query)
+        self._expire(now)
+        runs = list(self._runs)
+        return decide(runs, runs, policy, now=now)
