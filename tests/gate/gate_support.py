@@ -15,11 +15,17 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from tracejudge.engine.verdict import Finding, Layer, Verdict
 from tracejudge.gate import GateRun, run_of
 from tracejudge.report.records import VerdictRecord
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "collector" / "argo" / "analysis-template.yaml"
+"""The AnalysisTemplate the project ships."""
 
 _PATH = re.compile(r"^\{\$((?:\.[A-Za-z_][A-Za-z0-9_]*)+)\}$")
 _COND = re.compile(r'^result\s*(==|!=)\s*"([^"]*)"$')
@@ -52,6 +58,23 @@ def argo_web_result(
     if failure is not None and holds(failure):
         return "Failed"
     return "Inconclusive" if failure is not None else "Failed"
+
+
+def shipped_metric() -> dict[str, Any]:
+    """The gate metric of the shipped AnalysisTemplate (its conditions and web provider)."""
+    doc = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
+    assert doc["kind"] == "AnalysisTemplate"
+    (metric,) = doc["spec"]["metrics"]
+    assert isinstance(metric, dict)
+    return metric
+
+
+def argo_phase(status: int, body: bytes) -> str:
+    """Argo's phase for one answer of ``GET /v1/gate``, read with the shipped template."""
+    m = shipped_metric()
+    return argo_web_result(
+        status, body, m["provider"]["web"]["jsonPath"], m["successCondition"], m["failureCondition"]
+    )
 
 
 def verdict(

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import random
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+import yaml
 
-from tests.gate.gate_support import argo_web_result, run
+from tests.gate.gate_support import TEMPLATE, argo_phase, run, shipped_metric
 from tracejudge.gate import GatePolicy, GateRun, decide
+from tracejudge.gate.params import policy_from_query
 
 AGENT = "refund"
 
@@ -129,9 +132,10 @@ def test_bad_policy_values_are_refused() -> None:
 
 
 def test_argo_web_metric_reads_the_decision() -> None:
-    """The shipped AnalysisTemplate's ``jsonPath: "{$.decision}"`` with
-    ``successCondition: result == "pass"`` and ``failureCondition: result == "fail"``:
-    pass → Successful, fail → Failed, inconclusive → Inconclusive (Argo pauses)."""
+    """The shipped AnalysisTemplate (collector/argo/analysis-template.yaml), its
+    ``jsonPath: "{$.decision}"``, ``successCondition: result == "pass"`` and
+    ``failureCondition: result == "fail"``: pass → Successful, fail → Failed,
+    inconclusive → Inconclusive (Argo pauses); a non-2xx answer is a measurement Error."""
     cases = {
         "Successful": [run(AGENT, "v", "pass", i) for i in range(40)],
         "Failed": [run(AGENT, "v", "fail", 1, policy=True)],
@@ -139,6 +143,16 @@ def test_argo_web_metric_reads_the_decision() -> None:
     }
     for phase, runs in cases.items():
         body = json.dumps(decide(runs, None, GatePolicy(AGENT, "v")).to_dict()).encode()
-        got = argo_web_result(200, body, "{$.decision}", 'result == "pass"', 'result == "fail"')
-        assert got == phase, (phase, body)
-    assert argo_web_result(400, b"{}", "{$.decision}", 'result == "pass"') == "Error"
+        assert argo_phase(200, body) == phase, (phase, body)
+    assert argo_phase(400, b'{"error": "threshold: ..."}') == "Error"
+
+    # The template's URL, its arguments filled in as Argo does, is a query the gate takes.
+    template = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
+    args = {a["name"]: a.get("value", f"my-{a['name']}") for a in template["spec"]["args"]}
+    url = shipped_metric()["provider"]["web"]["url"]
+    for name, value in args.items():
+        url = url.replace("{{args." + name + "}}", value)
+    parts = urlsplit(url)
+    assert parts.path == "/v1/gate"
+    policy = policy_from_query(dict(parse_qsl(parts.query)))
+    assert (policy.agent, policy.variant, policy.baseline) == ("my-agent", "my-variant", "stable")

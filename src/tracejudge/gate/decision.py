@@ -31,9 +31,11 @@ from tracejudge.report.stats import wilson_interval
 Decision = Literal["pass", "fail", "inconclusive"]
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class GateRun:
-    """What the gate needs of one judged run."""
+    """What the gate needs of one judged run. Not frozen: the collector makes one per
+    verdict it decides, and a frozen dataclass's ``__init__`` costs several times more.
+    Treat it as read-only."""
 
     agent: str | None
     variant: str | None
