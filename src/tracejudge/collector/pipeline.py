@@ -8,7 +8,6 @@ receivers (the tail-sampling failure mode where ingest and decisions fight for o
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 from collections.abc import Sequence
@@ -22,7 +21,8 @@ from tracejudge.collector.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.clock import Clock, SystemClock
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.consumer import IngestResult, Throttled
-from tracejudge.collector.forward import Item, Release, TargetQueue
+from tracejudge.collector.durability import decision_from_json, durability_for
+from tracejudge.collector.forward import Item, TargetQueue
 from tracejudge.collector.judge import Judge
 from tracejudge.collector.modes import forward_mode
 from tracejudge.collector.otlp import (
@@ -36,7 +36,7 @@ from tracejudge.collector.redact import Scrubber
 from tracejudge.collector.sinks import VerdictSink
 from tracejudge.collector.stamp import Decision
 from tracejudge.collector.stats import Stats
-from tracejudge.collector.store import DiskStore, StoreError
+from tracejudge.collector.store import DiskStore
 from tracejudge.engine.verdict import Verdict
 from tracejudge.gate.recent import RecentVerdicts
 
@@ -78,7 +78,8 @@ class Pipeline:
         self.queues = list(queues)
         self.sinks = list(sinks)
         self.stats = stats
-        self.store = store
+        self.durability = durability_for(store, config.retry_after_hint)
+        """In memory only, or the disk queue: every branch on ``--queue-dir``."""
         self.buffer = TraceBuffer(
             wait_after_root=config.decision_wait_after_root,
             wait=config.decision_wait,
@@ -176,16 +177,7 @@ class Pipeline:
                 direct.append(Payload(now_out, f.spans, 1))
         self._admit(fresh, direct)
         rows = self._rows(direct)
-        if self.store is not None and (fresh or rows):
-            try:
-                ids = self.store.accept(
-                    [(f.trace_id, f.data) for f in fresh],
-                    [(q.target.url, it.payload, it.spans, it.traces) for q, it in rows],
-                )
-            except StoreError as exc:  # nothing was written: refuse, the client retries
-                raise Throttled(str(exc), self.config.retry_after_hint) from exc
-            for (_, item), row_id in zip(rows, ids, strict=True):
-                item.row_id = row_id
+        self.durability.accept(fresh, rows)
         for q, item in rows:
             q.put(item)
         for frag in fresh:
@@ -259,9 +251,8 @@ class Pipeline:
         return quarantined
 
     def _quarantine(self, row_id: int, data: bytes, reason: str) -> None:
-        assert self.store is not None
         try:
-            path = self.store.quarantine_inbox(row_id, data, reason)
+            path = self.durability.quarantine_inbox(row_id, data, reason)
         except Exception:
             log.exception("disk queue: could not quarantine inbox row %d (%s)", row_id, reason)
             return
@@ -281,27 +272,7 @@ class Pipeline:
         the inbox rows stay until every target has its copy (a crash before then replays
         and re-judges the traces: duplicates at worst, never a loss)."""
         rows = self._rows(payloads)
-        if self.store is not None and (rows or decided_trace_ids):
-            try:
-                ids = self.store.commit_decisions(
-                    decided_trace_ids,
-                    [(q.target.url, it.payload, it.spans, it.traces) for q, it in rows],
-                    [
-                        (tid, d.verdict, decision_codes_json(d))
-                        for tid, d in zip(decided_trace_ids, decisions, strict=True)
-                    ],
-                )
-            except StoreError:
-                if decided_trace_ids:
-                    if rows:
-                        release = Release(self.store, decided_trace_ids, len(rows))
-                        for _, item in rows:
-                            item.release = release
-                    else:
-                        self.store.release_inbox(decided_trace_ids)
-            else:
-                for (_, item), row_id in zip(rows, ids, strict=True):
-                    item.row_id = row_id
+        self.durability.commit(rows, decided_trace_ids, decisions)
         for q, item in rows:
             q.put(item)
 
@@ -402,11 +373,7 @@ class Pipeline:
             lost = max(0, trace.spans - parsed_spans)
             self.stats.count("dropped", lost)
             note = f"; {len(unparsed)} unparseable fragments ({lost} spans) not forwarded"
-            if self.store is not None:
-                try:
-                    note += f", kept in {self.store.quarantine_fragments(trace.trace_id, unparsed)}"
-                except Exception as qexc:
-                    note += f", could not be quarantined ({qexc})"
+            note += self.durability.keep_unparsed(trace.trace_id, unparsed)
         log.error(
             "deciding trace %s failed (%s: %s); forwarded unjudged with verdict error%s",
             trace.trace_id.hex(),
@@ -540,7 +507,7 @@ class Pipeline:
         traces = self.buffer.drain()
         now = self._now()
         await self.decide_batch(
-            traces, {t.trace_id: now for t in traces}, limited=self.store is not None
+            traces, {t.trace_id: now for t in traces}, limited=self.durability.durable
         )
         if self.buffer.traces:
             log.warning(
@@ -555,20 +522,6 @@ class Pipeline:
     def queue_depth(self) -> int:
         """Spans waiting in all forward queues."""
         return sum(q.spans for q in self.queues)
-
-
-def decision_codes_json(d: Decision) -> str:
-    """A decision's failure codes as JSON (span id hex -> codes), for the disk queue."""
-    return json.dumps({sid.hex(): codes for sid, codes in d.codes_by_span.items()})
-
-
-def decision_from_json(verdict: str, codes: str) -> Decision:
-    """The inverse of ``decision_codes_json``; ``ValueError`` when unreadable."""
-    raw = json.loads(codes)
-    if not isinstance(raw, dict):
-        raise ValueError("codes: not an object")
-    by_span = {bytes.fromhex(k): [str(c) for c in v] for k, v in raw.items()}
-    return Decision(verdict, by_span)
 
 
 def _valid_trace_id(tid: bytes) -> bool:
