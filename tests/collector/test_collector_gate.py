@@ -14,9 +14,11 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from tests.collector.collector_support import (
     Sink,
@@ -29,6 +31,7 @@ from tests.collector.collector_support import (
 )
 from tests.gate.gate_support import argo_phase
 from tracejudge import semconv as sc
+from tracejudge.cli import main
 from tracejudge.collector import Collector
 from tracejudge.engine.verdict import Finding, Verdict
 from tracejudge.model.spans import SpanRecord
@@ -80,9 +83,10 @@ def gated(collector_factory: Callable[..., Collector]) -> Collector:
     return collector_factory(judge=VariantJudge(), decision_wait_after_root=0.05, health_port=0)
 
 
-def test_gate_answers_from_decided_runs(gated: Collector, sink: Sink) -> None:
+def test_gate_answers_from_decided_runs(gated: Collector, sink: Sink, tmp_path: Path) -> None:
     """30 stable runs pass; a canary failing 3 runs in 10 (silent outcome failures) is
-    failed against it; the same query is answered on the health port."""
+    failed against it; the same query is answered on the health port, and by
+    ``tracejudge gate`` over the collector's verdict lines."""
     for _ in range(30):
         _send(gated.http_port, "stable")
     for i in range(30):
@@ -99,6 +103,16 @@ def test_gate_answers_from_decided_runs(gated: Collector, sink: Sink) -> None:
     assert gated.health_port is not None
     assert _gate(gated.health_port, q) == (status, answer)
     assert argo_phase(status, json.dumps(answer).encode()) == "Failed"  # the shipped template
+    # The collector's own verdict lines (with decided_at) give the CLI the same answer.
+    lines = tmp_path / "verdicts.jsonl"
+    wait_for(lambda: len(lines.read_text(encoding="utf-8").splitlines()) == 60, what="60 lines")
+    cli = CliRunner().invoke(
+        main,
+        ["gate", str(lines), "--agent", "refund", "--variant", "canary", "--baseline", "stable",
+         "--min-runs", "20", "--margin", "0.05", "--window", "10m", "--format", "json"],
+    )  # fmt: skip
+    assert cli.exit_code == 1, cli.output
+    assert json.loads(cli.output) == answer
 
 
 def test_policy_violation_fails_at_once_and_unknown_is_inconclusive(
