@@ -31,6 +31,7 @@ from tracejudge.collector.redact import LogScrubber
 from tracejudge.collector.sinks import JsonlSink, VerdictSink, WebhookSink
 from tracejudge.collector.stats import Stats, otlp_metric_reader
 from tracejudge.collector.store import DiskStore
+from tracejudge.gate.recent import RecentVerdicts
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -48,6 +49,9 @@ class Collector:
         self.config = config
         self.judge = judge
         self.clock: Clock = SystemClock() if clock is None else clock
+        self.recent = RecentVerdicts()
+        """The runs this collector decided, for ``GET /v1/gate`` (bounded; agent, variant,
+        outcome and policy-failure code only)."""
         """Decision deadlines are read from it; the timer's sleeps are the loop's, so a
         clock other than ``SystemClock`` suits driving a ``Pipeline`` by hand, not here."""
         readers = []
@@ -121,9 +125,7 @@ class Collector:
     def gate_answer(self, query: Mapping[str, str]) -> dict[str, Any]:
         """The ``GET /v1/gate`` answer over the runs this collector decided (``ParamError``
         for a malformed query)."""
-        if self.pipeline is None:
-            raise RuntimeError("the collector is not started")
-        return self.pipeline.recent.answer(query, self.clock.wall()).to_dict()
+        return self.recent.answer(query, self.clock.wall()).to_dict()
 
     async def start(self, announce: Callable[[str], None] | None = None) -> None:
         """Open the disk queue (replaying it), start forwarders, receivers and the timer.
@@ -155,7 +157,9 @@ class Collector:
             sinks.append(JsonlSink(cfg.verdicts_jsonl))
         if cfg.webhook:
             sinks.append(WebhookSink(cfg.webhook, self.stats))
-        self.pipeline = Pipeline(cfg, self.judge, queues, sinks, self.stats, self.store, self.clock)
+        self.pipeline = Pipeline(
+            cfg, self.judge, queues, sinks, self.stats, self.store, self.clock, [self.recent]
+        )
         # Log lines can quote span content (exception texts, backend answers).
         self._log_filter = LogScrubber(self.pipeline.scrubber)
         log.addFilter(self._log_filter)

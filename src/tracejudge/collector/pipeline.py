@@ -33,12 +33,11 @@ from tracejudge.collector.otlp import (
 )
 from tracejudge.collector.payload import Payload, Piece
 from tracejudge.collector.redact import Scrubber
-from tracejudge.collector.sinks import VerdictSink
+from tracejudge.collector.sinks import VerdictObserver, VerdictSink
 from tracejudge.collector.stamp import Decision
 from tracejudge.collector.stats import Stats
 from tracejudge.collector.store import DiskStore
 from tracejudge.engine.verdict import Verdict
-from tracejudge.gate.recent import RecentVerdicts
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -71,6 +70,7 @@ class Pipeline:
         stats: Stats,
         store: DiskStore | None,
         clock: Clock | None = None,
+        observers: Sequence[VerdictObserver] = (),
     ) -> None:
         self.config = config
         self.clock: Clock = SystemClock() if clock is None else clock
@@ -94,8 +94,8 @@ class Pipeline:
         self._inflight: dict[bytes, list[TraceFragment]] = {}
         """Traces taken from the buffer but not yet decided (the loop yields between chunks);
         spans arriving for them are held here and forwarded as late after the decision."""
-        self.recent = RecentVerdicts()
-        """Decided runs for ``GET /v1/gate`` (bounded; agent, variant, outcome only)."""
+        self.observers = list(observers)
+        """Given each decided verdict object (the gate's window of recent runs)."""
         self.rules_version = ""
         self.wake = asyncio.Event()
         """Set to run the decision timer now (a trace became due before ``wake_at``)."""
@@ -327,7 +327,8 @@ class Pipeline:
         decided_at = round(self.clock.wall(), 3)
         for v in verdicts:
             self.stats.verdict(v)
-            self.recent.add(v, decided_at)
+            for o in self.observers:
+                o.add(v, decided_at)
             if not self.sinks:
                 continue  # the JSON form is only for verdict sinks
             rec = v.to_dict()

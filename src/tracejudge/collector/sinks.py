@@ -1,4 +1,5 @@
-"""Verdict sinks: where each verdict goes besides the spans (JSON lines, a webhook).
+"""Verdict sinks: where each verdict goes besides the spans (JSON lines, a webhook, and
+observers such as the gate's window, which take the verdict object itself).
 
 A sink must never slow the pipeline: the JSON-lines sink writes a batch per decision tick,
 and the webhook sink posts from its own bounded queue (dropping, with a count, only when a
@@ -17,6 +18,7 @@ from typing import IO, Any, Protocol
 import aiohttp
 
 from tracejudge.collector.stats import Stats
+from tracejudge.engine.verdict import Verdict
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -30,6 +32,15 @@ class VerdictSink(Protocol):
 
     async def close(self) -> None:
         """Flush and release resources."""
+        ...
+
+
+class VerdictObserver(Protocol):
+    """Receives each decided verdict as an object (no JSON built), with the Unix time it
+    was decided: the gate's window of recent runs (``tracejudge.gate.RecentVerdicts``)."""
+
+    def add(self, v: Verdict, time: float) -> None:
+        """Take one verdict; must be cheap and must not raise."""
         ...
 
 
