@@ -355,7 +355,8 @@ def test_an_openai_only_application_hears_nothing_about_anthropic() -> None:
 
 def test_default_provider_only_when_application_has_none() -> None:
     """With no application provider, ``instrument()`` installs an SDK provider exporting
-    over OTLP; with one, it uses the application's and never replaces it."""
+    over OTLP (behind the guard that skips an endpoint nobody listens on); with one, it
+    uses the application's and never replaces it."""
     proc = _run_python(
         """
         from opentelemetry import trace
@@ -364,7 +365,8 @@ def test_default_provider_only_when_application_has_none() -> None:
         tracejudge.instrument()
         p = trace.get_tracer_provider()
         procs = p._active_span_processor._span_processors
-        print("default:", type(p).__name__, type(procs[0].span_exporter).__module__)
+        exporter = procs[0].span_exporter  # the guard around the OTLP exporter
+        print("default:", type(p).__name__, type(exporter.inner).__module__)
         assert get_runtime().tracer_provider is p
         """
     )

@@ -180,12 +180,6 @@ def test_demo_without_the_openai_sdk_says_what_to_install(plain: Installed) -> N
     assert "pip install 'tracejudge[openai]'" in done.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="instrument()'s default exporter (the OTel SDK's OTLP/HTTP one) logs each "
-    "connection-refused retry for ~8 s at exit when nothing listens; issue 13 item 4 quieted "
-    "the examples only (they probe first). Drop this marker with a fix in instrument()",
-)
 def test_readme_instrument_snippet_runs_quietly_without_a_collector(plain: Installed) -> None:
     """The README's snippet in a plain install with no collector listening: it ends promptly
     and prints no export retries (the spans it cannot deliver are not the user's problem yet)."""

@@ -229,7 +229,10 @@ def _application_or_default_provider() -> TracerProvider:
 
 
 def _build_otlp_provider() -> TracerProvider:
-    """SDK provider + batch OTLP exporter; protocol from ``OTEL_EXPORTER_OTLP_*PROTOCOL``."""
+    """SDK provider + batch OTLP exporter; protocol from ``OTEL_EXPORTER_OTLP_*PROTOCOL``.
+
+    The exporter is wrapped so that a collector that is not running costs the application
+    one warning, not seconds of retries (``_guard``)."""
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
@@ -252,6 +255,9 @@ def _build_otlp_provider() -> TracerProvider:
         )
 
         exporter = HttpExporter()
+    from tracejudge.instrumentation._endpoint import traces_endpoint
+    from tracejudge.instrumentation._guard import UnreachableGuard
+
     provider = SdkTracerProvider(resource=Resource.create())
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    provider.add_span_processor(BatchSpanProcessor(UnreachableGuard(exporter, traces_endpoint())))
     return provider
