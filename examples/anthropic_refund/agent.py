@@ -21,7 +21,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import tracejudge
 from tracejudge.demo.model_server import ScriptedModelServer
-from tracejudge.demo.otlp_endpoint import listening, traces_endpoint
 from tracejudge.demo.recording import write_otlp_json
 from tracejudge.demo.refund_agent_anthropic import run_refund_agent_anthropic
 from tracejudge.demo.refund_scripts import VARIANTS, refund_scripts
@@ -40,17 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         provider = TracerProvider(resource=Resource({"service.name": "refund-agent"}))
         provider.add_span_processor(SimpleSpanProcessor(memory))
         tracejudge.instrument(tracer_provider=provider)  # the one line, with a local provider
-    elif listening(endpoint := traces_endpoint()):
-        tracejudge.instrument()  # the one line: OTLP to OTEL_EXPORTER_OTLP_ENDPOINT
     else:
-        # Nothing listens there: say so once and keep the spans local, instead of the
-        # exporter retrying a refused connection for seconds at exit.
-        print(
-            f"note: no OTLP collector at {endpoint.url}, spans are not exported "
-            "(start `tracejudge serve`, set OTEL_EXPORTER_OTLP_ENDPOINT, or pass --trace-out)",
-            file=sys.stderr,
-        )
-        tracejudge.instrument(tracer_provider=TracerProvider())
+        # the one line: OTLP to OTEL_EXPORTER_OTLP_ENDPOINT (one warning if nothing listens)
+        tracejudge.instrument()
 
     with ScriptedModelServer(refund_scripts()) as server:
         client = anthropic.Anthropic(

@@ -152,9 +152,10 @@ def test_committed_traces_get_the_documented_verdicts() -> None:
 
 
 def test_examples_are_quiet_and_quick_without_a_collector() -> None:
-    """With nothing listening at the OTLP endpoint, each agent example prints one note on
-    stderr and no exporter retries (it used to spend ~6 s printing connection-refused
-    retries at exit). The port is bound but not listening, so connecting is refused."""
+    """With nothing listening at the OTLP endpoint, each agent example prints one warning on
+    stderr (instrument()'s exporter guard) and no exporter retries (it used to spend ~6 s
+    printing connection-refused retries at exit). The port is bound but not listening, so
+    connecting is refused."""
     import socket
 
     with socket.socket() as closed:
@@ -169,15 +170,16 @@ def test_examples_are_quiet_and_quick_without_a_collector() -> None:
             assert done.returncode == 0, done.stderr
             assert "answer: Your refund for order ord_B1002" in done.stdout
             assert done.stderr.splitlines() == [
-                f"note: no OTLP collector at {url}, spans are not exported (start "
-                "`tracejudge serve`, set OTEL_EXPORTER_OTLP_ENDPOINT, or pass --trace-out)"
+                f"tracejudge: nothing listens at {url}; spans are not exported until a "
+                "collector runs there (set OTEL_EXPORTER_OTLP_ENDPOINT, or start "
+                "`tracejudge serve`)"
             ], script
 
 
 def test_otlp_endpoint_is_resolved_as_the_exporter_does() -> None:
-    """The examples probe the endpoint the OTLP exporter would use: traces variable first,
+    """instrument()'s guard probes the endpoint the OTLP exporter uses: traces variable first,
     then the base one, then the protocol's default port."""
-    from tracejudge.demo.otlp_endpoint import traces_endpoint
+    from tracejudge.instrumentation._endpoint import traces_endpoint
 
     assert traces_endpoint({}).port == 4318
     assert traces_endpoint({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}).port == 4317

@@ -3,8 +3,8 @@
 Run without a collector, the OTLP exporter spends about eight seconds printing
 connection-refused retries at exit, inside the user's application. The traces endpoint is
 resolved here from the standard ``OTEL_EXPORTER_OTLP_*`` variables exactly as the exporter
-resolves it, and tried with one short TCP connect; ``_UnreachableGuard`` (the exporter
-``instrument()`` sets up) and the examples both ask.
+resolves it, and tried with one short TCP connect by ``UnreachableGuard`` (``_guard``), the exporter
+``instrument()`` sets up.
 """
 
 from __future__ import annotations
