@@ -241,3 +241,74 @@ def test_bad_sources_fail_at_load(source: Any, needle: str) -> None:
     with pytest.raises(RulesError) as info:
         load_rules_text(rules_text(check, tools=TOOLS))
     assert any(needle in e for e in info.value.errors), info.value.errors
+
+
+OWNED: dict[str, Any] = {
+    "type": "entity_binding",
+    "tool": "cancel_reservation",
+    "argument": "reservation_id",
+    "source": [
+        {"tool": "get_user_details", "path": "reservations", "owner": {"path": "args.user_id"}},
+        {
+            "tool": "get_reservation_details",
+            "path": "reservation_id",
+            "owner": {"path": "result.user_id", "equals": "user_id"},
+        },
+    ],
+}
+OWNED_TOOLS: dict[str, Any] = {
+    "get_user_details": {"kind": "lookup"},
+    "get_reservation_details": {"kind": "lookup"},
+    "cancel_reservation": {"kind": "mutate"},
+}
+CANCEL = tool("cancel_reservation", {"reservation_id": "ZFA04Y"}, {"status": "cancelled"})
+
+
+def _reservation(owner: str) -> Step:
+    return tool(
+        "get_reservation_details",
+        {"reservation_id": "ZFA04Y"},
+        {"reservation_id": "ZFA04Y", "user_id": owner},
+    )
+
+
+@pytest.mark.parametrize(
+    ("lookup", "expected"),
+    [
+        (_reservation("mia_1"), []),
+        (tool("get_user_details", {"user_id": "mia_1"}, {"reservations": ["ZFA04Y"]}), []),
+        (_reservation("raj_7"), ["F-ACTION-ARG-ENTITY_BINDING"]),
+        (
+            tool("get_user_details", {"user_id": "raj_7"}, {"reservations": ["ZFA04Y"]}),
+            ["F-ACTION-ARG-ENTITY_BINDING"],
+        ),
+    ],
+    ids=["details-name-the-user", "profile-lists-it", "another-users", "another-profile"],
+)
+def test_an_owner_test_admits_only_the_run_users_entities(
+    lookup: Step, expected: list[str]
+) -> None:
+    """A reservation is the user's when their profile lists it or its details name them;
+    a lookup of somebody else's records backs nothing (the tau-bench false alarms of runs
+    20-0..3 came from asking for the profile alone)."""
+    v = judge_one(OWNED, make_run([lookup, CANCEL], user_id="mia_1"), tools=OWNED_TOOLS)
+    assert codes(v) == expected
+    if expected:
+        assert "calls about another user_id do not count" in v.primary.explanation
+        assert v.primary.span_ids == (span(1),)
+
+
+def test_an_owner_test_without_the_runs_identity_is_insufficient_evidence() -> None:
+    """With no user id on the trace nobody can tell whose reservation it was: evidence, not
+    a pass and not a policy failure."""
+    v = judge_one(OWNED, make_run([_reservation("mia_1"), CANCEL]), tools=OWNED_TOOLS)
+    assert codes(v) == ["F-EVIDENCE-NO_IDENTITY"]
+    assert v.outcomes[0].result == "insufficient_evidence"
+
+
+def test_an_owner_test_needs_a_path() -> None:
+    """``owner`` without ``path`` is refused at load, naming the field."""
+    bad = {**OWNED, "source": [{"tool": "get_user_details", "path": "reservations", "owner": {}}]}
+    with pytest.raises(RulesError) as info:
+        load_rules_text(rules_text(bad, tools=OWNED_TOOLS))
+    assert any("owner" in e and "path" in e for e in info.value.errors), info.value.errors

@@ -394,3 +394,48 @@ def test_mention_arguments_skips_what_the_change_keeps() -> None:
     v = _change_flights("Switch the outbound to HAT266? (yes/no)")
     assert codes(v) == ["F-POLICY-UNCONFIRMED_DETAILS"]
     assert "ZFA04Y" in v.primary.explanation
+
+
+def test_a_yes_to_a_message_that_asks_nothing_confirms_nothing() -> None:
+    """ "Great! Could you also ..." after "It has been upgraded." is a new request, not an
+    answer (tau-bench run 14-1: a baggage update confirmed only by the user's "Great!")."""
+    v = _cancel_after("Great, go ahead.", proposal="I can cancel ZFA04Y. Please confirm.")
+    assert v.verdict == "pass"  # a request to confirm asks, without a question mark
+    v = _cancel_after("Great! Could you also cancel it?", proposal="Your flight was upgraded.")
+    assert codes(v) == ["F-POLICY-NO_CONFIRMATION"]
+    assert "answers no proposal" in v.primary.explanation
+    assert v.primary.span_ids == (span(4),)
+
+
+def test_the_proposal_pattern_is_configurable() -> None:
+    """``proposal:`` replaces what counts as asking."""
+    check = {**RULE, "proposal": "(?i)shall i"}
+    script = [
+        user("Please cancel my trip ZFA04Y."),
+        say(None, DETAILS),
+        say("Cancel reservation ZFA04Y?"),
+        user("Yes."),
+        say(None, CANCEL),
+    ]
+    assert codes(_judge(check, script)) == ["F-POLICY-NO_CONFIRMATION"]
+    script[2] = say("Shall I cancel reservation ZFA04Y")
+    assert _judge(check, script).verdict == "pass"
+
+
+def test_a_detail_the_user_names_in_the_yes_is_confirmed() -> None:
+    """ "Yes, and cancel 59XX6W too": the user's own words name what they confirm (tau-bench
+    run 34-3); a detail neither side named is still unconfirmed."""
+    check = {**RULE, "mention_arguments": ["reservation_id"]}
+    other = tool("cancel_reservation", {"reservation_id": "59XX6W"}, {"status": "cancelled"})
+    script = [
+        user("Please cancel my trips."),
+        say("Shall I cancel reservation ZFA04Y?"),
+        user("Yes, and cancel 59XX6W too."),
+        say(None, CANCEL),
+        say(None, other),
+    ]
+    assert _judge(check, script).verdict == "pass"
+    script[2] = user("Yes, and the other one too.")
+    v = _judge(check, script)
+    assert codes(v) == ["F-POLICY-UNCONFIRMED_DETAILS"]
+    assert "59XX6W" in v.primary.explanation

@@ -48,13 +48,35 @@ _RESULT = re.compile(r"\bresult\b")
 
 
 @dataclass(slots=True, frozen=True)
+class Owner:
+    """Whose entities a source call returns: the value at ``path`` (over ``{args, result}``
+    of the source call) must equal the run's ``user_id`` or ``tenant_id`` (``equals``).
+
+    "Act only on the user's own reservations" is proven by the profile that lists them,
+    or by a reservation lookup whose result names the user as its owner; the owner test
+    lets both count without trusting a lookup of somebody else's records.
+    """
+
+    path: Path
+    equals: str
+
+    def holds(self, call: ToolCall, expected: str) -> bool:
+        """Whether ``call`` is about ``expected`` (the run's identity)."""
+        args = call.arguments if call.arguments_is_json else None
+        got = self.path.search({"args": args, "result": call.result})
+        return got is not None and key_of(got) == expected
+
+
+@dataclass(slots=True, frozen=True)
 class Source:
     """Where a source call's entities are: a path into its ``result``, its ``arguments``,
     or (``call``, for ``precedence``) ``{args, result}``. ``path`` None: the call counts
-    as a source (for order) but returns no entities."""
+    as a source (for order) but returns no entities. ``owner``: its entities count only
+    when the call is about the run's user (or tenant)."""
 
     path: Path | None
     read: str = "result"
+    owner: Owner | None = None
 
     def value(self, call: ToolCall) -> tuple[bool, Any]:
         """``(captured, value)``: what ``path`` reads from ``call``."""
@@ -121,6 +143,7 @@ class Binding:
         """One pass: gather entities from sources as they happen; test each target call."""
         candidates: dict[str, Any] = {}
         unknown = False  # a source ran but what its path reads was not captured
+        unowned: list[str] = []  # sources skipped: not the run's user's (or no identity)
         any_source = False
         plain_lookups: list[str] = []  # successful lookups that declare no entities
         for i, call in ctx.tool_index:
@@ -128,7 +151,7 @@ class Binding:
                 if not any_source:
                     self._no_source(report, i, call, plain_lookups)
                 else:
-                    self._check(ctx, report, i, call, candidates, unknown)
+                    self._check(ctx, report, i, call, candidates, unknown, unowned)
             sources = self._sources_of(ctx, i, call)
             plain = sources is None and self.any_lookup and ctx.kinds[i] == "lookup"
             if plain and ok(call) and call.name not in plain_lookups:
@@ -139,6 +162,12 @@ class Binding:
             for src in sources:
                 if src.path is None:
                     continue
+                if src.owner is not None:
+                    expected = getattr(ctx.run, src.owner.equals)
+                    if expected is None or not src.owner.holds(call, expected):
+                        if call.name not in unowned:
+                            unowned.append(call.name)
+                        continue
                 captured, value = src.value(call)
                 if not captured:
                     unknown = True
@@ -154,6 +183,7 @@ class Binding:
         call: ToolCall,
         candidates: dict[str, Any],
         unknown: bool,
+        unowned: list[str],
     ) -> None:
         sid = (call.span_id,)
         if self.target_path is None:
@@ -179,14 +209,43 @@ class Binding:
                 i,
             )
             return
+        if unowned and not candidates and self.owner_identity(ctx) is None:
+            report.insufficient(
+                "F-EVIDENCE-NO_IDENTITY",
+                sid,
+                f"the trace carries no {self.owner_field}; cannot tell whose entities "
+                f"{', '.join(unowned)} returned, so cannot check {call.name}",
+                i,
+            )
+            return
         shown = short(bad[0] if bad else None)
+        skipped = (
+            f"; calls about another {self.owner_field} do not count: {', '.join(unowned)}"
+            if unowned
+            else ""
+        )
         report.fail(
             "F-ACTION-ARG-ENTITY_BINDING",
             sid,
             f"{call.name} {self.target_label}={shown} is not among the entities a prior "
-            f"successful {self.label} returned (qualifying: {short(sorted(candidates)[:5])})",
+            f"successful {self.label} returned (qualifying: {short(sorted(candidates)[:5])})"
+            f"{skipped}",
             i,
         )
+
+    @property
+    def owner_field(self) -> str:
+        """The identity the sources' owner tests compare with (``user_id`` by default)."""
+        for listed in self.sources.values():
+            for src in listed:
+                if src.owner is not None:
+                    return src.owner.equals
+        return "user_id"
+
+    def owner_identity(self, ctx: RunContext) -> str | None:
+        """The run's identity that the owner tests read."""
+        value: str | None = getattr(ctx.run, self.owner_field)
+        return value
 
     def _no_source(self, report: Report, i: int, call: ToolCall, plain: list[str]) -> None:
         """The target ran before any source: say which lookups did run, if any."""
@@ -208,11 +267,18 @@ def _source(src: dict[str, Any], at: str, c: Compiler, tools: dict[str, ToolMeta
     """One ``{tool, path, from}`` of ``entity_binding.source``."""
     name = src["tool"]
     read = "arguments" if src.get("from") == "arguments" else "result"
+    owner: Owner | None = None
+    if "owner" in src:
+        spec = src["owner"]
+        op = c.path(f"{at}.owner.path", spec["path"])
+        if op is None:
+            return None
+        owner = Owner(op, spec.get("equals", "user_id"))
     if "path" in src:
         jp = c.path(f"{at}.path", src["path"])
-        return None if jp is None else Source(jp, read)
+        return None if jp is None else Source(jp, read, owner)
     if read == "result" and name in tools and tools[name].entities is not None:
-        return Source(tools[name].entities)
+        return Source(tools[name].entities, owner=owner)
     what = "no path given" if read == "result" else "from: arguments needs a path"
     c.error(at, f"{what} and tools.{name} declares no entities" if read == "result" else what)
     return None
@@ -292,6 +358,12 @@ _SOURCE_PROPS = {
     "tool": ref("name"),
     "path": ref("path"),
     "from": {"enum": ["result", "arguments"]},
+    "owner": {
+        "type": "object",
+        "required": ["path"],
+        "additionalProperties": False,
+        "properties": {"path": ref("path"), "equals": {"enum": ["user_id", "tenant_id"]}},
+    },
 }
 _SOURCE = {"type": "object", "additionalProperties": False, "properties": _SOURCE_PROPS}
 _LISTED_SOURCE = {**_SOURCE, "required": ["tool"]}
@@ -320,6 +392,7 @@ SPECS: tuple[CheckSpec, ...] = (
             "F-ACTION-ARG-ENTITY_BINDING",
             "F-EVIDENCE-ARGS_NOT_JSON",
             "F-EVIDENCE-RESULT_MISSING",
+            "F-EVIDENCE-NO_IDENTITY",
         ),
         tool_fields=("tool", "source.tool", "source[].tool"),
     ),

@@ -58,6 +58,13 @@ DEFAULT_NEGATIVE = (
 """A user turn where this matches before the first affirmative refuses (``negative:``).
 "No" counts as an answer only standing alone ("No.", "No, ..."), not as a determiner ("no
 extra bags"); "don't" at the start of a sentence, or before want/proceed/cancel..."""
+DEFAULT_PROPOSAL = (
+    r"(?i)\?|\b(?:confirm|proceed|go ahead|let me know|would you like|do you want|shall I"
+    r"|should I|if (?:you(?:'d| would) like|that(?:'s| is) (?:ok|okay|fine|correct)))\b"
+)
+"""An assistant message that asks for an answer: a question, or a request to confirm or
+proceed (``proposal:`` replaces it). A "yes" after a message that asks nothing ("Noah has
+been upgraded." / "Great! Could you also add two bags?") answers no proposal."""
 _MARKS = ("at", "mid")
 """Named groups whose start is a match's position (the lead-in before them is context)."""
 
@@ -157,8 +164,10 @@ class UserConfirmation:
         mention: list[Path],
         successful_only: bool,
         latest: bool = False,
+        proposal: Regex | None = None,
     ) -> None:
         self.tools = tools
+        self.proposal = proposal
         self.kind = kind
         self.affirmative = affirmative
         self.negative = negative
@@ -284,12 +293,33 @@ class UserConfirmation:
                 i,
             )
             return
+        asked = conv.turns[p].text or ""
+        if self.proposal is not None and self.proposal.search(asked) is None:
+            report.fail(
+                "F-POLICY-NO_CONFIRMATION",
+                sid,
+                f"{call.name} ran but the user's {short(said, 40)} (turn {u}) answers no "
+                f"proposal: the agent's message before it (turn {p}) asks nothing: "
+                f"{short(asked, 60)}",
+                i,
+            )
+            return
         if self.mention:
-            self._details(ctx, report, i, call, conv.turns[p].text or "", p)
+            self._details(ctx, report, i, call, conv.turns[p].text or "", p, said)
 
     def _details(
-        self, ctx: RunContext, report: Report, i: int, call: ToolCall, proposal: str, p: int
+        self,
+        ctx: RunContext,
+        report: Report,
+        i: int,
+        call: ToolCall,
+        proposal: str,
+        p: int,
+        reply: str,
     ) -> None:
+        """Each changed value of the call must be named by the proposal the user confirmed,
+        or by the user's yes itself ("Yes, and cancel 59XX6W too"): words the user said
+        are words the user confirmed."""
         sid = (call.span_id,)
         if call.arguments is None or not call.arguments_is_json:
             report.insufficient(
@@ -300,6 +330,7 @@ class UserConfirmation:
             )
             return
         text = proposal.casefold()
+        answer = reply.casefold()
         states, selectors = _entity_states(ctx, i, call)
         for path in self.mention:
             kept = {key_of(v) for state in states for v in _leaves(path.search(state))}
@@ -307,7 +338,7 @@ class UserConfirmation:
             for v in _leaves(path.search(call.arguments)):
                 if key_of(v) in kept:
                     continue  # the entity already has it: not a detail of this change
-                if not mentions(text, v):
+                if not mentions(text, v) and not mentions(answer, v):
                     report.fail(
                         "F-POLICY-UNCONFIRMED_DETAILS",
                         sid,
@@ -353,11 +384,12 @@ def build_user_confirmation(
     """``user_confirmation``."""
     yes = c.regex(f"{path}.affirmative", p.get("affirmative", DEFAULT_AFFIRMATIVE))
     no = c.regex(f"{path}.negative", p.get("negative", DEFAULT_NEGATIVE))
+    asks = c.regex(f"{path}.proposal", p.get("proposal", DEFAULT_PROPOSAL))
     paths = [
         c.path(f"{path}.mention_arguments[{k}]", a)
         for k, a in enumerate(p.get("mention_arguments") or [])
     ]
-    if yes is None or no is None or any(x is None for x in paths):
+    if yes is None or no is None or asks is None or any(x is None for x in paths):
         return None
     mention = [x for x in paths if x is not None]
     return UserConfirmation(
@@ -368,6 +400,7 @@ def build_user_confirmation(
         mention,
         successful_only(p),
         p.get("reply", "last") == "latest",
+        asks,
     )
 
 
@@ -381,6 +414,7 @@ SPECS: tuple[CheckSpec, ...] = (
                 "kind": ref("kind"),
                 "affirmative": ref("regex"),
                 "negative": ref("regex"),
+                "proposal": ref("regex"),
                 "mention_arguments": {
                     "type": "array",
                     "minItems": 1,
