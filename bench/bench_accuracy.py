@@ -56,6 +56,12 @@ WRITES = frozenset(
 )
 
 
+CONTRADICTING_TASKS = frozenset({26, 34, 46})
+"""Tasks whose *expected* actions break the written policy (examples/airline/README.md says
+how): a rule that follows the policy fails their reward-1 runs. Reported apart, never
+dropped from the figures."""
+
+
 @dataclass(slots=True, frozen=True)
 class Label:
     """What tau-bench says of one run."""
@@ -166,6 +172,17 @@ def report(
         f"(a) policy rules: visibly wrong runs judged fail {len(caught)}/{len(visible)} = "
         f"{figures['policy_detection']:.0%} (target >= 90%); reward-1 runs judged fail "
         f"{len(alarms)}/{len(good)} = {figures['policy_false_alarms']:.0%} (target <= 5%)"
+    )
+    apart = [k for k in alarms if int(k.split("-")[0]) in CONTRADICTING_TASKS]
+    rest = [k for k in good if int(k.split("-")[0]) not in CONTRADICTING_TASKS]
+    figures["false_alarms_outside_contradicting_tasks"] = (
+        (len(alarms) - len(apart)) / len(rest) if rest else 0.0
+    )
+    print(
+        f"    of the {len(alarms)} false alarms, {len(apart)} are on tasks whose expected actions "
+        f"break the policy ({', '.join(map(str, sorted(CONTRADICTING_TASKS)))}); on the other "
+        f"tasks {len(alarms) - len(apart)}/{len(rest)} = "
+        f"{figures['false_alarms_outside_contradicting_tasks']:.0%} of reward-1 runs fail"
     )
     if cased is not None:
         agree = [k for k, lab in truth.items() if (cased[k].verdict == "fail") == (lab.reward == 0)]
