@@ -83,6 +83,6 @@ def test_accuracy_on_the_dev_split_holds() -> None:
     caught = sum(1 for k in visible if policy[k].verdict == "fail")
     alarms = sum(1 for k in good if policy[k].verdict == "fail")
     agree = sum(1 for k, lab in truth.items() if (cased[k].verdict == "fail") == (lab.reward == 0))
-    assert caught >= 23
+    assert caught >= 24
     assert alarms <= 9
     assert agree >= 98
