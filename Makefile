@@ -2,7 +2,7 @@
 #   make demo   - the main job: the refund agent judged by an embedded collector
 #   make test   - semconv and rules-schema freshness, lint, strict types and the whole test suite,
 #                 end-to-end tests against real Jaeger and the OpenTelemetry Collector included
-.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-engine bench-decode bench-collector bench-accuracy
+.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-engine bench-decode bench-collector bench-accuracy bench-frameworks
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -61,6 +61,12 @@ test:
 bench-instrumentation:
 	@bash bench/setup-peers.sh
 	.venv-bench/bin/python bench/bench_instrumentation.py
+
+# Whole agent runs on the OpenAI Agents SDK and LangGraph, tracejudge next to the official OTel
+# and OpenInference instrumentations.
+bench-frameworks:
+	@bash bench/setup-peers.sh
+	.venv-bench/bin/python bench/bench_frameworks.py
 
 # The engine and decoders on both builds: pure Python (.venv) and the compiled wheel.
 bench-engine: bootstrap compiled
