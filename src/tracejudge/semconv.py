@@ -589,6 +589,8 @@ class TracejudgeCollectorSpanStateValues:
     """Arrived after its trace was judged."""
     DROPPED: Final = "dropped"
     """Given up after a permanent forward error or at shutdown without a disk queue."""
+    DEAD_LETTERED: Final = "dead_lettered"
+    """Refused permanently by a forward target and kept in the dead-letter file."""
 
 
 # --- events ----------------------------------------------------------------
@@ -617,7 +619,7 @@ METRIC_TRACEJUDGE_FINDINGS: Final = "tracejudge.findings"
 """Findings, by failure code. [tracejudge]"""
 
 METRIC_TRACEJUDGE_COLLECTOR_SPANS: Final = "tracejudge.collector.spans"
-"""Spans seen by the collector, by state (received, forwarded, rejected, late, dropped). [tracejudge]"""
+"""Spans seen by the collector, by state (received, forwarded, rejected, late, dropped, dead_lettered). [tracejudge]"""
 
 METRIC_TRACEJUDGE_COLLECTOR_QUEUE_DEPTH: Final = "tracejudge.collector.queue.depth"
 """Spans waiting in the forwarding queue. [tracejudge]"""

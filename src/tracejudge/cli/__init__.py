@@ -19,6 +19,7 @@ _COMMANDS = {
     "demo": "tracejudge.cli.demo:demo",
     "eval": "tracejudge.cli.eval:eval_command",
     "gate": "tracejudge.cli.gate:gate_command",
+    "queue": "tracejudge.cli.queue:queue_group",
     "report": "tracejudge.cli.report:report_command",
     "rules": "tracejudge.cli.rules:rules_group",
     "serve": "tracejudge.cli.serve:serve",

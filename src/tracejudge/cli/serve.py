@@ -38,8 +38,8 @@ from tracejudge.collector.config import ConfigError, build_config, load_config_f
 @click.option(
     "--forward",
     multiple=True,
-    help="Backend: http://host:port (OTLP/HTTP) or grpc://host:port (OTLP/gRPC). Repeatable; "
-    "optional.",
+    help="Backend: [NAME=]http://host:port (OTLP/HTTP) or [NAME=]grpc://host:port (OTLP/gRPC). "
+    "Repeatable; optional. Disk-queue rows follow the NAME (default: the protocol).",
 )
 @click.option(
     "--output",
@@ -74,6 +74,12 @@ from tracejudge.collector.config import ConfigError, build_config, load_config_f
 )
 @click.option("--webhook", help="POST each verdict as JSON to this URL.")
 @click.option("--queue-dir", type=click.Path(path_type=Path), help="Disk queue (SQLite WAL).")
+@click.option(
+    "--dead-letter",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append batches a backend refused for good here (OTLP/JSON lines); default: drop "
+    "and count them.",
+)
 @click.option("--max-traces", type=int, help="Most traces buffered at once.")
 @click.option("--max-buffered-bytes", help="Most span bytes buffered (e.g. 512MiB).")
 @click.option("--max-spans-per-trace", type=int, help="Judge a trace early at this many spans.")

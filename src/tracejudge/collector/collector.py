@@ -21,6 +21,7 @@ from aiohttp import web
 from tracejudge._build import build_kind
 from tracejudge.collector.clock import Clock, SystemClock
 from tracejudge.collector.config import CollectorConfig
+from tracejudge.collector.dead_letter import DeadLetterFile
 from tracejudge.collector.file_target import FileTarget
 from tracejudge.collector.forward import ForwardTarget, Item, TargetQueue, make_target
 from tracejudge.collector.http_guard import GuardLimits, GuardStats, HttpServer, start_guarded
@@ -30,7 +31,8 @@ from tracejudge.collector.receivers import GrpcLimits, health_routes, receiver_a
 from tracejudge.collector.redact import LogScrubber
 from tracejudge.collector.sinks import JsonlSink, VerdictSink, WebhookSink
 from tracejudge.collector.stats import Stats, otlp_metric_reader
-from tracejudge.collector.store import DiskStore
+from tracejudge.collector.store import DiskStore, QueuedTarget
+from tracejudge.collector.targets import TargetSpec, split_forward, target_specs
 from tracejudge.gate.recent import RecentVerdicts
 
 log = logging.getLogger("tracejudge.collector")
@@ -61,6 +63,9 @@ class Collector:
             )
         self.stats = Stats(readers)
         self.store: DiskStore | None = None
+        self.dead_letter: DeadLetterFile | None = None
+        self.removed_targets: list[QueuedTarget] = []
+        """Disk-queue payloads of targets no longer configured, as counted at start."""
         self.pipeline: Pipeline | None = None
         self.grpc_port = 0
         self.http_port = 0
@@ -81,11 +86,14 @@ class Collector:
         if p is not None:
             targets = {
                 q.target.url: {
+                    "name": q.name,
                     "queued_spans": q.spans,
                     "queued_bytes": q.nbytes,
                     "peak_bytes": q.peak_bytes,
                     "failures": q.failures,
                     "worker_restarts": q.restarts,
+                    "dead_lettered": q.dead_lettered,
+                    "dead_lettered_batches": q.dead_lettered_batches,
                     "last_error": q.last_error,
                 }
                 for q in p.queues
@@ -97,6 +105,10 @@ class Collector:
                 "max_bytes": self.store.max_bytes,
                 "errors": self.store.errors,
                 "last_error": self.store.last_error,
+                "removed_targets": {
+                    r.key: {"url": r.url, "payloads": r.payloads, "spans": r.spans}
+                    for r in self.removed_targets
+                },
             }
         status = "ok"
         if any(t["last_error"] and t["queued_spans"] for t in targets.values()):
@@ -115,6 +127,7 @@ class Collector:
             decisions_waiting=p.decisions_waiting() if p else False,
             targets=targets,
             disk_queue=disk,
+            dead_letter=self.dead_letter.snapshot() if self.dead_letter is not None else None,
             http_connections={
                 "open": sum(self.http_guard.clients.values()),
                 "timed_out": self.http_guard.timed_out,
@@ -136,11 +149,14 @@ class Collector:
         if cfg.queue_dir is not None:
             self.store = DiskStore(cfg.queue_dir, cfg.max_disk_queue_bytes)
             self.store.decided_keep = cfg.decided_cache_size
+        specs = target_specs(cfg.forward, cfg.output)
         targets: list[ForwardTarget] = [
-            make_target(url, cfg.forward_timeout) for url in cfg.forward
+            make_target(split_forward(entry)[1], cfg.forward_timeout) for entry in cfg.forward
         ]
         if cfg.output is not None:
             targets.append(FileTarget(cfg.output))
+        if cfg.dead_letter is not None:
+            self.dead_letter = DeadLetterFile(cfg.dead_letter)
         queues = [
             TargetQueue(
                 target,
@@ -149,8 +165,10 @@ class Collector:
                 max_batch_bytes=cfg.max_batch_bytes,
                 retry_initial=cfg.retry_initial,
                 retry_max=cfg.retry_max,
+                name=spec.name,
+                dead_letter=self.dead_letter,
             )
-            for target in targets
+            for target, spec in zip(targets, specs, strict=True)
         ]
         sinks: list[VerdictSink] = []
         if cfg.verdicts_jsonl:
@@ -163,12 +181,14 @@ class Collector:
         # Log lines can quote span content (exception texts, backend answers).
         self._log_filter = LogScrubber(self.pipeline.scrubber)
         log.addFilter(self._log_filter)
+        if self.dead_letter is not None:  # a backend's refusal text may quote span content
+            self.dead_letter.scrub = self.pipeline.scrubber.text
         self.pipeline.rules_version = str(
             getattr(getattr(self.judge, "ruleset", None), "version", "")
         )
         self.stats.queue_depth = self.pipeline.queue_depth
         if self.store is not None:
-            self._replay(self.store, queues)
+            self._replay(self.store, queues, specs)
         for q in queues:
             q.start()
         try:
@@ -216,6 +236,8 @@ class Collector:
                 await q.flush(0.0)
             for sink in self.pipeline.sinks:
                 await sink.close()
+        if self.dead_letter is not None:
+            self.dead_letter.close()
         if self.store is not None:
             self.store.close()
         if self._log_filter is not None:
@@ -262,21 +284,27 @@ class Collector:
             self.health_port = server.port
             self._runners.append(server)
 
-    def _replay(self, store: DiskStore, queues: list[TargetQueue]) -> None:
+    def _replay(self, store: DiskStore, queues: list[TargetQueue], specs: list[TargetSpec]) -> None:
+        """Hand each queued payload to its target's queue (by name: a target whose URL
+        changed gets its rows), report what waits for removed targets, replay the inbox."""
         assert self.pipeline is not None
-        by_url = {q.target.url: q for q in queues}
-        outbox = store.load_outbox()
-        orphans = []
-        for row_id, target, payload, spans, traces in outbox:
-            q = by_url.get(target)
-            if q is None:
-                orphans.append(row_id)
-                continue
-            q.put(Item(payload, spans, traces, None, row_id))
-        if orphans:
+        by_name = {q.name: q for q in queues}
+        store.record_targets(specs)
+        outbox = store.load_outbox(specs)
+        for row_id, name, payload, spans, traces in outbox:
+            by_name[name].put(Item(payload, spans, traces, None, row_id))
+        self.removed_targets = store.removed_targets(specs)
+        for r in self.removed_targets:
             log.warning(
-                "disk queue: %d payloads for targets no longer configured are kept on disk",
-                len(orphans),
+                "disk queue: %d payloads (%d spans) for the removed target %r%s are kept on "
+                "disk; deliver them with `tracejudge queue drain --queue-dir %s --target %s "
+                "--to URL` or discard them with `tracejudge queue drop`",
+                r.payloads,
+                r.spans,
+                r.key,
+                f" (last {r.url})" if r.url and r.url != r.key else "",
+                store.path.parent,
+                r.key,
             )
         self.pipeline.restore_decisions(store.load_decided())
         inbox = store.load_inbox()
@@ -342,6 +370,8 @@ class Collector:
                 await sink.close()
         for runner in self._runners[1:]:
             await runner.cleanup()
+        if self.dead_letter is not None:
+            self.dead_letter.close()
         if self.store is not None:
             self.store.close()
         # In a thread: a final metrics export to a dead endpoint must not block the loop.

@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from tracejudge.collector.targets import split_forward, target_specs
+
 
 class ConfigError(ValueError):
     """A configuration value is missing, unknown or out of range."""
@@ -89,7 +91,8 @@ class CollectorConfig:
     rules: Path | None = None
     """Rules file; required unless a judge object is handed to ``Collector`` directly."""
     forward: list[str] = field(default_factory=list)
-    """Backends to forward judged traces to; none is allowed (see ``output``)."""
+    """Backends to forward judged traces to, ``URL`` or ``NAME=URL``; none is allowed (see
+    ``output``). Disk-queue rows follow the name (``targets.py``), not the URL."""
     output: Path | None = None
     """File to append the judged traces to as OTLP/JSON lines (``tracejudge eval`` reads it);
     with no ``forward`` and no ``output`` the judged spans are not kept, only verdicts."""
@@ -118,6 +121,9 @@ class CollectorConfig:
     verdicts_jsonl: str | None = None
     webhook: str | None = None
     queue_dir: Path | None = None
+    dead_letter: Path | None = None
+    """File for batches a target refused permanently (OTLP/JSON lines with the target, status
+    and reason); None: they are dropped and counted, as before."""
     max_traces: int = 100_000
     max_buffered_bytes: int = 512 * 1024**2
     max_spans_per_trace: int = 20_000
@@ -161,9 +167,16 @@ class CollectorConfig:
 
     def validate(self) -> CollectorConfig:
         """Check cross-field rules; returns self so calls chain."""
-        self.forward = [check_forward_url(u) for u in self.forward]
-        if len(set(self.forward)) != len(self.forward):
-            raise ConfigError("forward: the same URL is listed twice")
+        for entry in self.forward:
+            try:
+                url = split_forward(entry)[1]
+            except ValueError as exc:
+                raise ConfigError(f"forward: {exc}") from exc
+            check_forward_url(url)
+        try:
+            target_specs(self.forward, self.output)
+        except ValueError as exc:
+            raise ConfigError(f"forward: {exc}") from exc
         for name in ("grpc_port", "http_port", "health_port"):
             port = getattr(self, name)
             if port is not None and not (0 <= port <= 65535):
@@ -182,6 +195,13 @@ class CollectorConfig:
                 raise ConfigError(f"output: {out} is not a file in an existing directory")
             if self.verdicts_jsonl is not None and Path(self.verdicts_jsonl) == out:
                 raise ConfigError("output: the same file as verdicts_jsonl")
+        if self.dead_letter is not None:
+            dead = Path(self.dead_letter)
+            if dead.is_dir() or not dead.parent.is_dir():
+                raise ConfigError(f"dead_letter: {dead} is not a file in an existing directory")
+            others = [self.output, self.verdicts_jsonl]
+            if any(o is not None and Path(o) == dead for o in others):
+                raise ConfigError("dead_letter: the same file as output or verdicts_jsonl")
         if self.baselines is not None and not Path(self.baselines).is_dir():
             raise ConfigError(f"baselines: {self.baselines} is not a directory")
         if self.cases is not None and not Path(self.cases).is_file():
@@ -242,7 +262,7 @@ _INTS = {"grpc_port", "http_port", "health_port", "max_traces", "max_spans_per_t
 _INTS |= {"decided_cache_size", "http_max_connections_per_client"}
 _BOOLS = {"drop_content", "passthrough", "redact_attributes"}
 _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint"}
-_PATHS = {"rules", "queue_dir", "baselines", "cases", "output"}
+_PATHS = {"rules", "queue_dir", "baselines", "cases", "output", "dead_letter"}
 
 
 def _coerce(key: str, value: Any) -> Any:
@@ -279,9 +299,14 @@ def _coerce(key: str, value: Any) -> Any:
                 raise ConfigError(f"redact_patterns: {pattern!r} is not a regex: {exc}") from exc
         return list(items)
     if key == "forward":
+        if isinstance(value, dict) and all(isinstance(u, str) for u in value.values()):
+            return [f"{name}={url}" for name, url in value.items()]  # {name: URL}
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list) or not all(isinstance(u, str) for u in items):
-            raise ConfigError(f"forward: expected a URL or a list of URLs, got {value!r}")
+            raise ConfigError(
+                f"forward: expected a URL, a list of URLs or a mapping of names to URLs, "
+                f"got {value!r}"
+            )
         return list(items)
     raise ConfigError(f"unknown key {key!r}")
 

@@ -90,7 +90,7 @@ class OnDisk:
         try:
             ids = self.store.accept(
                 [(f.trace_id, f.data) for f in fresh],
-                [(q.target.url, it.payload, it.spans, it.traces) for q, it in rows],
+                [(q.name, it.payload, it.spans, it.traces) for q, it in rows],
             )
         except StoreError as exc:  # nothing was written: refuse, the client retries
             raise Throttled(str(exc), self.retry_after) from exc
@@ -105,7 +105,7 @@ class OnDisk:
         try:
             ids = self.store.commit_decisions(
                 list(decided),
-                [(q.target.url, it.payload, it.spans, it.traces) for q, it in rows],
+                [(q.name, it.payload, it.spans, it.traces) for q, it in rows],
                 [
                     (tid, d.verdict, decision_codes_json(d))
                     for tid, d in zip(decided, decisions, strict=True)

@@ -5,7 +5,8 @@ others. Payloads are framed ``ResourceSpans`` bytes; a batch is their concatenat
 is itself a valid ``ExportTraceServiceRequest``, so nothing is re-encoded here. Retries
 follow the OTLP rules: only throttling and transient errors are retried, with exponential
 backoff, jitter and the server's Retry-After / RetryInfo; permanent errors are counted and
-dropped (retrying a 400 forever would wedge the queue).
+dropped (retrying a 400 forever would wedge the queue), or written to the dead-letter file
+when one is configured (``dead_letter.py``).
 """
 
 from __future__ import annotations
@@ -53,7 +54,25 @@ class RetryableError(Exception):
 
 
 class PermanentError(Exception):
-    """The target refused the data for good (e.g. 400); retrying cannot help."""
+    """The target refused the data for good (e.g. 400); retrying cannot help.
+
+    ``status`` is the answer (``HTTP 400``, ``gRPC INVALID_ARGUMENT``), ``reason`` the
+    backend's text (its body or status details), both kept for the dead-letter file."""
+
+    def __init__(self, status: str, reason: str = "") -> None:
+        super().__init__(f"{status}: {reason}" if reason else status)
+        self.status = status
+        self.reason = reason
+
+
+class DeadLetter(Protocol):
+    """Where refused batches go (``DeadLetterFile``); ``write`` never raises."""
+
+    async def write(
+        self, name: str, url: str, status: str, reason: str, payload: bytes, spans: int
+    ) -> bool:
+        """Keep one refused batch; False when it could not be kept (then it is dropped)."""
+        ...
 
 
 class ForwardTarget(Protocol):
@@ -94,7 +113,7 @@ class HttpTarget:
                     raise RetryableError(
                         f"HTTP {resp.status}", _retry_after(resp.headers.get("Retry-After"))
                     )
-                raise PermanentError(f"HTTP {resp.status}: {body[:200]!r}")
+                raise PermanentError(f"HTTP {resp.status}", body[:1000].decode("utf-8", "replace"))
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             raise RetryableError(f"{type(exc).__name__}: {exc}") from exc
 
@@ -144,7 +163,7 @@ class GrpcTarget:
                 code == grpc.StatusCode.RESOURCE_EXHAUSTED and delay is not None
             ):
                 raise RetryableError(f"gRPC {code.name}: {exc.details()}", delay) from exc
-            raise PermanentError(f"gRPC {code.name}: {exc.details()}") from exc
+            raise PermanentError(f"gRPC {code.name}", exc.details() or "") from exc
 
     async def close(self) -> None:
         """Close the channel."""
@@ -195,7 +214,10 @@ class Item:
 
 
 class TargetQueue:
-    """A bounded queue and its worker for one target."""
+    """A bounded queue and its worker for one target.
+
+    ``name`` is the target's stable identity (``targets.py``): the disk queue binds its
+    rows to it, so they follow the target when its URL changes."""
 
     def __init__(
         self,
@@ -206,8 +228,15 @@ class TargetQueue:
         max_batch_bytes: int,
         retry_initial: float,
         retry_max: float,
+        name: str | None = None,
+        dead_letter: DeadLetter | None = None,
     ) -> None:
         self.target = target
+        self.name = target.url if name is None else name
+        self.dead_letter = dead_letter
+        self.dead_lettered = 0
+        """Spans this target refused that went to the dead-letter file."""
+        self.dead_lettered_batches = 0
         self.stats = stats
         self.store = store
         self.max_batch_bytes = max_batch_bytes
@@ -312,13 +341,7 @@ class TargetQueue:
                 continue
             except PermanentError as exc:
                 self.last_error = str(exc)
-                log.error(
-                    "forward to %s refused %d spans permanently: %s",
-                    self.target.url,
-                    sum(i.spans for i in batch),
-                    exc,
-                )
-                self._done(batch, "dropped")
+                await self._refused(batch, payload, exc)
                 attempt = 0
                 continue
             except Exception as exc:  # a bug in a target must not kill the worker
@@ -329,6 +352,26 @@ class TargetQueue:
             attempt = 0
             self.last_error = None
             self._done(batch, "forwarded")
+
+    async def _refused(self, batch: list[Item], payload: bytes, exc: PermanentError) -> None:
+        """A permanent refusal: to the dead-letter file when there is one (then the rows
+        are forgotten), else, or when it cannot be written, dropped and counted."""
+        spans = sum(i.spans for i in batch)
+        kept = self.dead_letter is not None and await self.dead_letter.write(
+            self.name, self.target.url, exc.status, exc.reason, payload, spans
+        )
+        where = "written to the dead-letter file" if kept else "dropped"
+        log.error(
+            "forward to %s refused %d spans permanently (%s): %s",
+            self.target.url,
+            spans,
+            where,
+            exc,
+        )
+        if kept:
+            self.dead_lettered += spans
+            self.dead_lettered_batches += 1
+        self._done(batch, "dead_lettered" if kept else "dropped")
 
     async def flush(self, timeout: float) -> bool:
         """Stop after the queue drains or ``timeout`` passes; True when it drained."""

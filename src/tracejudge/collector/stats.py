@@ -17,7 +17,7 @@ from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetr
 from tracejudge import semconv as sc
 from tracejudge.engine.verdict import Verdict
 
-STATES = ("received", "forwarded", "rejected", "late", "dropped")
+STATES = ("received", "forwarded", "rejected", "late", "dropped", "dead_lettered")
 
 
 class Stats:

@@ -6,6 +6,11 @@ from inbox to outbox in one transaction, so after a crash (even SIGKILL) the res
 replays inbox fragments into the buffer and outbox payloads into the forward queues.
 Spans may then be delivered twice (at-least-once), never zero times.
 
+Outbox rows carry their target's *name* (``targets.py``), not its URL, so they follow the
+target when its address changes; rows written before names existed carry a URL and are
+matched by it. ``targets`` records the names configured at the last start (and the URL
+each had), so ``tracejudge queue`` can tell a removed target's rows from a live one's.
+
 Disk faults (a full disk, an I/O error, the size limit) surface as ``StoreError`` and
 never lose an acknowledged span: a failed ``accept`` means the request is refused (the
 client retries), a failed decision commit leaves the trace's inbox rows in place (the
@@ -18,8 +23,11 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+from tracejudge.collector.targets import TargetSpec
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -36,12 +44,15 @@ CREATE TABLE IF NOT EXISTS decided (
   trace_id BLOB PRIMARY KEY, verdict TEXT NOT NULL, codes TEXT NOT NULL, seq INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS decided_seq ON decided(seq);
+CREATE TABLE IF NOT EXISTS targets (
+  name TEXT PRIMARY KEY, url TEXT NOT NULL, configured INTEGER NOT NULL
+);
 """
 
 OutRow = tuple[int, str, bytes, int, int]
-"""(row id, target URL, framed payload, span count, trace count)."""
+"""(row id, target name, framed payload, span count, trace count)."""
 NewOutRow = tuple[str, bytes, int, int]
-"""(target URL, framed payload, span count, trace count) of a payload to persist."""
+"""(target name, framed payload, span count, trace count) of a payload to persist."""
 DecidedRow = tuple[bytes, str, str]
 """(trace id, verdict, JSON of the failure codes by span id hex) of a decided trace."""
 
@@ -51,6 +62,17 @@ _LOG_EVERY = 10.0
 
 class StoreError(OSError):
     """The disk queue failed (disk full, I/O error, size limit, cannot open)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedTarget:
+    """Payloads waiting in the outbox for one target key (a name, or a URL in old rows)."""
+
+    key: str
+    url: str | None
+    """Where the target was last configured (None when the queue never recorded it)."""
+    payloads: int
+    spans: int
 
 
 class DiskStore:
@@ -261,10 +283,98 @@ class DiskStore:
         )
         return [(bytes(t), str(v), str(c)) for t, v, c in cur]
 
-    def load_outbox(self) -> list[OutRow]:
-        """Every unacknowledged payload, oldest first."""
-        cur = self._db.execute("SELECT id, target, data, spans, traces FROM outbox ORDER BY id")
+    def load_outbox(self, targets: Sequence[TargetSpec] | None = None) -> list[OutRow]:
+        """Every unacknowledged payload, oldest first; with ``targets``, only theirs, each
+        row named by its target (rows from before names existed are matched by URL)."""
+        if targets is None:
+            cur = self._db.execute("SELECT id, target, data, spans, traces FROM outbox ORDER BY id")
+            return [(int(i), str(t), bytes(d), int(s), int(n)) for i, t, d, s, n in cur]
+        keys = _keys(targets)
+        if not keys:
+            return []
+        marks = ", ".join("?" * len(keys))  # removed targets' rows stay on disk, unread
+        cur = self._db.execute(
+            "SELECT id, target, data, spans, traces FROM outbox "
+            f"WHERE target IN ({marks}) ORDER BY id",
+            list(keys),
+        )
+        return [(int(i), keys[str(t)], bytes(d), int(s), int(n)) for i, t, d, s, n in cur]
+
+    def record_targets(self, targets: Sequence[TargetSpec]) -> None:
+        """Remember the configured targets (for ``tracejudge queue``); a failure is logged
+        and counted, never fatal: it only makes the offline view older."""
+        try:
+            with self._db:
+                self._db.execute("BEGIN")
+                self._db.execute("UPDATE targets SET configured = 0")
+                self._db.executemany(
+                    "INSERT INTO targets (name, url, configured) VALUES (?, ?, 1) "
+                    "ON CONFLICT(name) DO UPDATE SET url = excluded.url, configured = 1",
+                    ((t.name, t.url) for t in targets),
+                )
+        except sqlite3.Error as exc:
+            self._fault("recording the configured targets", exc)
+
+    def recorded_targets(self) -> list[TargetSpec]:
+        """The targets configured at the last start, as ``record_targets`` kept them."""
+        cur = self._db.execute("SELECT name, url FROM targets WHERE configured = 1 ORDER BY name")
+        return [TargetSpec(str(n), str(u)) for n, u in cur]
+
+    def queued_targets(self) -> list[QueuedTarget]:
+        """Payloads and spans waiting per target key, with the URL last recorded for it."""
+        urls = {str(n): str(u) for n, u in self._db.execute("SELECT name, url FROM targets")}
+        cur = self._db.execute(
+            "SELECT target, COUNT(*), COALESCE(SUM(spans), 0) FROM outbox "
+            "GROUP BY target ORDER BY target"
+        )
+        return [
+            QueuedTarget(str(k), urls.get(str(k), str(k) if "://" in str(k) else None), n, s)
+            for k, n, s in cur
+        ]
+
+    def removed_targets(self, targets: Sequence[TargetSpec]) -> list[QueuedTarget]:
+        """What waits for targets not among ``targets`` (neither by name nor by URL)."""
+        keys = _keys(targets)
+        return [q for q in self.queued_targets() if q.key not in keys]
+
+    def target_rows(self, key: str, after: int = 0, limit: int = 256) -> list[OutRow]:
+        """The next ``limit`` rows of one target key with ids above ``after``, oldest first."""
+        cur = self._db.execute(
+            "SELECT id, target, data, spans, traces FROM outbox "
+            "WHERE target = ? AND id > ? ORDER BY id LIMIT ?",
+            (key, after, limit),
+        )
         return [(int(i), str(t), bytes(d), int(s), int(n)) for i, t, d, s, n in cur]
+
+    def remove_rows(self, ids: Sequence[int]) -> None:
+        """Delete outbox rows now (``StoreError`` on failure; for ``tracejudge queue``)."""
+        try:
+            with self._db:
+                self._db.execute("BEGIN")
+                self._db.executemany("DELETE FROM outbox WHERE id = ?", ((i,) for i in ids))
+        except sqlite3.Error as exc:
+            raise self._fault("deleting rows", exc) from exc
+
+    def drop_target(self, key: str) -> tuple[int, int]:
+        """Delete every row of one target key; (payloads, spans) deleted (``StoreError``)."""
+        try:
+            with self._db:
+                self._db.execute("BEGIN")
+                n, spans = self._db.execute(
+                    "SELECT COUNT(*), COALESCE(SUM(spans), 0) FROM outbox WHERE target = ?",
+                    (key,),
+                ).fetchone()
+                self._db.execute("DELETE FROM outbox WHERE target = ?", (key,))
+        except sqlite3.Error as exc:
+            raise self._fault("dropping rows", exc) from exc
+        return int(n), int(spans)
+
+    def iter_target_rows(self, key: str, batch: int = 256) -> Iterator[OutRow]:
+        """Every row of one target key, oldest first, read ``batch`` at a time."""
+        after = 0
+        while rows := self.target_rows(key, after, batch):
+            yield from rows
+            after = rows[-1][0]
 
     def file_bytes(self) -> int:
         """The database file's size now (the figure ``max_bytes`` caps)."""
@@ -283,3 +393,10 @@ class DiskStore:
             self._db.close()
         except sqlite3.Error as exc:
             log.error("disk queue %s: closing failed: %s", self.path, exc)
+
+
+def _keys(targets: Sequence[TargetSpec]) -> dict[str, str]:
+    """Outbox target key -> target name: each name, and each URL (rows from before names)."""
+    keys = {t.url: t.name for t in targets}
+    keys.update({t.name: t.name for t in targets})
+    return keys
