@@ -32,7 +32,7 @@ from tracejudge.collector.redact import LogScrubber
 from tracejudge.collector.sinks import JsonlSink, VerdictSink, WebhookSink
 from tracejudge.collector.stats import Stats, otlp_metric_reader
 from tracejudge.collector.store import DiskStore, QueuedTarget
-from tracejudge.collector.targets import TargetSpec, split_forward, target_specs
+from tracejudge.collector.targets import TargetSpec, target_specs
 from tracejudge.gate.recent import RecentVerdicts
 
 log = logging.getLogger("tracejudge.collector")
@@ -151,7 +151,7 @@ class Collector:
             self.store.decided_keep = cfg.decided_cache_size
         specs = target_specs(cfg.forward, cfg.output)
         targets: list[ForwardTarget] = [
-            make_target(split_forward(entry)[1], cfg.forward_timeout) for entry in cfg.forward
+            make_target(spec.url, cfg.forward_timeout) for spec in specs[: len(cfg.forward)]
         ]
         if cfg.output is not None:
             targets.append(FileTarget(cfg.output))
