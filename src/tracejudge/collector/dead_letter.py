@@ -3,8 +3,8 @@
 A permanent refusal (HTTP 400/413, gRPC ``INVALID_ARGUMENT``...) cannot be retried without
 wedging the queue, so without this file the batch is dropped and counted. With it, each
 refused batch is one line of OTLP/JSON (the layout of ``--output``, so ``tracejudge eval``
-and ``report --traces`` read the file as it is, and a line can be POSTed back to any
-OTLP/HTTP receiver) with a ``deadLetter`` object beside ``resourceSpans``: the target's
+reads the file as it is, and a line can be POSTed back to an OTLP/HTTP receiver: OTLP/JSON
+decoders ignore unknown keys) with a ``deadLetter`` object beside ``resourceSpans``: the target's
 name and URL, the status, the backend's reason, the time and the span count.
 
 What is written is what would have been forwarded (already stamped, content dropped and
