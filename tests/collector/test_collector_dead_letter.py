@@ -29,6 +29,7 @@ from tests.collector.collector_support import (
 )
 from tracejudge.cli import main
 from tracejudge.collector import Collector
+from tracejudge.collector.config import ConfigError, build_config
 from tracejudge.collector.store import DiskStore
 from tracejudge.model.decode_json import spans_from_json
 
@@ -197,3 +198,19 @@ def test_without_a_dead_letter_file_a_refusal_is_a_counted_drop(
     snap = c.snapshot()
     assert snap["dead_letter"] is None
     assert snap["spans"]["dead_lettered"] == 0
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("missing/dead.jsonl", "is not a file in an existing directory"),
+        (".", "is not a file in an existing directory"),
+        ("out.jsonl", "the same file as output or verdicts_jsonl"),
+    ],
+)
+def test_a_bad_dead_letter_path_stops_the_start(where: str, message: str, tmp_path: Path) -> None:
+    """A file nobody can create, a directory, or the --output file is refused at start."""
+    values = {"dead_letter": str(tmp_path / where), "output": str(tmp_path / "out.jsonl")}
+    with pytest.raises(ConfigError, match="dead_letter: ") as err:
+        build_config(values, {})
+    assert message in str(err.value)
