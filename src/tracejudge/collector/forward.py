@@ -60,7 +60,8 @@ class PermanentError(Exception):
     backend's text (its body or status details), both kept for the dead-letter file."""
 
     def __init__(self, status: str, reason: str = "") -> None:
-        super().__init__(f"{status}: {reason}" if reason else status)
+        # Logs and /metrics' last_error get the first 200 characters; the file gets 1,000.
+        super().__init__(f"{status}: {reason[:200]}" if reason else status)
         self.status = status
         self.reason = reason
 
