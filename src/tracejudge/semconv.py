@@ -223,6 +223,9 @@ TRACEJUDGE_VARIANT_ID: Final = "tracejudge.variant.id"
 TRACEJUDGE_TENANT_ID: Final = "tracejudge.tenant.id"
 """Tenant on whose behalf the run acts; identity-scope policies check tool arguments against it. [tracejudge; string]"""
 
+TRACEJUDGE_CONVERSATION_END: Final = "tracejudge.conversation.end"
+"""Set true on the agent span of a conversation's last turn; the collector (with --conversation-wait) judges the conversation's held traces as soon as this trace is assembled instead of waiting for the conversation to go quiet. [tracejudge; boolean]"""
+
 TRACEJUDGE_TOOL_EFFECT: Final = "tracejudge.tool.effect"
 """What an executed tool does to the world; trajectory rules treat writes as side effects. [tracejudge; enum]"""
 

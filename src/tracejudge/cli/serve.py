@@ -52,6 +52,14 @@ from tracejudge.collector.config import ConfigError, build_config, load_config_f
 @click.option("--health-port", type=int, help="Separate port for /healthz and /metrics.")
 @click.option("--decision-wait-after-root", help="Quiet time after the root span (default 2s).")
 @click.option("--decision-wait", help="Longest wait after a trace's first span (default 30s).")
+@click.option(
+    "--conversation-wait",
+    help="Judge traces sharing gen_ai.conversation.id as one run once the conversation is "
+    "quiet this long (e.g. 30s; default 0: off, each trace alone).",
+)
+@click.option(
+    "--conversation-max-hold", help="Longest a conversation is held before judging (10m)."
+)
 @click.option("--drop-content/--keep-content", default=None, help="Strip content after judging.")
 @click.option(
     "--passthrough/--no-passthrough", default=None, help="Forward at once + verdict span."

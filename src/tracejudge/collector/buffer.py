@@ -35,6 +35,18 @@ class PendingTrace:
     """True when the span limit forced an early decision (later spans count as late)."""
     needed: int = 0
     """Forward-queue bytes its decision took when it last did not fit (0: not tried)."""
+    conversation: str = ""
+    """A held conversation (see ``collector.conversations``): its id; "" for a trace."""
+    members: list[bytes] = field(default_factory=list)
+    """The trace ids a held conversation's fragments come from (empty for a trace)."""
+    roots: list[tuple[str, str]] = field(default_factory=list)
+    """(trace id, span id), hex: the root span of each run of the conversation."""
+    ended: bool = False
+    """A turn of the conversation said it is the last (``tracejudge.conversation.end``)."""
+
+    def trace_ids(self) -> list[bytes]:
+        """The traces this entry decides: its members, or itself."""
+        return self.members if self.members else [self.trace_id]
 
 
 class TraceBuffer:
@@ -57,12 +69,24 @@ class TraceBuffer:
         self.traces: dict[bytes, PendingTrace] = {}
         self.nbytes = 0
         self.spans = 0
+        self.held_traces = 0
+        """Traces held in conversations (``ConversationBuffer``): memory like ``traces``'."""
+        self.held_bytes = 0
+        self.held_spans = 0
         self._heap: list[tuple[float, int, bytes]] = []
         self._seq = itertools.count()
 
     def full(self) -> bool:
-        """True when no new data should be accepted (the receivers answer "retry later")."""
-        return len(self.traces) >= self.max_traces or self.nbytes >= self.max_bytes
+        """True when no new data should be accepted (the receivers answer "retry later").
+        Traces held in conversations count like buffered ones."""
+        return (
+            len(self.traces) + self.held_traces >= self.max_traces
+            or self.nbytes + self.held_bytes >= self.max_bytes
+        )
+
+    def used_bytes(self) -> int:
+        """Bytes kept in memory: buffered traces and traces held in conversations."""
+        return self.nbytes + self.held_bytes
 
     def add(self, frag: TraceFragment, now: float) -> None:
         """Buffer one fragment and move its trace's deadline."""

@@ -120,9 +120,10 @@ class Collector:
         return self.stats.snapshot(
             status=status,
             build=build_kind(),
-            buffered_traces=len(p.buffer.traces) if p else 0,
-            buffered_spans=p.buffer.spans if p else 0,
-            buffered_bytes=p.buffer.nbytes if p else 0,
+            buffered_traces=len(p.buffer.traces) + p.buffer.held_traces if p else 0,
+            buffered_spans=p.buffer.spans + p.buffer.held_spans if p else 0,
+            buffered_bytes=p.buffer.used_bytes() if p else 0,
+            held_conversations=len(p.held) if p and p.held is not None else 0,
             decided_cache=len(p.decided) if p else 0,
             decisions_waiting=p.decisions_waiting() if p else False,
             targets=targets,
@@ -223,6 +224,11 @@ class Collector:
             parts.append(f"verdicts as JSON lines to {where}")
         if cfg.webhook is not None:
             parts.append(f"verdicts to {cfg.webhook}")
+        if cfg.conversation_wait > 0:
+            parts.append(
+                f"conversations judged after {cfg.conversation_wait:g}s quiet "
+                f"(at most {cfg.conversation_max_hold:g}s held)"
+            )
         return "; ".join(parts) + f" ({build_kind()} build)"
 
     async def _abort_start(self) -> None:

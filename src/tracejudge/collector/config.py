@@ -107,6 +107,12 @@ class CollectorConfig:
     health_port: int | None = None
     decision_wait_after_root: float = 2.0
     decision_wait: float = 30.0
+    conversation_wait: float = 0.0
+    """Hold finished traces whose runs carry ``gen_ai.conversation.id`` (or ``session.id``)
+    until their conversation has been quiet this long, then judge its traces as one run
+    (as ``tracejudge eval`` does). 0 (the default): off, every trace is judged alone."""
+    conversation_max_hold: float = 600.0
+    """Judge a held conversation at the latest this long after its first trace was held."""
     tick: float = 0.02
     """How often the decision timer runs; latency beyond the waits is at most one tick."""
     drop_content: bool = False
@@ -185,6 +191,12 @@ class CollectorConfig:
             raise ConfigError("decision_wait and decision_wait_after_root must be positive")
         if self.decision_wait_after_root > self.decision_wait:
             raise ConfigError("decision_wait_after_root must not exceed decision_wait")
+        if self.conversation_wait < 0:
+            raise ConfigError("conversation_wait: must not be negative (0 turns it off)")
+        if self.conversation_max_hold <= 0:
+            raise ConfigError("conversation_max_hold: must be positive")
+        if self.conversation_wait > self.conversation_max_hold:
+            raise ConfigError("conversation_wait must not exceed conversation_max_hold")
         if not (0 < self.tick <= 1.0):
             raise ConfigError("tick: must be in (0, 1s]")
         if self.rules is not None and not Path(self.rules).is_file():
@@ -239,6 +251,8 @@ class CollectorConfig:
 _DURATIONS = {
     "decision_wait_after_root",
     "decision_wait",
+    "conversation_wait",
+    "conversation_max_hold",
     "tick",
     "forward_timeout",
     "retry_initial",

@@ -18,7 +18,11 @@ logger = logging.getLogger(__name__)
 
 
 class Judge(Protocol):
-    """Judges the spans of one finished trace; one verdict per agent run found."""
+    """Judges the spans of one finished trace; one verdict per agent run found.
+
+    With ``--conversation-wait`` the spans may be those of several traces, every trace of
+    one conversation; runs that share a conversation id are then expected to be judged as
+    one run (the engine merges them as ``tracejudge eval`` does)."""
 
     def judge_spans(self, spans: Sequence[SpanRecord]) -> list[Verdict]:
         """Verdicts for the runs in ``spans`` (may be empty when the trace holds no run)."""

@@ -21,6 +21,11 @@ from tracejudge.collector.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.clock import Clock, SystemClock
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.consumer import IngestResult, Throttled
+from tracejudge.collector.conversations import (
+    ConversationBuffer,
+    conversation_trace_ids,
+    conversation_verdicts,
+)
 from tracejudge.collector.durability import decision_from_json, durability_for
 from tracejudge.collector.forward import Item, TargetQueue
 from tracejudge.collector.judge import Judge
@@ -87,6 +92,12 @@ class Pipeline:
             max_bytes=config.max_buffered_bytes,
             max_spans_per_trace=config.max_spans_per_trace,
         )
+        self.held: ConversationBuffer | None = None
+        """Conversations held until they end (``--conversation-wait``; None: off)."""
+        if config.conversation_wait > 0:
+            self.held = ConversationBuffer(
+                self.buffer, config.conversation_wait, config.conversation_max_hold
+            )
         self.decided = DecisionCache(config.decided_cache_size)
         self.scrubber = Scrubber(config.redact_patterns, drop_quoted=config.drop_content)
         self.mode = forward_mode(config, self.scrubber)
@@ -116,10 +127,15 @@ class Pipeline:
         sleeps a whole tick past a deadline (traces waited a tick plus the batch before
         them when it did)."""
         now = self.clock.now()
-        delay = min(self.config.tick, max(0.001, self.buffer.next_deadline() - now))
+        delay = min(self.config.tick, max(0.001, self._next_deadline() - now))
         self.wake.clear()
         self.wake_at = now + delay
         return delay
+
+    def _next_deadline(self) -> float:
+        held = self.held
+        first = self.buffer.next_deadline()
+        return first if held is None else min(first, held.next_deadline())
 
     def check_capacity(self) -> None:
         """Raise ``Throttled`` when the buffer or a forward queue is full (back-pressure).
@@ -184,7 +200,7 @@ class Pipeline:
             held = self._inflight.get(frag.trace_id)
             if held is not None:
                 held.append(frag)  # its trace is being decided: goes out late, once decided
-            else:
+            elif self.held is None or not self.held.add(frag, now):
                 self.buffer.add(frag, now)
         if self.buffer.next_deadline() < self.wake_at:
             self.wake.set()
@@ -198,7 +214,8 @@ class Pipeline:
         past its limit, before anything of it is kept: the limits hold exactly."""
         incoming = sum(len(f.data) for f in fresh)
         buf = self.buffer
-        if incoming and buf.nbytes and buf.nbytes + incoming > buf.max_bytes:
+        used = buf.used_bytes()
+        if incoming and used and used + incoming > buf.max_bytes:
             raise Throttled("trace buffer full", self.config.retry_after_hint)
         full = self._room(sum(len(p.data) for p in direct), True)
         if full is not None:
@@ -309,14 +326,18 @@ class Pipeline:
                 v.rules_version = self.rules_version
             # Before anything is written: explanations quote arguments and results.
             self.scrubber.verdict(v)
-        pieces, decision = self.mode.decided(trace.fragments, fragments, verdicts)
+        stamped = conversation_verdicts(trace, verdicts) if trace.roots else verdicts
+        pieces, decision = self.mode.decided(trace.fragments, fragments, stamped)
         return Outcome(pieces, verdicts, decision)
 
     def settle(self, trace: PendingTrace, outcome: Outcome) -> list[dict[str, Any]]:
         """Count a decided trace, remember its decision; returns its verdict records."""
         records = self._record(trace, outcome.verdicts)
-        self.decided.put(trace.trace_id, outcome.decision)
-        self.stats.traces_decided += 1
+        for tid in trace.trace_ids():
+            self.decided.put(tid, outcome.decision)
+        self.stats.traces_decided += len(trace.trace_ids())
+        if trace.members:
+            self.stats.conversations_decided += 1
         if trace.truncated:
             self.stats.traces_truncated += 1
         return records
@@ -333,6 +354,10 @@ class Pipeline:
                 continue  # the JSON form is only for verdict sinks
             rec = v.to_dict()
             rec["decided_at"] = decided_at  # the gate's window (``tracejudge gate --window``)
+            if trace.members:
+                traces = conversation_trace_ids(trace, v)
+                if traces is not None:
+                    rec["trace_ids"] = traces  # the conversation's traces, in arrival order
             if trace.truncated:
                 rec["note"] = (
                     f"judged at the span limit ({trace.spans} spans); later spans were "
@@ -420,7 +445,8 @@ class Pipeline:
         ``max_queue_bytes`` is put back in the buffer with the ones after it, and
         decisions wait until the queues have room (``_blocked_need``)."""
         for t in traces:
-            self._inflight.setdefault(t.trace_id, [])
+            for tid in t.trace_ids():
+                self._inflight.setdefault(tid, [])
         for start in range(0, len(traces), _CHUNK):
             parked = self._decide_chunk(traces, start, ready, limited)
             if parked:
@@ -449,7 +475,7 @@ class Pipeline:
                 except Exception as exc:  # one bad trace must not take the tick's others
                     outcome = self.decide_failed(t, exc)
                 items = self._items(outcome.pieces, ready_at)
-                held = self._inflight.get(t.trace_id, [])
+                held = [f for tid in t.trace_ids() for f in self._inflight.get(tid, [])]
                 items.extend(
                     Payload(self._late_payload(f.data, outcome.decision), f.spans, 0) for f in held
                 )
@@ -461,12 +487,14 @@ class Pipeline:
                 self._park(traces[start + n :])
                 break
             size += need
-            self._inflight.pop(t.trace_id, None)
+            ids = t.trace_ids()
+            for tid in ids:
+                self._inflight.pop(tid, None)
             records.extend(self.settle(t, outcome))
             payloads.extend(items)
             self.stats.count("late", sum(f.spans for f in held))
-            decided.append(t.trace_id)
-            decisions.append(outcome.decision)
+            decided.extend(ids)
+            decisions.extend([outcome.decision] * len(ids))
         self._enqueue(payloads, decided, decisions)
         for sink in self.sinks:
             sink.emit(records)
@@ -487,6 +515,12 @@ class Pipeline:
         """Put undecided traces back in the buffer (with spans that arrived meanwhile)."""
         now = self._now()
         for t in traces:
+            if t.members and self.held is not None:
+                self.held.put_back(t)
+                for tid in t.members:
+                    for frag in self._inflight.pop(tid, []):
+                        self.held.add(frag, now)
+                continue
             self.buffer.put_back(t)
             for frag in self._inflight.pop(t.trace_id, []):
                 self.buffer.add(frag, now)
@@ -498,6 +532,13 @@ class Pipeline:
             return  # still no room: leave the due traces in the buffer, untouched
         now = self._now()
         due = self.buffer.due(now)
+        held = self.held
+        if held is not None:
+            # Traces of a conversation join it (moving its deadline) before its own
+            # deadline is read, so a conversation is never judged without a turn that
+            # finished in the same tick.
+            due = held.take(due, now) if due else due
+            due.extend(held.due(now))
         if due:
             await self.decide_batch(due, {})
 
@@ -507,13 +548,18 @@ class Pipeline:
         everything is decided, since it is delivered now or lost anyway."""
         traces = self.buffer.drain()
         now = self._now()
+        held = self.held
+        if held is not None:  # held conversations are judged now, with their last turns
+            traces = held.take(traces, now)
+            traces.extend(held.drain())
         await self.decide_batch(
             traces, {t.trace_id: now for t in traces}, limited=self.durability.durable
         )
-        if self.buffer.traces:
+        left = len(self.buffer.traces) + self.buffer.held_traces
+        if left:
             log.warning(
                 "shutdown: %d traces left undecided in the disk queue (forward queues full)",
-                len(self.buffer.traces),
+                left,
             )
 
     def decisions_waiting(self) -> bool:

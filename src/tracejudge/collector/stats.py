@@ -28,6 +28,8 @@ class Stats:
         self.runs: dict[str, int] = {}
         self.findings: dict[str, int] = {}
         self.traces_decided = 0
+        self.conversations_decided = 0
+        """Held conversations judged as one run (their traces count in ``traces_decided``)."""
         self.traces_truncated = 0
         self.requests_throttled = 0
         self.webhook_dropped = 0
@@ -139,6 +141,7 @@ class Stats:
             "runs": dict(self.runs),
             "findings": dict(self.findings),
             "traces_decided": self.traces_decided,
+            "conversations_decided": self.conversations_decided,
             "traces_truncated": self.traces_truncated,
             "requests_throttled": self.requests_throttled,
             "webhook_dropped": self.webhook_dropped,

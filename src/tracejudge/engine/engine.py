@@ -26,6 +26,7 @@ from tracejudge.engine.verdict import (
     clip_explanation,
 )
 from tracejudge.model.build import build_runs
+from tracejudge.model.conversation import merge_conversations
 from tracejudge.model.run import Run
 
 if TYPE_CHECKING:
@@ -90,12 +91,15 @@ class Engine:
             )
 
     def judge_spans(self, spans: Sequence[SpanRecord]) -> list[Verdict]:
-        """Build the runs in ``spans`` (one trace's spans) and judge each.
+        """Build the runs in ``spans`` and judge each: one trace's spans, or every trace of
+        a conversation the collector held (``--conversation-wait``). Runs that share
+        ``gen_ai.conversation.id`` become one run by ``merge_conversations``, exactly as
+        ``tracejudge eval`` merges them (``report.loading.load_runs``).
 
         Never raises either: if the run builder fails, the trace gets one error verdict.
         """
         try:
-            runs = build_runs(spans)
+            runs = merge_conversations(build_runs(spans))
         except Exception as exc:
             trace_id = spans[0].trace_id if spans else ""
             log.exception("tracejudge: building runs of trace %s failed", trace_id)
