@@ -10,6 +10,7 @@ on the manual clock (as in test_collector_timing.py): exact times, no sleeps.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ from tracejudge.collector.config import ConfigError
 from tracejudge.collector.consumer import Throttled
 from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.stats import Stats
+from tracejudge.collector.store import DiskStore
 
 WAITS: dict[str, Any] = {
     "decision_wait_after_root": 0.5,
@@ -38,10 +40,12 @@ WAITS: dict[str, Any] = {
 }
 
 
-def _pipeline(clock: ManualClock, **overrides: Any) -> tuple[Pipeline, ListSink]:
+def _pipeline(
+    clock: ManualClock, store: DiskStore | None = None, **overrides: Any
+) -> tuple[Pipeline, ListSink]:
     cfg = CollectorConfig(**{"forward": [], "grpc_port": 0, "http_port": 0, **overrides})
     sink = ListSink(clock)
-    p = Pipeline(cfg.validate(), engine(), [], [sink], Stats([]), None, clock)
+    p = Pipeline(cfg.validate(), engine(), [], [sink], Stats([]), store, clock)
     p.arm_timer()
     return p, sink
 
@@ -298,6 +302,40 @@ def test_shutdown_judges_what_is_held() -> None:
         ((_, record),) = sink.records
         assert record["verdict"] == "pass"
         assert record["trace_ids"] == ids
+
+    asyncio.run(go())
+
+
+def test_with_a_disk_queue_held_turns_survive_a_crash(tmp_path: Path) -> None:
+    """Held traces stay in the disk queue's inbox until their conversation is decided: a
+    collector killed while holding two turns replays them, holds them again, and judges
+    them with the third turn as one run."""
+    clock = ManualClock()
+    store = DiskStore(tmp_path / "q")
+    p, _ = _pipeline(clock, store, **WAITS)
+    rec = Recorder()
+
+    async def go() -> None:
+        ids = []
+        for n, turn in enumerate(CONFIRMED[:2]):
+            trace_id, _, request = rec.turn("conv-A", turn, n)
+            ids.append(trace_id)
+            p.ingest(request)
+            await drive(p, clock, 5.0)
+        assert p.buffer.held_traces == 2
+        store.close()  # the process dies here: nothing was decided
+        again = DiskStore(tmp_path / "q")
+        p2, sink = _pipeline(clock, again, **WAITS)
+        assert p2.replay_inbox(again.load_inbox()) == 0
+        trace_id, _, request = rec.turn("conv-A", CONFIRMED[2], 2)
+        ids.append(trace_id)
+        p2.ingest(request)
+        await drive(p2, clock, 40.0)
+        ((_, record),) = sink.records
+        assert record["verdict"] == "pass"
+        assert sorted(record["trace_ids"]) == sorted(ids)
+        assert again.load_inbox() == []
+        again.close()
 
     asyncio.run(go())
 

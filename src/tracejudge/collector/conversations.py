@@ -43,9 +43,18 @@ from tracejudge.collector.otlp import TraceFragment, to_records
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.build import build_runs
 
-_MARKS = (sc.GEN_AI_CONVERSATION_ID.encode(), sc.SESSION_ID.encode())
-"""A trace whose bytes contain neither key has no conversation id: it is never parsed here,
-so traces without one cost a substring search and are decided exactly as before."""
+_CONVERSATION_KEY = sc.GEN_AI_CONVERSATION_ID.encode()
+_SESSION_KEY = sc.SESSION_ID.encode()
+
+
+def _may_have_id(fragments: Sequence[bytes]) -> bool:
+    """False when no fragment's bytes contain either key: such a trace has no conversation
+    id and is never parsed here, so traces without one cost two substring searches per
+    fragment and are decided exactly as before."""
+    for data in fragments:
+        if _CONVERSATION_KEY in data or _SESSION_KEY in data:
+            return True
+    return False
 
 
 @dataclass(slots=True)
@@ -71,7 +80,7 @@ def membership(trace: PendingTrace) -> Membership | None:
     """
     if trace.truncated:
         return None
-    if not any(mark in data for data in trace.fragments for mark in _MARKS):
+    if not _may_have_id(trace.fragments):
         return None
     try:
         runs = build_runs(to_records([ResourceSpans.FromString(b) for b in trace.fragments]))

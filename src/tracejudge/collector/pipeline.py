@@ -333,9 +333,10 @@ class Pipeline:
     def settle(self, trace: PendingTrace, outcome: Outcome) -> list[dict[str, Any]]:
         """Count a decided trace, remember its decision; returns its verdict records."""
         records = self._record(trace, outcome.verdicts)
-        for tid in trace.trace_ids():
+        ids = trace.trace_ids()
+        for tid in ids:
             self.decided.put(tid, outcome.decision)
-        self.stats.traces_decided += len(trace.trace_ids())
+        self.stats.traces_decided += len(ids)
         if trace.members:
             self.stats.conversations_decided += 1
         if trace.truncated:
