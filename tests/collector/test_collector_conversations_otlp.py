@@ -47,6 +47,7 @@ def test_a_conversation_of_three_traces_is_judged_once_and_stamped_on_each(
     """The issue-9 case over OTLP/HTTP: turn 3 alone would fail; merged, it passes, and
     every turn's agent root in the backend says so."""
     c = collector_factory(judge=engine(), decision_wait_after_root=0.2, conversation_wait=1.5)
+    assert "conversations judged after 1.5s quiet (at most 600s held)" in c.describe()
     exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{c.http_port}/v1/traces")
     provider, tracer = exporting_tracer(exporter)
     a: list[tuple[str, str]] = []
