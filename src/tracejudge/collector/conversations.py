@@ -51,10 +51,7 @@ def _may_have_id(fragments: Sequence[bytes]) -> bool:
     """False when no fragment's bytes contain either key: such a trace has no conversation
     id and is never parsed here, so traces without one cost two substring searches per
     fragment and are decided exactly as before."""
-    for data in fragments:
-        if _CONVERSATION_KEY in data or _SESSION_KEY in data:
-            return True
-    return False
+    return any(_CONVERSATION_KEY in data or _SESSION_KEY in data for data in fragments)
 
 
 @dataclass(slots=True)
