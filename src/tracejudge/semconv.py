@@ -214,6 +214,9 @@ TRACEJUDGE_RUN_ID: Final = "tracejudge.run.id"
 TRACEJUDGE_CASE_ID: Final = "tracejudge.case.id"
 """Identifier of the test or production case the run works on; baselines are kept per case. [tracejudge; string]"""
 
+TRACEJUDGE_CASE_SLICE: Final = "tracejudge.case.slice"
+"""Metric label grouping case ids into a bounded set of named slices (`metrics_case_slices` globs; `other` when no slice matches, empty when the run names no case). [tracejudge; string]"""
+
 TRACEJUDGE_EXPERIMENT_ID: Final = "tracejudge.experiment.id"
 """Identifier of the experiment (a batch of runs compared together). [tracejudge; string]"""
 
@@ -616,10 +619,13 @@ METRIC_GEN_AI_CLIENT_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 """Number of input and output tokens used. [upstream]"""
 
 METRIC_TRACEJUDGE_RUNS: Final = "tracejudge.runs"
-"""Judged runs, by agent, variant and verdict. [tracejudge]"""
+"""Judged runs, by agent, variant, agent version, case slice and verdict (label values bounded per label, see docs/collector.md). [tracejudge]"""
 
 METRIC_TRACEJUDGE_FINDINGS: Final = "tracejudge.findings"
-"""Findings, by failure code. [tracejudge]"""
+"""Findings, by agent, variant, agent version, case slice and failure code. [tracejudge]"""
+
+METRIC_TRACEJUDGE_HARD_GATE_FAILURES: Final = "tracejudge.hard_gate.failures"
+"""Runs failed by a hard-gate policy finding (what fails the canary gate at once), by agent, variant, agent version, case slice and the first such failure code. [tracejudge]"""
 
 METRIC_TRACEJUDGE_COLLECTOR_SPANS: Final = "tracejudge.collector.spans"
 """Spans seen by the collector, by state (received, forwarded, rejected, late, dropped, dead_lettered). [tracejudge]"""

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.collector.collector_support import LoopThread, Sink, config, start_collector
+from tests.collector.judged_support import judged_collector
 from tracejudge.collector import Collector
 
 
@@ -44,3 +45,9 @@ def collector_factory(
     yield make
     for c in started:
         lt.run(c.stop(timeout=2.0))
+
+
+@pytest.fixture
+def judged(collector_factory: Callable[..., Collector], tmp_path: Path) -> Collector:
+    """A collector with the real engine, fed real instrumented runs (judged_support.py)."""
+    return judged_collector(collector_factory, tmp_path)

@@ -180,12 +180,17 @@ def test_metrics_count_runs_findings_and_spans() -> None:
                 points[m.name] = list(m.data.data_points)
     run = points[sc.METRIC_TRACEJUDGE_RUNS][0]
     assert run.value == 1
-    assert dict(run.attributes) == {
+    identity = {
         sc.GEN_AI_AGENT_NAME: "refund",
         sc.TRACEJUDGE_VARIANT_ID: "v2",
-        sc.TRACEJUDGE_VERDICT: "fail",
+        sc.GEN_AI_AGENT_VERSION: "",
+        sc.TRACEJUDGE_CASE_SLICE: "",
     }
-    assert points[sc.METRIC_TRACEJUDGE_FINDINGS][0].attributes[sc.TRACEJUDGE_FAILURE_CODE] == "F-X"
+    assert dict(run.attributes) == {**identity, sc.TRACEJUDGE_VERDICT: "fail"}
+    finding_point = points[sc.METRIC_TRACEJUDGE_FINDINGS][0]
+    assert dict(finding_point.attributes) == {**identity, sc.TRACEJUDGE_FAILURE_CODE: "F-X"}
+    # An outcome-layer failure is not a hard-gate (policy) failure: nothing counted there.
+    assert not points.get(sc.METRIC_TRACEJUDGE_HARD_GATE_FAILURES)
     spans = points[sc.METRIC_TRACEJUDGE_COLLECTOR_SPANS][0]
     assert spans.value == 7
     assert spans.attributes[sc.TRACEJUDGE_COLLECTOR_SPAN_STATE] == "received"

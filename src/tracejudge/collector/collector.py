@@ -22,10 +22,12 @@ from tracejudge._build import build_kind
 from tracejudge.collector.clock import Clock, SystemClock
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.dead_letter import DeadLetterFile
+from tracejudge.collector.exposition import render as render_prometheus
 from tracejudge.collector.file_target import FileTarget
 from tracejudge.collector.forward import ForwardTarget, Item, TargetQueue, make_target
 from tracejudge.collector.http_guard import GuardLimits, GuardStats, HttpServer, start_guarded
 from tracejudge.collector.judge import Judge, load_judge
+from tracejudge.collector.metric_labels import MetricLabels
 from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.receivers import GrpcLimits, health_routes, receiver_app, start_grpc
 from tracejudge.collector.redact import LogScrubber
@@ -61,7 +63,9 @@ class Collector:
             readers.append(
                 otlp_metric_reader(config.metrics_otlp_endpoint, config.metrics_interval)
             )
-        self.stats = Stats(readers)
+        self.stats = Stats(
+            readers, MetricLabels(config.metrics_case_slices, config.metrics_max_label_values)
+        )
         self.store: DiskStore | None = None
         self.dead_letter: DeadLetterFile | None = None
         self.removed_targets: list[QueuedTarget] = []
@@ -140,6 +144,10 @@ class Collector:
         """The ``GET /v1/gate`` answer over the runs this collector decided (``ParamError``
         for a malformed query)."""
         return self.recent.answer(query, self.clock.wall()).to_dict()
+
+    def prometheus_text(self) -> str:
+        """The verdict metrics in Prometheus text format (``/metrics`` when asked for)."""
+        return render_prometheus(self.stats)
 
     async def start(self, announce: Callable[[str], None] | None = None) -> None:
         """Open the disk queue (replaying it), start forwarders, receivers and the timer.
@@ -275,6 +283,7 @@ class Collector:
             self.snapshot,
             cfg.http_body_timeout,
             self.gate_answer,
+            self.prometheus_text,
         )
         server = await start_guarded(
             app, cfg.host, cfg.http_port, limits, self.http_guard, "OTLP/HTTP"
@@ -283,7 +292,7 @@ class Collector:
         self._runners.append(server)
         if cfg.health_port is not None:
             health = web.Application()
-            health_routes(health, self.snapshot, self.gate_answer)
+            health_routes(health, self.snapshot, self.gate_answer, self.prometheus_text)
             server = await start_guarded(
                 health, cfg.host, cfg.health_port, limits, self.http_guard, "health"
             )

@@ -170,6 +170,12 @@ class CollectorConfig:
     """A gRPC connection must finish its HTTP/2 handshake this soon."""
     metrics_otlp_endpoint: str | None = None
     metrics_interval: float = 10.0
+    metrics_case_slices: dict[str, list[str]] = field(default_factory=dict)
+    """Case-slice label of the verdict metrics: slice name -> case-id globs (first match in
+    order; unmatched ids are ``other``). Case ids themselves are never a label."""
+    metrics_max_label_values: int = 100
+    """Distinct values kept per verdict-metric label (agent, variant, version, failure
+    code); later new values are counted as ``_overflow``."""
 
     def validate(self) -> CollectorConfig:
         """Check cross-field rules; returns self so calls chain."""
@@ -236,6 +242,7 @@ class CollectorConfig:
             "max_spans_per_trace",
             "decided_cache_size",
             "http_max_connections_per_client",
+            "metrics_max_label_values",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive")
@@ -273,7 +280,7 @@ _DURATIONS = {
 _SIZES = {"max_buffered_bytes", "max_request_bytes", "max_queue_bytes", "max_batch_bytes"}
 _SIZES |= {"max_disk_queue_bytes"}
 _INTS = {"grpc_port", "http_port", "health_port", "max_traces", "max_spans_per_trace"}
-_INTS |= {"decided_cache_size", "http_max_connections_per_client"}
+_INTS |= {"decided_cache_size", "http_max_connections_per_client", "metrics_max_label_values"}
 _BOOLS = {"drop_content", "passthrough", "redact_attributes"}
 _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint"}
 _PATHS = {"rules", "queue_dir", "baselines", "cases", "output", "dead_letter"}
@@ -312,6 +319,8 @@ def _coerce(key: str, value: Any) -> Any:
             except re.error as exc:
                 raise ConfigError(f"redact_patterns: {pattern!r} is not a regex: {exc}") from exc
         return list(items)
+    if key == "metrics_case_slices":
+        return _case_slices(value)
     if key == "forward":
         if isinstance(value, dict) and all(isinstance(u, str) for u in value.values()):
             return [f"{name}={url}" for name, url in value.items()]  # {name: URL}
@@ -323,6 +332,25 @@ def _coerce(key: str, value: Any) -> Any:
             )
         return list(items)
     raise ConfigError(f"unknown key {key!r}")
+
+
+def _case_slices(value: Any) -> dict[str, list[str]]:
+    """``{slice: glob | [glob, ...]}``; a slice named ``other`` would merge with the unmatched."""
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"metrics_case_slices: expected a mapping of slice name to case-id globs, got {value!r}"
+        )
+    out: dict[str, list[str]] = {}
+    for name, globs in value.items():
+        items = [globs] if isinstance(globs, str) else globs
+        if not isinstance(name, str) or not name or name == "other":
+            raise ConfigError(f"metrics_case_slices: {name!r} is not a usable slice name")
+        if not isinstance(items, list) or not items or not all(isinstance(g, str) for g in items):
+            raise ConfigError(
+                f"metrics_case_slices.{name}: expected a glob or a list of globs, got {globs!r}"
+            )
+        out[name] = list(items)
+    return out
 
 
 def build_config(file_values: dict[str, Any], overrides: dict[str, Any]) -> CollectorConfig:

@@ -27,6 +27,9 @@ from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from tracejudge.collector.consumer import Throttled, TraceConsumer
+from tracejudge.collector.exposition import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE
+from tracejudge.collector.exposition import wants_prometheus
+from tracejudge.collector.flagger import add_flagger_routes
 from tracejudge.collector.otlp import parse_request, response_bytes, status_bytes
 from tracejudge.gate.params import ParamError
 from tracejudge.model.decode_json import json_to_proto_partial, parse_json_document
@@ -308,22 +311,34 @@ GateAnswer = Callable[[Mapping[str, str]], dict[str, Any]]
 
 
 def health_routes(
-    app: web.Application, snapshot: Callable[[], dict[str, Any]], gate: GateAnswer | None = None
+    app: web.Application,
+    snapshot: Callable[[], dict[str, Any]],
+    gate: GateAnswer | None = None,
+    prometheus: Callable[[], str] | None = None,
 ) -> None:
-    """Add ``/healthz`` (liveness + key counts), ``/metrics`` (all counts, JSON) and, with
-    ``gate``, ``/v1/gate`` (the canary decision; docs/baselines-and-canary.md)."""
+    """Add ``/healthz`` (liveness + key counts), ``/metrics`` (all counts, JSON; with
+    ``prometheus``, the verdict metrics in Prometheus text format to a client asking for
+    it) and, with ``gate``, ``/v1/gate`` and the Flagger webhooks (the canary decision;
+    docs/baselines-and-canary.md)."""
 
     async def healthz(_request: web.Request) -> web.Response:
         snap = snapshot()
         return web.json_response({"status": snap.get("status", "ok"), "spans": snap["spans"]})
 
-    async def metrics(_request: web.Request) -> web.Response:
+    async def metrics(request: web.Request) -> web.Response:
+        if prometheus is not None and wants_prometheus(
+            request.headers.get("Accept"), request.query.get("format")
+        ):
+            return web.Response(
+                text=prometheus(), headers={"Content-Type": PROMETHEUS_CONTENT_TYPE}
+            )
         return web.json_response(snapshot())
 
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
     if gate is not None:
         app.router.add_get("/v1/gate", gate_handler(gate))
+        add_flagger_routes(app, gate)
 
 
 def gate_handler(gate: GateAnswer) -> Callable[[web.Request], Any]:
@@ -354,9 +369,10 @@ def receiver_app(
     snapshot: Callable[[], dict[str, Any]],
     body_timeout: float,
     gate: GateAnswer | None = None,
+    prometheus: Callable[[], str] | None = None,
 ) -> web.Application:
     """The OTLP/HTTP app (``/v1/traces``) with the health routes."""
     app = web.Application(client_max_size=cap)
     app.router.add_route("*", "/v1/traces", traces_handler(pipeline, cap, body_timeout))
-    health_routes(app, snapshot, gate)
+    health_routes(app, snapshot, gate, prometheus)
     return app

@@ -7,6 +7,7 @@ batch, not per span, to keep the hot path cheap.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -15,15 +16,28 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 
 from tracejudge import semconv as sc
+from tracejudge.collector.metric_labels import MetricLabels
 from tracejudge.engine.verdict import Verdict
+from tracejudge.gate.recent import hard_gate_code
 
 STATES = ("received", "forwarded", "rejected", "late", "dropped", "dead_lettered")
+LATENCY_BUCKETS: tuple[float, ...] = (
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+)  # fmt: skip
+"""Upper bounds (seconds) of the decision-latency histogram's buckets (Prometheus ``le``),
+from a tick (20 ms) to the default decision wait (30 s)."""
+
+Identity = tuple[str, str, str, str]
+"""Bounded (agent, variant, agent version, case slice) label values of a verdict."""
 
 
 class Stats:
     """Counters, a latency reservoir and the OTel instruments."""
 
-    def __init__(self, readers: Iterable[MetricReader] = ()) -> None:
+    def __init__(
+        self, readers: Iterable[MetricReader] = (), labels: MetricLabels | None = None
+    ) -> None:
+        self.labels = MetricLabels() if labels is None else labels
         self.spans: dict[str, int] = dict.fromkeys(STATES, 0)
         self.runs: dict[str, int] = {}
         self.findings: dict[str, int] = {}
@@ -40,6 +54,10 @@ class Stats:
         """Disk-queue fragments moved aside at start-up because they cannot be replayed."""
         self._latencies: list[float] = []
         self._unsorted = False
+        self.latency_buckets = [0] * (len(LATENCY_BUCKETS) + 1)
+        """Per-bucket (not cumulative) counts; the last is above the largest bound."""
+        self.latency_sum = 0.0
+        self.latency_count = 0
         self.queue_depth: Callable[[], int] = lambda: 0
         readers = list(readers)
         self.provider = MeterProvider(metric_readers=readers)
@@ -49,12 +67,22 @@ class Stats:
         meter = self.provider.get_meter("tracejudge.collector")
         # Counts are kept in plain dicts and reported by observable counters at collection
         # time (the same monotonic sums), so the decision path never enters the metrics SDK.
-        self._run_keys: dict[tuple[str, str, str], int] = {}
+        self.run_keys: dict[tuple[Identity, str], int] = {}
+        """Judged runs by (identity, verdict)."""
+        self.finding_keys: dict[tuple[Identity, str], int] = {}
+        """Findings by (identity, failure code)."""
+        self.hard_gate_keys: dict[tuple[Identity, str], int] = {}
+        """Runs failed by a hard-gate policy finding, by (identity, its failure code)."""
         meter.create_observable_counter(
             sc.METRIC_TRACEJUDGE_RUNS, callbacks=[self._observe_runs], unit="{run}"
         )
         meter.create_observable_counter(
             sc.METRIC_TRACEJUDGE_FINDINGS, callbacks=[self._observe_findings], unit="{finding}"
+        )
+        meter.create_observable_counter(
+            sc.METRIC_TRACEJUDGE_HARD_GATE_FAILURES,
+            callbacks=[self._observe_hard_gate],
+            unit="{run}",
         )
         meter.create_observable_counter(
             sc.METRIC_TRACEJUDGE_COLLECTOR_SPANS, callbacks=[self._observe_spans], unit="{span}"
@@ -72,23 +100,13 @@ class Stats:
         return [Observation(self.queue_depth())]
 
     def _observe_runs(self, _options: CallbackOptions) -> Iterable[Observation]:
-        return [
-            Observation(
-                n,
-                {
-                    sc.GEN_AI_AGENT_NAME: agent,
-                    sc.TRACEJUDGE_VARIANT_ID: variant,
-                    sc.TRACEJUDGE_VERDICT: verdict,
-                },
-            )
-            for (agent, variant, verdict), n in list(self._run_keys.items())
-        ]
+        return _observations(self.run_keys, sc.TRACEJUDGE_VERDICT)
 
     def _observe_findings(self, _options: CallbackOptions) -> Iterable[Observation]:
-        return [
-            Observation(n, {sc.TRACEJUDGE_FAILURE_CODE: code})
-            for code, n in list(self.findings.items())
-        ]
+        return _observations(self.finding_keys, sc.TRACEJUDGE_FAILURE_CODE)
+
+    def _observe_hard_gate(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return _observations(self.hard_gate_keys, sc.TRACEJUDGE_FAILURE_CODE)
 
     def _observe_spans(self, _options: CallbackOptions) -> Iterable[Observation]:
         return [
@@ -103,17 +121,28 @@ class Stats:
             self.spans[state] += n
 
     def verdict(self, v: Verdict) -> None:
-        """Count one judged run and its findings."""
+        """Count one judged run, its findings and its hard-gate failure (bounded labels)."""
         self.runs[v.verdict] = self.runs.get(v.verdict, 0) + 1
-        key = (v.agent or "", v.variant or "", v.verdict)
-        self._run_keys[key] = self._run_keys.get(key, 0) + 1
+        labels = self.labels
+        ident = labels.identity(v.agent, v.variant, v.agent_version, v.case_id)
+        key = (ident, v.verdict)
+        self.run_keys[key] = self.run_keys.get(key, 0) + 1
         for f in v.findings:
             self.findings[f.code] = self.findings.get(f.code, 0) + 1
+            fkey = (ident, labels.code(f.code))
+            self.finding_keys[fkey] = self.finding_keys.get(fkey, 0) + 1
+        hard = hard_gate_code(v)
+        if hard is not None:
+            hkey = (ident, labels.code(hard))
+            self.hard_gate_keys[hkey] = self.hard_gate_keys.get(hkey, 0) + 1
 
     def latency(self, seconds: float) -> None:
         """Record one trace's time from finished to forwarded."""
         if self._record_latency:
             self._latency.record(seconds)
+        self.latency_buckets[bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        self.latency_sum += seconds
+        self.latency_count += 1
         # Appended unsorted and sorted when read: inserting in order cost a memmove of the
         # whole sample (~9 us per trace at the 100,000 cap).
         if len(self._latencies) >= 100_000:
@@ -156,6 +185,22 @@ class Stats:
     def shutdown(self, timeout_s: float = 5.0) -> None:
         """Flush and stop the metric readers, waiting at most ``timeout_s``."""
         self.provider.shutdown(timeout_millis=max(100.0, timeout_s * 1000))
+
+
+IDENTITY_KEYS = (
+    sc.GEN_AI_AGENT_NAME,
+    sc.TRACEJUDGE_VARIANT_ID,
+    sc.GEN_AI_AGENT_VERSION,
+    sc.TRACEJUDGE_CASE_SLICE,
+)
+"""The attribute keys of an ``Identity``, in its order."""
+
+
+def _observations(counts: dict[tuple[Identity, str], int], last: str) -> list[Observation]:
+    return [
+        Observation(n, {**dict(zip(IDENTITY_KEYS, ident, strict=True)), last: value})
+        for (ident, value), n in list(counts.items())
+    ]
 
 
 def otlp_metric_reader(endpoint: str, interval_s: float) -> MetricReader:

@@ -206,6 +206,7 @@ class Engine:
             outcomes=outcomes,
             metrics=metrics,
             rules_version=self.ruleset.version,
+            agent_version=run.agent_version,
         )
 
 

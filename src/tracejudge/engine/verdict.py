@@ -119,6 +119,8 @@ class Verdict:
     metrics: dict[str, float] = field(default_factory=dict)
     rules_version: str = ""
     error: str | None = None
+    agent_version: str | None = None
+    """``gen_ai.agent.version`` of the run's agent (a label of the verdict metrics)."""
 
     def __init__(
         self,
@@ -137,6 +139,7 @@ class Verdict:
         metrics: dict[str, float] | None = None,
         rules_version: str = "",
         error: str | None = None,
+        agent_version: str | None = None,
     ) -> None:
         self.trace_id = trace_id
         self.root_span_id = root_span_id
@@ -153,6 +156,7 @@ class Verdict:
         self.metrics = {} if metrics is None else metrics
         self.rules_version = rules_version
         self.error = error
+        self.agent_version = agent_version
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return reduce_by_fields(self)
@@ -181,6 +185,8 @@ class Verdict:
             "metrics": dict(self.metrics),
             "rules_version": self.rules_version,
         }
+        if self.agent_version is not None:
+            out["agent_version"] = self.agent_version  # additive: only when the run names one
         if self.error is not None:
             out["error"] = self.error
         return out

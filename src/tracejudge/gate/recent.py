@@ -20,20 +20,24 @@ DEFAULT_MAX_RUNS = 50_000
 DEFAULT_MAX_AGE = 24 * 3600.0
 
 
+def hard_gate_code(v: Verdict) -> str | None:
+    """The failure code of the hard-gate policy failure that fails the gate at once (None:
+    none); also the ``tracejudge.hard_gate.failures`` metric's failure code."""
+    if v.verdict != "fail":
+        return None
+    code = next((f.code for f in v.findings if f.layer == "policy" and f.severity == "fail"), None)
+    if code is None and v.layers.get("policy") == "fail":
+        code = v.primary.code if v.primary is not None else "policy"
+    return code
+
+
 def run_of_verdict(v: Verdict, time: float) -> GateRun:
     """The gate's view of an engine verdict (the same rules as ``run_of`` on its JSON)."""
-    code = None
-    if v.verdict == "fail":
-        code = next(
-            (f.code for f in v.findings if f.layer == "policy" and f.severity == "fail"), None
-        )
-        if code is None and v.layers.get("policy") == "fail":
-            code = v.primary.code if v.primary is not None else "policy"
     return GateRun(
         agent=v.agent,
         variant=v.variant,
         passed=v.verdict in ("pass", "warn"),
-        policy_failure=code,
+        policy_failure=hard_gate_code(v),
         time=time,
         trace_id=v.trace_id,
     )
