@@ -45,13 +45,15 @@ class LabelBound:
         self._seen: set[str] = set()
 
     def __call__(self, value: str | None) -> str:
+        seen = self._seen
+        if value in seen:  # the common case first: a value seen before
+            return value  # (None is never in seen)
         if not value:
             return ""
         if len(value) > self.max_len:
             value = value[: self.max_len]
-        seen = self._seen
-        if value in seen:
-            return value
+            if value in seen:
+                return value
         if len(seen) >= self.max_values:
             return OVERFLOW
         seen.add(value)
@@ -79,6 +81,7 @@ class MetricLabels:
             if patterns
         ]
         self._slice_of: dict[str, str] = {}
+        self._memo: dict[tuple[str | None, ...], tuple[str, str, str, str]] = {}
 
     def case_slice(self, case_id: str | None) -> str:
         """The slice of ``case_id`` (cached: the same few ids recur)."""
@@ -100,10 +103,20 @@ class MetricLabels:
         version: str | None,
         case_id: str | None,
     ) -> tuple[str, str, str, str]:
-        """(agent, variant, agent version, case slice), each bounded."""
-        return (
+        """(agent, variant, agent version, case slice), each bounded. Memoised (one dict
+        lookup per verdict on the decision path): an admitted value stays admitted and an
+        overflowed one stays overflowed, so a remembered answer never goes stale."""
+        key = (agent, variant, version, case_id)
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        out = (
             self.agent(agent),
             self.variant(variant),
             self.version(version),
             self.case_slice(case_id),
         )
+        if len(self._memo) >= _SLICE_CACHE:
+            self._memo.clear()
+        self._memo[key] = out
+        return out

@@ -127,11 +127,13 @@ class Stats:
         ident = labels.identity(v.agent, v.variant, v.agent_version, v.case_id)
         key = (ident, v.verdict)
         self.run_keys[key] = self.run_keys.get(key, 0) + 1
+        findings, finding_keys, code_label = self.findings, self.finding_keys, labels.code
         for f in v.findings:
-            self.findings[f.code] = self.findings.get(f.code, 0) + 1
-            fkey = (ident, labels.code(f.code))
-            self.finding_keys[fkey] = self.finding_keys.get(fkey, 0) + 1
-        hard = hard_gate_code(v)
+            code = f.code
+            findings[code] = findings.get(code, 0) + 1
+            fkey = (ident, code_label(code))
+            finding_keys[fkey] = finding_keys.get(fkey, 0) + 1
+        hard = hard_gate_code(v) if v.verdict == "fail" else None
         if hard is not None:
             hkey = (ident, labels.code(hard))
             self.hard_gate_keys[hkey] = self.hard_gate_keys.get(hkey, 0) + 1

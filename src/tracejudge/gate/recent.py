@@ -25,10 +25,12 @@ def hard_gate_code(v: Verdict) -> str | None:
     none); also the ``tracejudge.hard_gate.failures`` metric's failure code."""
     if v.verdict != "fail":
         return None
-    code = next((f.code for f in v.findings if f.layer == "policy" and f.severity == "fail"), None)
-    if code is None and v.layers.get("policy") == "fail":
-        code = v.primary.code if v.primary is not None else "policy"
-    return code
+    for f in v.findings:  # a loop, not next(genexpr): this runs for every failed run
+        if f.layer == "policy" and f.severity == "fail":
+            return f.code
+    if v.layers.get("policy") == "fail":
+        return v.primary.code if v.primary is not None else "policy"
+    return None
 
 
 def run_of_verdict(v: Verdict, time: float) -> GateRun:
