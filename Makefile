@@ -1,7 +1,7 @@
 # The two commands of the README's quickstart. Both set everything up from scratch.
 #   make demo   - the main job: the refund agent judged by an embedded collector
 #   make test   - semconv and rules-schema freshness, lint, strict types and the whole test suite,
-#                 end-to-end tests against real Jaeger and the OpenTelemetry Collector included
+#                 end-to-end tests against real Jaeger, the OpenTelemetry Collector and Prometheus included
 .PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-engine bench-decode bench-collector bench-accuracy bench-frameworks
 
 VENV := .venv

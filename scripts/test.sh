@@ -3,7 +3,7 @@
 # venv, the Go backends, the compiled wheel), in as little wall time as the cores allow.
 #
 # Only the end-to-end tests (marked `e2e`) need the Go backends, and building them cold is most
-# of the work (Jaeger and the OpenTelemetry Collector: ~10 CPU-minutes). So:
+# of the work (Jaeger, the OpenTelemetry Collector and Prometheus: see scripts/build-backends.sh). So:
 #   1. scripts/build-backends.sh starts in the background at once (a no-op when they are built);
 #   2. meanwhile, in order: venv, semconv and rules-schema freshness, ruff, mypy --strict, every
 #      test not marked e2e (pytest-xdist, one worker per core), the mypyc-compiled wheel, the
@@ -63,7 +63,7 @@ trap stop_backends EXIT
 if bash scripts/build-backends.sh --no-build >/dev/null 2>&1; then
   say "backends: built already"
 else
-  say "backends: building Jaeger and the OpenTelemetry Collector in the background (log: $BACKENDS_LOG)"
+  say "backends: building the missing ones of Jaeger, the OpenTelemetry Collector and Prometheus in the background (log: $BACKENDS_LOG)"
   # Its own process group, so that stopping it stops the go commands under it too.
   setsid bash scripts/build-backends.sh >/dev/null 2>"$BACKENDS_LOG" &
   backends=$!

@@ -1,4 +1,5 @@
-"""Real trace backends (Jaeger v2, OpenTelemetry Collector) for end-to-end tests.
+"""Real trace backends (Jaeger v2, OpenTelemetry Collector) for end-to-end tests; the
+binaries of Prometheus and promtool too (their instances: tests/e2e/prometheus.py).
 
 The binaries are built from the Go module proxy at pinned versions by
 ``scripts/build-backends.sh`` into ``${TRACEJUDGE_CACHE_DIR:-~/.cache/tracejudge}/bin``
@@ -10,7 +11,8 @@ waits for readiness over HTTP/TCP and stops them cleanly.
 Only the standard library is used, so the fixtures work in any test venv.
 
 Environment knobs:
-    TRACEJUDGE_JAEGER_BIN / TRACEJUDGE_OTELCOL_BIN
+    TRACEJUDGE_JAEGER_BIN / TRACEJUDGE_OTELCOL_BIN /
+    TRACEJUDGE_PROMETHEUS_BIN / TRACEJUDGE_PROMTOOL_BIN
         use this binary instead of asking the build script.
     TRACEJUDGE_CACHE_DIR
         cache root for the build script (binaries, GOPATH, GOCACHE).
@@ -41,10 +43,12 @@ BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-backends.sh"
 JAEGER_CONFIG = REPO_ROOT / "collector" / "jaeger" / "config-memory.yaml"
 LOOPBACK = "127.0.0.1"
 
-BackendName = Literal["jaeger", "otelcol"]
+BackendName = Literal["jaeger", "otelcol", "prometheus", "promtool"]
 _BIN_ENV: dict[BackendName, str] = {
     "jaeger": "TRACEJUDGE_JAEGER_BIN",
     "otelcol": "TRACEJUDGE_OTELCOL_BIN",
+    "prometheus": "TRACEJUDGE_PROMETHEUS_BIN",
+    "promtool": "TRACEJUDGE_PROMTOOL_BIN",
 }
 # A cold build of both backends takes ~10 minutes on a 2-core machine.
 BUILD_TIMEOUT_S = 45 * 60.0

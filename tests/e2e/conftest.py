@@ -45,7 +45,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     if not any(Path(str(item.path)).resolve().is_relative_to(_E2E_DIR) for item in session.items):
         return
-    for name in ("jaeger", "otelcol"):
+    for name in ("jaeger", "otelcol", "prometheus"):
         try:
             locate_binary(name)
         except BackendError as exc:

@@ -28,6 +28,9 @@ VERSION = "1.4.0"
 POLICY_CODE = "F-POLICY-UNAUTHORIZED_TOOL"
 RULES = """\
 version: 1
+tools:
+  lookup_order: {kind: lookup}
+  delete_account: {kind: mutate}
 rules:
   - id: look-it-up
     layer: trajectory
