@@ -9,6 +9,7 @@ Each request is the JSON body Flagger POSTs (``name``, ``namespace``, ``phase``,
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from tracejudge.collector import Collector
+from tracejudge.collector.flagger import FirstAsked, decide_hook
 
 STABLE = {"agent": "support", "variant": "stable", "min_runs": "20", "threshold": "0.8"}
 CANARY = {"agent": "support", "variant": "canary", "baseline": "stable", "min_runs": "5"}
@@ -94,6 +96,7 @@ def test_hooks_answer_in_flaggers_terms(
         (json.dumps(_payload({"variant": "canary"})).encode(), "metadata.agent"),
         (json.dumps(_payload({**CANARY, "window": "soon"})).encode(), "metadata.window"),
         (json.dumps(_payload({**CANARY, "colour": "red"})).encode(), "metadata.colour"),
+        (json.dumps(_payload({**CANARY, "deadline": "later"})).encode(), "metadata.deadline"),
     ],
 )
 def test_bad_payloads_are_400_naming_the_field(judged: Collector, raw: bytes, field: str) -> None:
@@ -107,3 +110,36 @@ def test_bad_payloads_are_400_naming_the_field(judged: Collector, raw: bytes, fi
 def test_unknown_hooks_and_methods_are_refused(judged: Collector) -> None:
     assert _hook(judged.http_port, "pre-rollout", _payload(STABLE))[0] == 404
     assert _hook(judged.http_port, "confirm-promotion", None, method="GET")[0] == 405
+
+
+def test_inconclusive_past_the_deadline_counts_as_a_fail() -> None:
+    """Timed from the first call for the canary revision (namespace, name, checksum); a
+    new revision starts its own clock."""
+    t = [100.0]
+    first = FirstAsked(now=lambda: t[0])
+    rev1 = {"namespace": "prod", "name": "support", "checksum": "aaa"}
+    rev2 = {**rev1, "checksum": "bbb"}
+    waiting = {"decision": "inconclusive", "reason": "3 runs, fewer than min_runs=20"}
+    assert first.elapsed(rev1) == 0.0
+    t[0] = 700.0
+    assert first.elapsed(rev2) == 0.0
+    ok, answer = decide_hook("rollback", waiting, first.elapsed(rev1), 600.0)
+    assert (ok, answer["decision"]) == (True, "fail")
+    assert "past deadline 600s" in answer["reason"]
+    assert decide_hook("confirm-promotion", waiting, first.elapsed(rev1), 600.0)[0] is False
+    assert decide_hook("rollback", waiting, first.elapsed(rev2), 600.0) == (False, waiting)
+    assert decide_hook("rollback", waiting, 1e9, None) == (False, waiting)  # no deadline
+    passing = {"decision": "pass", "reason": "ok"}
+    assert decide_hook("rollback", passing, 1e9, 600.0) == (False, passing)
+
+
+def test_deadline_over_http(judged: Collector) -> None:
+    """An unknown variant stays inconclusive: no rollback at the first call, a rollback
+    once the deadline (1 ms here) has passed since it."""
+    meta = {**UNKNOWN, "deadline": "1ms"}
+    status, body = _hook(judged.http_port, "rollback", _payload(meta))
+    assert (status, body["decision"]) == (409, "inconclusive")
+    time.sleep(0.01)
+    status, body = _hook(judged.http_port, "rollback", _payload(meta))
+    assert (status, body["decision"]) == (200, "fail")
+    assert "past deadline" in body["reason"]

@@ -222,3 +222,9 @@ def test_metrics_endpoint_answers_prometheus_text_or_json(judged: Collector) -> 
     doc = json.loads(body)
     assert doc["runs"] == {"pass": 29, "fail": 3}
     assert doc["traces_decided"] == 32
+
+
+def test_verdict_lines_carry_the_agent_version_only_when_known() -> None:
+    """Additive to the public JSON: ``agent_version`` appears only for a run naming one."""
+    assert _v("canary", "pass", agent_version="1.5").to_dict()["agent_version"] == "1.5"
+    assert "agent_version" not in _v("canary", "pass").to_dict()

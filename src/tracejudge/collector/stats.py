@@ -1,8 +1,9 @@
 """Collector health counts, mirrored to OpenTelemetry metrics.
 
-The plain counters back ``/healthz`` and ``/metrics`` (JSON, always available); the OTel
-instruments feed a ``MeterProvider`` whose OTLP exporter is optional. Counting happens per
-batch, not per span, to keep the hot path cheap.
+The plain counters back ``/healthz`` and ``/metrics`` (JSON, and the Prometheus text format
+of ``exposition.py``); the OTel instruments feed a ``MeterProvider`` whose OTLP exporter is
+optional. Counting happens per batch, not per span, to keep the hot path cheap; verdict
+labels are bounded by ``metric_labels.MetricLabels``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ LATENCY_BUCKETS: tuple[float, ...] = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 )  # fmt: skip
 """Upper bounds (seconds) of the decision-latency histogram's buckets (Prometheus ``le``),
-from a tick (20 ms) to the default decision wait (30 s)."""
+from a quarter of a tick (5 ms) to the default decision wait (30 s)."""
 
 Identity = tuple[str, str, str, str]
 """Bounded (agent, variant, agent version, case slice) label values of a verdict."""
