@@ -88,6 +88,8 @@ class Engine:
                 exc,
                 agent=getattr(run, "agent_name", None),
                 case_id=getattr(run, "case_id", None),
+                variant=getattr(run, "variant_id", None),
+                agent_version=getattr(run, "agent_version", None),
             )
 
     def judge_spans(self, spans: Sequence[SpanRecord]) -> list[Verdict]:
@@ -115,7 +117,11 @@ class Engine:
         exc: Exception,
         agent: str | None = None,
         case_id: str | None = None,
+        variant: str | None = None,
+        agent_version: str | None = None,
     ) -> Verdict:
+        # The run's identity too: the gate and the verdict metrics count an error verdict
+        # against its variant (a run that did not pass).
         return Verdict(
             trace_id=trace_id,
             root_span_id=root,
@@ -123,6 +129,8 @@ class Engine:
             layers=dict.fromkeys(LAYERS, "not_applicable"),
             agent=agent,
             case_id=case_id,
+            variant=variant,
+            agent_version=agent_version,
             rules_version=self.ruleset.version,
             error=clip_explanation(f"{type(exc).__name__}: {exc}"),
         )
