@@ -3,7 +3,8 @@
 # venv, the Go backends, the compiled wheel), in as little wall time as the cores allow.
 #
 # Only the end-to-end tests (marked `e2e`) need the Go backends, and building them cold is most
-# of the work (Jaeger, the OpenTelemetry Collector and Prometheus: see scripts/build-backends.sh). So:
+# of the work (Jaeger, the OpenTelemetry Collector and Prometheus: see scripts/build-backends.sh;
+# helm and kube-check for the Helm chart: scripts/build-tools.sh). So:
 #   1. scripts/build-backends.sh starts in the background at once (a no-op when they are built);
 #   2. meanwhile, in order: venv, semconv and rules-schema freshness, ruff, mypy --strict, every
 #      test not marked e2e (pytest-xdist, one worker per core), the mypyc-compiled wheel, the
@@ -60,12 +61,13 @@ stop_backends() {
 trap 'exit 130' INT TERM
 trap stop_backends EXIT
 
-if bash scripts/build-backends.sh --no-build >/dev/null 2>&1; then
+if bash scripts/build-backends.sh --no-build >/dev/null 2>&1 && bash scripts/build-tools.sh --no-build >/dev/null 2>&1; then
   say "backends: built already"
 else
-  say "backends: building the missing ones of Jaeger, the OpenTelemetry Collector and Prometheus in the background (log: $BACKENDS_LOG)"
-  # Its own process group, so that stopping it stops the go commands under it too.
-  setsid bash scripts/build-backends.sh >/dev/null 2>"$BACKENDS_LOG" &
+  say "backends: building the missing ones of Jaeger, the OpenTelemetry Collector, Prometheus, helm and kube-check in the background (log: $BACKENDS_LOG)"
+  # Its own process group, so that stopping it stops the go commands under it too. The
+  # deployment tools (scripts/build-tools.sh) come after the backends: they share the Go cache.
+  setsid bash -c 'bash scripts/build-backends.sh >/dev/null && bash scripts/build-tools.sh >/dev/null' 2>"$BACKENDS_LOG" &
   backends=$!
 fi
 

@@ -29,6 +29,7 @@ CHART = ROOT / "collector" / "helm" / "tracejudge"
 RULES = ROOT / "examples" / "refund" / "rules.yaml"
 BUILD = ROOT / "scripts" / "build-tools.sh"
 SECURE = ["--set", "auth.existingSecret=tj-auth", "--set-file", f"rules={RULES}"]
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
