@@ -334,7 +334,24 @@ def main() -> int:
     parser.add_argument("--builds", default="compiled,pure", help="comma-separated: compiled,pure")
     parser.add_argument("--anchor", action="store_true", help="also run otelcol tail_sampling")
     parser.add_argument("--anchor-only", action="store_true", help="only the otelcol anchor")
+    parser.add_argument(
+        "--extra-build",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="another tracejudge executable to measure (e.g. an earlier commit's compiled "
+        "wheel, for a before/after comparison in one run); name it in --builds",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="repeat the throughput phase, builds alternating"
+    )
+    parser.add_argument("--throughput-only", action="store_true", help="skip latency and memory")
     args = parser.parse_args()
+    for extra in args.extra_build:
+        name, _, path = extra.partition("=")
+        if not name or not path:
+            parser.error(f"--extra-build {extra!r}: expected NAME=PATH")
+        BUILDS[name] = Path(path)
     sink = SinkThread()
     report: dict[str, Any] = {"cpus": os.cpu_count(), "loadavg": os.getloadavg()}
     with tempfile.TemporaryDirectory() as tmp:
@@ -346,13 +363,18 @@ def main() -> int:
                 parser.error(f"{BUILDS[b]} is missing (make compiled / make bootstrap)")
         if not args.anchor_only:
             report["throughput"] = []
-            for b in builds:
-                Serve.build = b
-                for t in ("grpc", "http"):
-                    report["throughput"].append(
-                        throughput(sink, templates, t, args.seconds, args.wait)
-                    )
-                    print(json.dumps(report["throughput"][-1], indent=1), flush=True)
+            for r in range(args.rounds):
+                # alternate the order each round, so drifting load hits every build alike
+                for b in builds if r % 2 == 0 else builds[::-1]:
+                    Serve.build = b
+                    for t in ("grpc", "http"):
+                        report["throughput"].append(
+                            throughput(sink, templates, t, args.seconds, args.wait)
+                        )
+                        print(json.dumps(report["throughput"][-1], indent=1), flush=True)
+            if args.throughput_only:
+                print(json.dumps(report, indent=1))
+                return 0
             # Latency and memory on the build a release ships (the first one asked for).
             Serve.build = builds[0]
             best = min(
