@@ -96,6 +96,25 @@ def test_gzip_body_is_accepted(collector_factory: Callable[..., Collector], sink
     wait_for(lambda: len(sink.spans()) == 1, what="gzip span")
 
 
+def test_gzip_body_of_several_members_is_read_whole(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """A gzip body may be several members one after another (RFC 1952; ``cat a.gz b.gz``,
+    streaming compressors; Go's reader in the OTel Collector reads them all). Only the first
+    used to be inflated: the request was answered 200 and the other members' spans were
+    silently lost (found by the malformed-OTLP corpus, ``gzip-two-members``). Now every
+    member is read, and the size cap still counts them together."""
+    c = collector_factory(max_request_bytes=64 * 1024)
+    traces = [_one_trace() for _ in range(3)]
+    body = b"".join(gzip.compress(t) for t in traces)
+    status, _, resp = post(c.http_port, body, headers={"Content-Encoding": "gzip"})
+    assert status == 200, resp
+    wait_for(lambda: len(sink.spans()) == 3, what="the spans of all three members")
+    filler = gzip.compress(b"\x00" * (40 * 1024))
+    status, _, _ = post(c.http_port, filler * 2, headers={"Content-Encoding": "gzip"})
+    assert status == 413
+
+
 @pytest.mark.parametrize(
     ("body", "encoding"),
     [
@@ -103,8 +122,9 @@ def test_gzip_body_is_accepted(collector_factory: Callable[..., Collector], sink
         (_one_trace()[:-3], None),
         (b"not gzip", "gzip"),
         (gzip.compress(_one_trace())[:-10], "gzip"),
+        (gzip.compress(_one_trace()) + b"garbage", "gzip"),
     ],
-    ids=["garbage", "truncated-protobuf", "bad-gzip", "truncated-gzip"],
+    ids=["garbage", "truncated-protobuf", "bad-gzip", "truncated-gzip", "gzip-then-garbage"],
 )
 def test_undecodable_body_is_400_with_status(
     collector_factory: Callable[..., Collector], body: bytes, encoding: str | None

@@ -205,10 +205,14 @@ async def read_body(request: web.Request, gzip: bool, cap: int, timeout: float) 
         raise BodyTimeout(f"request body not received within {timeout:g}s") from None
 
 
+def _gunzip() -> Any:
+    return zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+
 async def _read_body(request: web.Request, gzip: bool, cap: int) -> bytes:
     out = bytearray()
     raw = 0
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzip else None
+    d = _gunzip() if gzip else None
     async for chunk in request.content.iter_chunked(1 << 16):
         raw += len(chunk)
         if raw > cap:
@@ -216,12 +220,7 @@ async def _read_body(request: web.Request, gzip: bool, cap: int) -> bytes:
         if d is None:
             out += chunk
             continue
-        try:
-            out += d.decompress(chunk, cap + 1 - len(out))
-        except zlib.error as exc:
-            raise BadEncoding(f"invalid gzip body: {exc}") from exc
-        if len(out) > cap or d.unconsumed_tail:
-            raise TooLarge
+        d = _inflate(d, chunk, out, cap)
     if d is not None:
         try:
             out += d.flush()
@@ -232,6 +231,28 @@ async def _read_body(request: web.Request, gzip: bool, cap: int) -> bytes:
         if len(out) > cap:
             raise TooLarge
     return bytes(out)
+
+
+def _inflate(d: Any, data: bytes, out: bytearray, cap: int) -> Any:
+    """Inflate ``data`` into ``out``; returns the decompressor for the next chunk.
+
+    A gzip body may hold several members one after another (RFC 1952; what ``cat a.gz
+    b.gz`` or a streaming compressor writes, and what Go's reader in the OTel Collector
+    accepts): each member gets a fresh decompressor. Only the first used to be read, so the
+    spans of the others were acknowledged and silently dropped. Bytes after a member that
+    do not start another one are invalid gzip, not ignored.
+    """
+    while data:
+        if d.eof:
+            d = _gunzip()
+        try:
+            out += d.decompress(data, cap + 1 - len(out))
+        except zlib.error as exc:
+            raise BadEncoding(f"invalid gzip body: {exc}") from exc
+        if len(out) > cap or d.unconsumed_tail:
+            raise TooLarge
+        data = d.unused_data if d.eof else b""
+    return d
 
 
 def _status_response(
