@@ -193,6 +193,30 @@ def test_duplicate_span_ids_and_many_traces_in_one_request(
     assert c.stats.traces_decided == 20
 
 
+def test_every_copy_of_a_duplicated_span_is_stamped_alike(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """A client that retries an export (its first try timed out but arrived) sends the
+    spans twice; when both copies arrive before the decision, both are forwarded, and both
+    must carry the verdict, outcome events and cited codes. Only the first copy used to be
+    stamped, so the backend held a root with the verdict and the same root without it
+    (found by the malformed-OTLP corpus, ``genai-*`` entries sent over HTTP then gRPC)."""
+    c = collector_factory(decision_wait_after_root=0.3)
+    tid, rid = new_ids()
+    body = make_request([make_span(tid, rid), make_span(tid, parent=rid, error=True)])
+    assert post(c.http_port, body.SerializeToString())[0] == 200
+    assert post(c.http_port, body.SerializeToString())[0] == 200  # the retry
+    wait_for(lambda: len(sink.spans()) == 4, what="both copies of both spans")
+    assert c.stats.traces_decided == 1
+    roots = [s for s in sink.spans() if not s.parent_span_id]
+    failing = [s for s in sink.spans() if s.parent_span_id]
+    assert [attrs(s)[sc.TRACEJUDGE_VERDICT] for s in roots] == ["fail", "fail"]
+    events = [len(s.events) for s in failing]  # the outcome cites the failing span
+    assert events[0] == events[1] >= 1
+    assert [attrs(s)[sc.TRACEJUDGE_FINDING_CODES] for s in failing] == [["F-TEST-ERROR"]] * 2
+    assert all(sc.TRACEJUDGE_LATE not in attrs(s) for s in sink.spans())
+
+
 def test_span_arriving_while_its_trace_is_being_decided_is_not_judged_twice(
     collector_factory: Callable[..., Collector], sink: Sink
 ) -> None:

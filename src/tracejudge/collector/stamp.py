@@ -197,12 +197,26 @@ def _add_outcome_events(span: Span, outcomes: Sequence[RuleOutcome]) -> None:
 
 def index_spans(fragments: Sequence[ResourceSpans]) -> dict[bytes, tuple[int, Span]]:
     """Span id → (fragment index, span); the first occurrence wins for duplicate ids."""
-    out: dict[bytes, tuple[int, Span]] = {}
+    return _index_all(fragments)[0]
+
+
+def _index_all(
+    fragments: Sequence[ResourceSpans],
+) -> tuple[dict[bytes, tuple[int, Span]], dict[bytes, list[tuple[int, Span]]]]:
+    """``index_spans`` plus the further copies of duplicated span ids (a client's retried
+    export that arrived before the decision): every copy is stamped alike, or the backend
+    would hold one copy of a root with the verdict and one without."""
+    first: dict[bytes, tuple[int, Span]] = {}
+    more: dict[bytes, list[tuple[int, Span]]] = {}
     for i, rs in enumerate(fragments):
         for ss in rs.scope_spans:
             for span in ss.spans:
-                out.setdefault(span.span_id, (i, span))
-    return out
+                sid = span.span_id
+                if sid in first:
+                    more.setdefault(sid, []).append((i, span))
+                else:
+                    first[sid] = (i, span)
+    return first, more
 
 
 def codes_by_span(verdicts: Iterable[Verdict]) -> dict[bytes, list[str]]:
@@ -225,7 +239,7 @@ def stamp(
     fragments: Sequence[ResourceSpans], verdicts: Sequence[Verdict]
 ) -> tuple[set[int], Decision]:
     """Stamp verdicts onto the trace's spans; returns the changed fragment indexes."""
-    index = index_spans(fragments)
+    index, copies = _index_all(fragments)
     changed: set[int] = set()
     decision = Decision(overall(verdicts), codes_by_span(verdicts))
     for v in verdicts:
@@ -235,26 +249,32 @@ def stamp(
             root_key = b""
         hit = index.get(root_key)
         if hit is not None:
-            set_attrs(hit[1], verdict_attributes(v))
-            changed.add(hit[0])
+            attrs = verdict_attributes(v)
+            for i, span in [hit, *copies.get(root_key, ())]:
+                set_attrs(span, attrs)
+                changed.add(i)
         by_span: dict[str, list[RuleOutcome]] = {}
         for o in v.outcomes:
             by_span.setdefault(o.span_id or v.root_span_id, []).append(o)
         for sid, outcomes in by_span.items():
             try:
-                target = index.get(bytes.fromhex(sid))
+                key = bytes.fromhex(sid)
             except ValueError:
-                target = None
+                key = b""
+            target = index.get(key)
             if target is None:
+                key = root_key
                 target = hit
             if target is not None:
-                _add_outcome_events(target[1], outcomes)
-                changed.add(target[0])
+                for i, span in [target, *copies.get(key, ())]:
+                    _add_outcome_events(span, outcomes)
+                    changed.add(i)
     for sid_bin, codes in decision.codes_by_span.items():
         cited = index.get(sid_bin)
         if cited is not None:
-            set_attr(cited[1], sc.TRACEJUDGE_FINDING_CODES, codes)
-            changed.add(cited[0])
+            for i, span in [cited, *copies.get(sid_bin, ())]:
+                set_attr(span, sc.TRACEJUDGE_FINDING_CODES, codes)
+                changed.add(i)
     return changed, decision
 
 
