@@ -29,6 +29,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
 
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector, CollectorConfig
+from tracejudge.collector.otlp import status_bytes
 from tracejudge.engine.verdict import Finding, RuleOutcome, Verdict
 from tracejudge.model.spans import STATUS_ERROR, SpanRecord
 
@@ -115,6 +116,12 @@ class Sink:
     fail_body: bytes = b""
     """Body of those answers (a backend's error text may quote what it was sent)."""
     fail_grpc: list[grpc.StatusCode] = field(default_factory=list)
+    retry_after: str = "0"
+    """The Retry-After header of the ``fail_http`` answers."""
+    grpc_retry_delay: float | None = None
+    """When set, the ``fail_grpc`` answers carry ``RetryInfo`` with this delay (seconds)."""
+    attempt_times: list[float] = field(default_factory=list)
+    """``time.monotonic()`` of every request, accepted or not."""
     delay: float = 0.0
     grpc_port: int = 0
     http_port: int = 0
@@ -127,8 +134,15 @@ class Sink:
 
         async def export(data: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
             self.attempts += 1
+            self.attempt_times.append(time.monotonic())
             if self.fail_grpc:
-                await context.abort(self.fail_grpc.pop(0), "test failure")
+                code = self.fail_grpc.pop(0)
+                trailing: tuple[tuple[str, bytes], ...] = ()
+                if self.grpc_retry_delay is not None:
+                    number = int(code.value[0])
+                    details = status_bytes(number, "test failure", self.grpc_retry_delay)
+                    trailing = (("grpc-status-details-bin", details),)
+                await context.abort(code, "test failure", trailing)
             await asyncio.sleep(self.delay)
             self.requests.append(ExportTraceServiceRequest.FromString(data))
             out: bytes = ExportTraceServiceResponse().SerializeToString()
@@ -145,11 +159,12 @@ class Sink:
 
         async def post(request: web.Request) -> web.Response:
             self.attempts += 1
+            self.attempt_times.append(time.monotonic())
             body = await request.read()
             if self.fail_http:
                 status = self.fail_http.pop(0)
                 return web.Response(
-                    status=status, body=self.fail_body, headers={"Retry-After": "0"}
+                    status=status, body=self.fail_body, headers={"Retry-After": self.retry_after}
                 )
             await asyncio.sleep(self.delay)
             self.requests.append(ExportTraceServiceRequest.FromString(body))
