@@ -70,3 +70,21 @@ def test_python_examples_run(where: str, code: str, tmp_path: Path) -> None:
         timeout=120,
     )
     assert proc.returncode == 0, f"{where} failed:\n{proc.stdout}\n{proc.stderr}"
+
+
+_TEST_REF = re.compile(r"`(test_[a-z0-9_]+\.py)::(test_[a-z0-9_]+)`")
+
+
+def test_the_reliability_table_names_tests_that_exist() -> None:
+    """Each row of the collector's fault table names the test that proves it; a renamed or
+    deleted test would leave a claim with nothing behind it."""
+    page = (ROOT / "docs" / "collector.md").read_text(encoding="utf-8")
+    table = page[page.index("### Faults and what they cost") :]
+    refs = _TEST_REF.findall(table)
+    assert len(refs) >= 25
+    missing = []
+    for file, name in refs:
+        source = ROOT / "tests" / "collector" / file
+        if not source.is_file() or not re.search(rf"^def {name}\(", source.read_text(), re.M):
+            missing.append(f"{file}::{name}")
+    assert missing == []
