@@ -73,40 +73,42 @@ class Serve:
         return spans.get("received", 0)
 
 
-@pytest.fixture
-def serve(sink: Sink) -> Iterator[Serve]:
-    """The real command with the refund example's rules, forwarding to the sink."""
+def _spawn(forward: str, *flags: str) -> Serve:
+    """Start the real command with the refund example's rules; wait until it is serving."""
     http_port, grpc_port = _free_port(), _free_port()
     cmd = [
-        str(Path(sys.executable).with_name("tracejudge")),
-        "serve",
-        "--rules",
-        str(RULES),
-        "--http-port",
-        str(http_port),
-        "--grpc-port",
-        str(grpc_port),
-        "--forward",
-        sink.http_url,
-        "--decision-wait",
-        "2s",
-        "--decision-wait-after-root",
-        "0.1s",
-    ]
+        str(Path(sys.executable).with_name("tracejudge")), "serve", "--rules", str(RULES),
+        "--http-port", str(http_port), "--grpc-port", str(grpc_port), "--forward", forward,
+        "--decision-wait", "2s", "--decision-wait-after-root", "0.1s", *flags,
+    ]  # fmt: skip
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     s = Serve(proc, http_port, grpc_port)
     try:
         wait_for(lambda: _healthy(s), timeout=30, what="serve started")
-        yield s
-    finally:
-        s.channel.close()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.communicate(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
+    except BaseException:
+        _stop(s)
+        raise
+    return s
+
+
+def _stop(s: Serve) -> None:
+    s.channel.close()
+    if s.proc.poll() is None:
+        s.proc.send_signal(signal.SIGTERM)
+        try:
+            s.proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            s.proc.kill()
+            s.proc.communicate()
+
+
+@pytest.fixture
+def started() -> Iterator[list[Serve]]:
+    """Processes a test starts (append them); each is stopped after the test."""
+    procs: list[Serve] = []
+    yield procs
+    for s in procs:
+        _stop(s)
 
 
 def _healthy(s: Serve) -> bool:
@@ -228,23 +230,29 @@ def test_the_corpus_is_what_the_generator_makes() -> None:
     assert {e.expect for e in entries} == {ANY, OK, PARTIAL, REFUSED, ERROR}
 
 
-def test_malformed_otlp_corpus_against_real_serve(serve: Serve, sink: Sink, lt: LoopThread) -> None:
-    """Each corpus entry, over each transport it can travel by, followed by a valid trace
-    over HTTP or gRPC in turn; then every acknowledged span must reach the backend."""
-    entries = otlp_fuzz.load()
+@dataclass
+class Sent:
+    """What the corpus run acknowledged: spans the collector counted as received (all
+    must reach the backend), the valid traces sent between entries, and figures to report."""
+
+    received: int = 0
+    valid: list[bytes] = field(default_factory=list)
+    statuses: Counter[str] = field(default_factory=Counter)
+    uncounted: int = 0
+    seconds: float = 0.0
+
+
+def _send_corpus(serve: Serve, entries: list[Entry]) -> Sent:
+    """Each entry, over each transport it can travel by, then a valid two-span agent trace
+    over HTTP or gRPC in turn; checks every answer as it comes."""
+    out = Sent()
     problems: list[str] = []
-    valid: list[tuple[bytes, int]] = []  # (trace id, spans)
-    expected_received = 0
-    unknown_counts = 0
-    sends = 0
-    statuses: Counter[str] = Counter()
     started = time.monotonic()
     for i, e in enumerate(entries):
         for transport in e.transports:
             before = serve.received()
             answer = _send(serve, e, transport)
-            sends += 1
-            statuses[f"{transport} {answer.status}{' partial' if answer.rejected else ''}"] += 1
+            out.statuses[f"{transport} {answer.status}{' partial' if answer.rejected else ''}"] += 1
             wrong = _check(e, transport, answer)
             if wrong:
                 problems.append(f"{e.name} over {transport}: {wrong} ({answer.message[:120]})")
@@ -254,54 +262,106 @@ def test_malformed_otlp_corpus_against_real_serve(serve: Serve, sink: Sink, lt: 
             else:
                 total = _spans_in(e)
                 if total is None:
-                    unknown_counts += 1
+                    out.uncounted += 1
                 elif accepted != total - answer.rejected:
                     problems.append(
                         f"{e.name} over {transport}: {total} spans, {answer.rejected} rejected, "
                         f"but {accepted} counted as received"
                     )
-            expected_received += accepted
+            out.received += accepted
             assert _healthy(serve), f"not serving /healthz after {e.name} over {transport}"
         tid, body = _agent_trace(n=2)
         answer = _send(serve, Entry(f"valid-{i}", body, OK), "grpc" if i % 2 else "http")
         assert (answer.refused, answer.rejected) == (False, 0), f"valid trace after {e.name}"
-        valid.append((tid, 2))
-        expected_received += 2
+        out.valid.append(tid)
+        out.received += 2
         assert time.monotonic() - started < BUDGET_S, f"corpus still running after {BUDGET_S}s"
-    elapsed = time.monotonic() - started
+    out.seconds = time.monotonic() - started
     assert problems == [], "\n".join(problems)
-    assert serve.received() == expected_received
-    wait_for(lambda: len(sink.spans()) >= expected_received, timeout=30, what="every accepted span")
+    assert serve.received() == out.received
+    return out
+
+
+def _check_delivery(sink: Sink, sent: Sent, entries: list[Entry]) -> Counter[str | None]:
+    """Every acknowledged span arrived, none twice: the valid traces whole, each span once,
+    each root judged; the GenAI entries judged too (not failed). Returns their verdicts."""
+    wait_for(lambda: len(sink.spans()) >= sent.received, timeout=30, what="every accepted span")
     time.sleep(0.5)  # anything beyond would be a duplicate
     spans = sink.spans()
-    assert len(spans) == expected_received
+    assert len(spans) == sent.received
     per_span = Counter((s.trace_id, s.span_id) for s in spans)
-    for tid, n in valid:
+    valid = set(sent.valid)
+    for tid in valid:
         mine = [k for k in per_span if k[0] == tid]
-        assert len(mine) == n, tid.hex()
+        assert len(mine) == 2, tid.hex()
         assert all(per_span[k] == 1 for k in mine), tid.hex()
-    roots = [s for s in spans if not s.parent_span_id and s.trace_id in dict(valid)]
+    roots = [s for s in spans if not s.parent_span_id and s.trace_id in valid]
     assert len(roots) == len(valid)
     assert all(sc.TRACEJUDGE_VERDICT in attrs(r) for r in roots)
     # The GenAI entries (valid OTLP, wrong attribute types) were judged, not failed: each
     # root carries a verdict, none of them "error".
-    genai = {e.body for e in entries if e.name.startswith("genai-")}
+    genai = [e for e in entries if e.name.startswith("genai-")]
     genai_roots = [s for s in spans if not s.parent_span_id and s.trace_id[2:] == b"\x5e" * 14]
     assert len(genai_roots) == 2 * len(genai)
     verdicts = Counter(attrs(r).get(sc.TRACEJUDGE_VERDICT) for r in genai_roots)
     assert None not in verdicts, verdicts
     assert "error" not in verdicts, verdicts
+    return verdicts
+
+
+def _check_clean_exit(serve: Serve, forwarded: int) -> None:
     m = _metrics(serve.http_port)
     assert (m["decision_errors"], m["judge_errors"], m["quarantined"]) == (0, 0, 0)
     assert m["spans"].get("dropped", 0) == 0
-    assert m["spans"].get("forwarded", 0) == expected_received
+    assert m["spans"].get("forwarded", 0) == forwarded
+    serve.channel.close()
     serve.proc.send_signal(signal.SIGTERM)
     _, stderr = serve.proc.communicate(timeout=20)
     assert serve.proc.returncode == 0, stderr[-2000:]
     assert "Traceback" not in stderr
+
+
+def test_malformed_otlp_corpus_against_real_serve(started: list[Serve], sink: Sink) -> None:
+    """The corpus against ``serve`` forwarding to a live backend: OTLP answers only,
+    ``/healthz`` after every request, every acknowledged span delivered exactly once, no
+    decision failing, a clean exit."""
+    entries = otlp_fuzz.load()
+    serve = _spawn(sink.http_url)
+    started.append(serve)
+    sent = _send_corpus(serve, entries)
+    verdicts = _check_delivery(sink, sent, entries)
+    _check_clean_exit(serve, sent.received)
     print(
-        f"\n{len(entries)} entries, {sends} corpus requests + {len(valid)} valid traces in "
-        f"{elapsed:.1f}s; {expected_received} spans forwarded; {unknown_counts} accepted "
-        f"mutations not counted independently; answers {dict(statuses)}; GenAI verdicts "
-        f"{dict(verdicts)}"
+        f"\n{len(entries)} entries, {sum(sent.statuses.values())} corpus requests + "
+        f"{len(sent.valid)} valid traces in {sent.seconds:.1f}s; {sent.received} spans "
+        f"forwarded; {sent.uncounted} accepted mutations not counted independently; "
+        f"answers {dict(sent.statuses)}; GenAI verdicts {dict(verdicts)}"
     )
+
+
+def test_malformed_otlp_corpus_survives_sigkill_with_the_disk_queue(
+    started: list[Serve], lt: LoopThread, tmp_path: Path
+) -> None:
+    """Issue 12's first defect across the whole corpus: with ``--queue-dir`` and the backend
+    down, everything acknowledged is on disk when ``serve`` is killed (SIGKILL); the restart
+    must replay all of it (no row quarantined, no decision failing) and, with the backend
+    back, deliver every acknowledged span exactly once (nothing was delivered before the
+    kill, so the at-least-once window is empty)."""
+    entries = otlp_fuzz.load()
+    port = _free_port()
+    flags = ("--queue-dir", str(tmp_path / "q"))
+    serve = _spawn(f"http://127.0.0.1:{port}", *flags)
+    started.append(serve)
+    sent = _send_corpus(serve, entries)
+    serve.proc.kill()
+    serve.proc.wait(10)
+    sink = Sink()
+    lt.run(sink.start(http_port=port))
+    try:
+        again = _spawn(f"http://127.0.0.1:{port}", *flags)
+        started.append(again)
+        _check_delivery(sink, sent, entries)
+        _check_clean_exit(again, sent.received)
+    finally:
+        lt.run(sink.stop())
+    print(f"\n{sent.received} acknowledged spans replayed after SIGKILL, each delivered once")
