@@ -20,8 +20,10 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
+
+from _harness import discard_provider
 
 USAGE = {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49}
 
@@ -68,25 +70,6 @@ def _handler(request: Any) -> Any:
     return httpx2.Response(
         200, content=ANSWER if done else TOOL_CALL, headers={"content-type": "application/json"}
     )
-
-
-def _provider() -> Any:
-    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
-
-    class Discard(SpanExporter):
-        """Counts spans and drops them: export cost is the same for every configuration."""
-
-        count = 0
-
-        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-            Discard.count += len(spans)
-            return SpanExportResult.SUCCESS
-
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(Discard()))
-    provider.discard = Discard  # type: ignore[attr-defined]
-    return provider
 
 
 def lookup_order(customer_id: str) -> str:
@@ -173,7 +156,7 @@ def main() -> int:
     # content capture on for every configuration (what a judge needs)
     os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
     os.environ["OTEL_INSTRUMENTATION_OPENAI_AGENTS_CAPTURE_CONTENT"] = "true"
-    provider = _provider()
+    provider = discard_provider()
     run = _agents_run() if config.startswith("agents-") else _langgraph_run()
     on, off = _toggle(config, provider)
     for _ in range(5):  # warm-up, both states

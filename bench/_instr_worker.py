@@ -17,8 +17,10 @@ import statistics
 import sys
 import time
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
+
+from _harness import discard_provider
 
 RESPONSE = {
     "id": "chatcmpl-bench",
@@ -70,25 +72,6 @@ def _client() -> Any:
 
     http = httpx2.Client(transport=httpx2.MockTransport(handler))
     return openai.OpenAI(api_key="sk-bench", base_url="http://bench.invalid/v1", http_client=http)
-
-
-def _provider() -> Any:
-    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
-
-    class Discard(SpanExporter):
-        """Counts spans and drops them: export cost is the same for every configuration."""
-
-        count = 0
-
-        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-            Discard.count += len(spans)
-            return SpanExportResult.SUCCESS
-
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(Discard()))
-    provider.discard = Discard  # type: ignore[attr-defined]
-    return provider
 
 
 class Toggle:
@@ -245,7 +228,7 @@ def main() -> None:
     """``_instr_worker.py CONFIG CALLS [BLOCK]``: CALLS measured calls per state."""
     config, calls = sys.argv[1], int(sys.argv[2])
     block = int(sys.argv[3]) if len(sys.argv) > 3 else 50
-    provider = _provider()
+    provider = discard_provider()
     state: dict[str, Any] = {"wrapper": None}
     client = _client()
     # One plain call first, as an application would: the SDK loads its resource

@@ -21,11 +21,10 @@ Usage: ``make bench-frameworks`` (sets up .venv-bench with the peers), or
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
-from pathlib import Path
+
+from _harness import rounds
 
 CONFIGS = [
     "agents-bare",
@@ -36,19 +35,6 @@ CONFIGS = [
     "langgraph-tracejudge",
     "langgraph-openinference",
 ]
-HERE = Path(__file__).resolve().parent
-
-
-def run_one(python: str, config: str, runs: int, block: int) -> dict[str, float]:
-    """One worker process; returns its JSON result line."""
-    out = subprocess.run(
-        [python, str(HERE / "_framework_worker.py"), config, str(runs), str(block)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
 
 
 def main() -> int:
@@ -60,17 +46,9 @@ def main() -> int:
     parser.add_argument("--configs", nargs="*", default=CONFIGS)
     args = parser.parse_args()
 
-    over: dict[str, list[float]] = {c: [] for c in args.configs}
-    base: dict[str, list[float]] = {c: [] for c in args.configs}
-    spans: dict[str, list[float]] = {c: [] for c in args.configs}
-    for r in range(args.rounds):
-        shift = r % len(args.configs)
-        for config in args.configs[shift:] + args.configs[:shift]:
-            res = run_one(args.python, config, args.runs, args.block)
-            over[config].append(res["overhead_us"])
-            base[config].append(res["bare_us"])
-            spans[config].append(res["spans"])
-            print(f"  round {r + 1} {config:<24}{res['overhead_us']:>10.0f} us", file=sys.stderr)
+    over, base, spans = rounds(
+        args.python, "_framework_worker.py", args.configs, args.rounds, args.runs, args.block
+    )
     print(
         f"{'config':<25}{'run us':>9}{'overhead us':>13}{'spread (min-max)':>20}"
         f"{'x tracejudge':>14}{'spans/run':>11}"

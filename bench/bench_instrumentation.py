@@ -24,27 +24,12 @@ Usage: ``make bench-instrumentation`` (sets up .venv-bench with the peers), or
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
-from pathlib import Path
+
+from _harness import rounds
 
 CONFIGS = ["bare", "floor", "tracejudge", "otel-genai", "openinference", "openllmetry"]
-HERE = Path(__file__).resolve().parent
-
-
-def run_one(python: str, config: str, calls: int, block: int) -> dict[str, float]:
-    """One worker process; returns its JSON result line."""
-    out = subprocess.run(
-        [python, str(HERE / "_instr_worker.py"), config, str(calls), str(block)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    line = out.stdout.strip().splitlines()[-1]
-    result: dict[str, float] = json.loads(line)
-    return result
 
 
 def main() -> int:
@@ -57,17 +42,9 @@ def main() -> int:
     parser.add_argument("--max-ratio", type=float, default=None, help="fail above (tracejudge)")
     args = parser.parse_args()
 
-    over: dict[str, list[float]] = {c: [] for c in args.configs}
-    base: dict[str, list[float]] = {c: [] for c in args.configs}
-    spans: dict[str, list[float]] = {c: [] for c in args.configs}
-    for r in range(args.rounds):
-        shift = r % len(args.configs)
-        for config in args.configs[shift:] + args.configs[:shift]:
-            res = run_one(args.python, config, args.calls, args.block)
-            over[config].append(res["overhead_us"])
-            base[config].append(res["bare_us"])
-            spans[config].append(res["spans"])
-            print(f"  round {r + 1} {config:<14}{res['overhead_us']:>8.1f} us", file=sys.stderr)
+    over, base, spans = rounds(
+        args.python, "_instr_worker.py", args.configs, args.rounds, args.calls, args.block
+    )
     floor = statistics.median(over["floor"]) if "floor" in over else float("nan")
     print(
         f"{'config':<14}{'bare us':>9}{'overhead us':>13}{'spread (min-max)':>19}"
