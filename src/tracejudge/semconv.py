@@ -760,3 +760,27 @@ FOREIGN_TOOL_CALL_FUNCTION_NAME: Final = "tool_call.function.name"
 
 FOREIGN_TOOL_CALL_FUNCTION_ARGUMENTS: Final = "tool_call.function.arguments"
 """Read from: OpenInference (suffix of flattened message.tool_calls.N attributes)."""
+
+FOREIGN_TOOL_ARGUMENTS: Final = "tool_arguments"
+"""Read from: pydantic-ai (instrumentation version 2, "running tool" spans; pydantic_ai/_instrumentation.py InstrumentationNames)."""
+
+FOREIGN_TOOL_RESPONSE: Final = "tool_response"
+"""Read from: pydantic-ai (instrumentation version 2, "running tool" spans)."""
+
+FOREIGN_FINAL_RESULT: Final = "final_result"
+"""Read from: pydantic-ai (agent run span, the run's output)."""
+
+FOREIGN_GCP_VERTEX_AGENT_TOOL_CALL_ARGS: Final = "gcp.vertex.agent.tool_call_args"
+"""Read from: Google ADK (execute_tool spans; google/adk/telemetry/tracing.py)."""
+
+FOREIGN_GCP_VERTEX_AGENT_TOOL_RESPONSE: Final = "gcp.vertex.agent.tool_response"
+"""Read from: Google ADK (execute_tool spans)."""
+
+FOREIGN_GEN_AI_TOOL_STATUS: Final = "gen_ai.tool.status"
+"""Read from: Strands Agents (execute_tool spans; strands/telemetry/tracer.py)."""
+
+FOREIGN_CONTENT: Final = "content"
+"""Read from: Strands Agents (attribute of the gen_ai.tool.message event on execute_tool spans)."""
+
+FOREIGN_MESSAGE: Final = "message"
+"""Read from: Strands Agents (attribute of the gen_ai.choice event on execute_tool spans)."""

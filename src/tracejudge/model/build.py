@@ -39,6 +39,7 @@ from tracejudge.model.messages import (
     parse_json_text,
     tool_responses,
 )
+from tracejudge.model.readers import AGENT_OUTPUT_KEYS
 from tracejudge.model.run import ModelCall, Note, NoteCode, Run, Step, ToolCall
 from tracejudge.model.spans import SpanRecord
 from tracejudge.model.steps import (
@@ -432,7 +433,7 @@ def _final_answer(run: Run, agent_root: SpanRecord | None, notes: list[Note]) ->
         )
         source = f"final answer: {sc.GEN_AI_OUTPUT_MESSAGES} of agent span {agent_root.span_id}"
         if text is None:
-            for key in (sc.FOREIGN_OUTPUT_VALUE, sc.FOREIGN_TRACELOOP_ENTITY_OUTPUT):
+            for key in AGENT_OUTPUT_KEYS:
                 value = attrs.get(key)
                 if isinstance(value, str) and value:
                     text = value

@@ -5,8 +5,10 @@ GenAI conventions (``gen_ai.operation.name``), their older event form (``gen_ai.
 message events), OpenInference (``openinference.span.kind``, ``llm.*``, ``tool.*``,
 ``input.value``/``output.value``) and OpenLLMetry (``traceloop.span.kind``,
 ``traceloop.entity.*``, ``gen_ai.prompt.N.*``). The GenAI keys win when present; the
-others fill what is missing. Problems with the evidence are returned as notes, never
-raised.
+others fill what is missing. Where a tool execution's arguments, result and status are
+is the reader table's business (``readers``: one row per framework that emits its
+own spans — pydantic-ai, Google ADK, Strands...), not this module's. Problems with
+the evidence are returned as notes, never raised.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tracejudge.model.messages import (
     parse_json_text,
     tool_call_parts,
 )
+from tracejudge.model.readers import NOT_EXECUTIONS, read_tool_evidence
 from tracejudge.model.run import (
     ModelCall,
     Note,
@@ -92,7 +95,8 @@ def classify(span: SpanRecord) -> SpanRole:
     if op in _MODEL_OPS:
         return "model"
     if op == _OP.EXECUTE_TOOL:
-        return "tool"
+        # A span that only repeats executions recorded by their own spans is no step.
+        return "other" if attrs.get(sc.GEN_AI_TOOL_NAME) in NOT_EXECUTIONS else "tool"
     oi_kind = _upper(attrs.get(sc.FOREIGN_OPENINFERENCE_SPAN_KIND))
     tl_kind = attrs.get(sc.FOREIGN_TRACELOOP_SPAN_KIND)
     if oi_kind == _OI_AGENT or tl_kind == _TL_AGENT:
@@ -347,12 +351,9 @@ def tool_call_from_span(span: SpanRecord, notes: list[Note]) -> ToolCall:
     """
     attrs = span.attributes
     name = _tool_name(span)
-    is_tl = attrs.get(sc.FOREIGN_TRACELOOP_SPAN_KIND) == _TL_TOOL
-    raw_args = _first(attrs, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.FOREIGN_INPUT_VALUE)
-    if raw_args is None and is_tl:
-        raw_args = attrs.get(sc.FOREIGN_TRACELOOP_ENTITY_INPUT)
-    args, args_json = parse_json_text(raw_args)
-    if is_tl and raw_args is not None and raw_args is attrs.get(sc.FOREIGN_TRACELOOP_ENTITY_INPUT):
+    evidence = read_tool_evidence(span)
+    args, args_json = parse_json_text(evidence.arguments)
+    if evidence.kwargs_input:
         args = _unwrap_traceloop_input(args)
     if not args_json:
         notes.append(
@@ -362,12 +363,12 @@ def tool_call_from_span(span: SpanRecord, notes: list[Note]) -> ToolCall:
                 f"tool {name} (span {span.span_id}): arguments are not JSON; kept as text",
             )
         )
-    raw_result = _first(attrs, sc.GEN_AI_TOOL_CALL_RESULT, sc.FOREIGN_OUTPUT_VALUE)
-    if raw_result is None and is_tl:
-        raw_result = attrs.get(sc.FOREIGN_TRACELOOP_ENTITY_OUTPUT)
-    result, _ = parse_json_text(raw_result)
+    result, _ = parse_json_text(evidence.result)
     status = _status(span)
     error_type = _error_type(span)
+    if evidence.failed and status != "error":
+        status = "error"
+        error_type = error_type or _TOOL_ERROR
     flag = _result_error_flag(result)
     if flag is not None and status != "error":
         status = "error"
