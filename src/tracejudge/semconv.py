@@ -169,6 +169,9 @@ MCP_METHOD_NAME: Final = "mcp.method.name"
 MCP_SESSION_ID: Final = "mcp.session.id"
 """Identifies [MCP session](https://modelcontextprotocol.io/specification/2025-06-18/basic/transports#session-management). [upstream; string]"""
 
+MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
+"""The [version](https://modelcontextprotocol.io/specification/versioning) of the Model Context Protocol used. [upstream; string]"""
+
 OPENAI_REQUEST_SERVICE_TIER: Final = "openai.request.service_tier"
 """The service tier requested. May be a specific tier, default, or auto. [upstream; enum]"""
 

@@ -95,8 +95,8 @@ def test_sdks_imported_after_instrument_are_patched_on_import(
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    # The OpenAI Agents SDK (a framework integration) waits for its own import as well.
-    frameworks = ("agents",) if patcher_mod.sdk_importable("agents") else ()
+    # The framework integrations (OpenAI Agents SDK, MCP) wait for their own imports too.
+    frameworks = tuple(m for m in ("agents", "mcp") if patcher_mod.sdk_importable(m))
     assert lines[0] == f"pending: {tuple(sorted(('anthropic', 'openai', *frameworks)))} active: ()"
     assert lines[1] == "loader: SourceFileLoader SourceFileLoader"
     assert lines[2] == f"pending: {frameworks} active: ('openai', 'anthropic')"

@@ -163,6 +163,7 @@ _BUILTIN: tuple[_Builtin, ...] = (
         "agents",
         integration=True,
     ),
+    _Builtin("mcp", "tracejudge.instrumentation.mcp", "MCPIntegration", "mcp", integration=True),
 )
 _extra: list[Registration] = []
 

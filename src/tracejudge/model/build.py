@@ -17,7 +17,9 @@ so rules can say "insufficient evidence" instead of passing silently:
 - parent cycle: the link into the cycle's earliest span (by start time, then id) is cut
   and that span becomes a root;
 - no end time: the span is kept and ordered as if it ended when it started;
-- spans outside every agent run (when the trace has agent spans): not judged, but listed.
+- spans outside every agent run (when the trace has agent spans): not judged, but listed;
+- a remote tool call recorded on both ends (an MCP server span below the caller's tool
+  span): one step, the caller's.
 
 Tool executions the model asked for but no span records are inferred: when a model call
 requested tool call X, no ``execute_tool`` span has ``gen_ai.tool.call.id`` X, and a later
@@ -39,7 +41,7 @@ from tracejudge.model.messages import (
     parse_json_text,
     tool_responses,
 )
-from tracejudge.model.readers import AGENT_OUTPUT_KEYS
+from tracejudge.model.readers import AGENT_OUTPUT_KEYS, server_side_of_a_call
 from tracejudge.model.run import ModelCall, Note, NoteCode, Run, Step, ToolCall
 from tracejudge.model.spans import SpanRecord
 from tracejudge.model.steps import (
@@ -274,6 +276,8 @@ def _build_run(trace: _Trace, root_id: str, ids: list[str], *, agent: bool) -> R
         if role == "model":
             steps.append(model_call_from_span(span, notes))
         elif role == "tool":
+            if server_side_of_a_call(span) and _below_a_tool(trace, span.span_id):
+                continue  # the caller's tool span is this execution's step
             steps.append(tool_call_from_span(span, notes))
     steps.sort(key=_step_key)
     steps = _infer_tool_calls(steps, notes)
@@ -306,6 +310,16 @@ def _build_run(trace: _Trace, root_id: str, ids: list[str], *, agent: bool) -> R
     run.conversation_id = _s(_lookup(root, ordered, sc.GEN_AI_CONVERSATION_ID, sc.SESSION_ID))
     _final_answer(run, root if agent else None, notes)
     return run
+
+
+def _below_a_tool(trace: _Trace, span_id: str) -> bool:
+    """Whether a tool span is an ancestor of the span (the parent forest is acyclic)."""
+    pid = trace.parent[span_id]
+    while pid is not None:
+        if classify(trace.by_id[pid]) == "tool":
+            return True
+        pid = trace.parent[pid]
+    return False
 
 
 def _infer_tool_calls(steps: list[Step], notes: list[Note]) -> list[Step]:

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from tracejudge import semconv as sc
 from tracejudge.model.messages import parse_json_text
-from tracejudge.model.spans import SpanRecord
+from tracejudge.model.spans import SPAN_KIND_SERVER, SpanRecord
 
 __all__ = [
     "AGENT_OUTPUT_KEYS",
@@ -37,6 +37,7 @@ __all__ = [
     "ToolEvidence",
     "ToolReader",
     "read_tool_evidence",
+    "server_side_of_a_call",
 ]
 
 _TOOL_CALL: Final = "tool_call"
@@ -166,6 +167,15 @@ NOT_EXECUTIONS: Final[frozenset[str]] = frozenset({"(merged tools)"})
 """``gen_ai.tool.name`` values of ``execute_tool`` spans that are not an execution:
 Google ADK's ``trace_merged_tool_calls`` span repeats, as one response event, calls
 that each have an ``execute_tool`` span of their own (counting it would double them)."""
+
+
+def server_side_of_a_call(span: SpanRecord) -> bool:
+    """Whether a tool span is the server's side of a remote tool call (an MCP server
+    span: kind SERVER with ``mcp.method.name``, as the MCP SDK 2.x records each
+    ``tools/call``). Below the caller's own tool span it is the same execution, seen
+    from the other end, and the run builder does not count it twice."""
+    return span.kind == SPAN_KIND_SERVER and sc.MCP_METHOD_NAME in span.attributes
+
 
 AGENT_OUTPUT_KEYS: Final[tuple[str, ...]] = (
     sc.FOREIGN_OUTPUT_VALUE,  # OpenInference AGENT spans

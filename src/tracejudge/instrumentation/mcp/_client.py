@@ -1,0 +1,169 @@
+"""The client side of MCP: a ``tools/call`` as the agent's tool execution.
+
+``ClientSession.call_tool`` is wrapped. What the SDK (2.x) already records is left to it:
+its own CLIENT span per request (``MCP send tools/call {tool}``, with ``mcp.method.name``
+and ``jsonrpc.request.id``) and the W3C trace context it injects into ``params._meta``,
+which the server continues. What it does not record is what a judge needs — the tool's
+arguments and result, and that this request *is* a tool execution of the agent — so
+tracejudge opens the GenAI ``execute_tool {tool}`` span around the call (INTERNAL, the
+SDK's CLIENT span nests under it), with ``mcp.method.name = tools/call``, the negotiated
+``mcp.protocol.version``, the model's tool-call id (claimed from the run's ledger, as
+``@tracejudge.tool`` does), ``gen_ai.tool.call.arguments``/``.result`` (captured,
+redacted and capped as every tool's are) and, for a ``CallToolResult`` with ``isError``,
+``error.type = tool_error`` and status ERROR (the MCP conventions' rule).
+
+When an outer instrumentation already traces this tool execution (the current span is
+an ``execute_tool`` span: the Agents SDK's MCP tools, ``@tracejudge.tool`` around a call),
+no second span is made: the MCP attributes are added to that span, as the MCP
+conventions ask ("SHOULD NOT create a separate span").
+
+Never raises into the application: telemetry runs in the runtime's guard and the call
+itself is awaited exactly once with the caller's arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, Final
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from tracejudge import semconv as sc
+from tracejudge.instrumentation._content import ContentStats
+from tracejudge.instrumentation._context import AGENT_STATE, claim_tool_call_id
+from tracejudge.instrumentation._genai import set_error
+from tracejudge.instrumentation._runtime import Runtime
+from tracejudge.instrumentation._shapes import get
+
+_OP: Final = sc.GenAiOperationNameValues.EXECUTE_TOOL
+_TOOLS_CALL: Final = sc.McpMethodNameValues.TOOLS_CALL
+_TOOL_TYPE: Final = "extension"
+"""``gen_ai.tool.type``: an MCP tool runs outside the agent, behind a protocol."""
+TOOL_ERROR: Final = "tool_error"
+"""``error.type`` of a ``CallToolResult`` with ``isError`` (MCP conventions)."""
+
+Call = Callable[..., Coroutine[Any, Any, Any]]
+RuntimeOf = Callable[[], Runtime | None]
+
+
+def outer_tool_span() -> Span | None:
+    """The current span when it is a recording ``execute_tool`` span, else None."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return None
+    attrs = getattr(span, "attributes", None)
+    if isinstance(attrs, Mapping) and attrs.get(sc.GEN_AI_OPERATION_NAME) == _OP:
+        return span
+    return None
+
+
+def result_value(result: Any) -> Any:
+    """A ``CallToolResult`` as the JSON the server sent (camelCase keys, so ``isError``
+    reads as the run builder's failure flag); anything else as it is."""
+    dump = getattr(result, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump(mode="json", by_alias=True, exclude_none=True)
+        except Exception:  # a result the SDK cannot dump: record its text
+            return str(result)
+    return result
+
+
+def is_error_result(result: Any) -> bool:
+    """Whether a tool result reports failure (``CallToolResult.isError``)."""
+    flag = get(result, "is_error")
+    if flag is None:
+        flag = get(result, "isError")
+    return flag is True
+
+
+def _protocol_version(session: Any) -> str | None:
+    version = get(session, "protocol_version")
+    return version if isinstance(version, str) and version else None
+
+
+def _start(rt: Runtime, session: Any, name: str, arguments: Any) -> tuple[Span, bool]:
+    """The span of this call and whether tracejudge owns it (False: an outer one)."""
+    mcp_attrs: dict[str, AttributeValue] = {sc.MCP_METHOD_NAME: _TOOLS_CALL}
+    version = _protocol_version(session)
+    if version is not None:
+        mcp_attrs[sc.MCP_PROTOCOL_VERSION] = version
+    outer = outer_tool_span()
+    if outer is not None:
+        outer.set_attributes(mcp_attrs)
+        return outer, False
+    attrs: dict[str, AttributeValue] = {
+        sc.GEN_AI_OPERATION_NAME: _OP,
+        sc.GEN_AI_TOOL_NAME: name,
+        sc.GEN_AI_TOOL_TYPE: _TOOL_TYPE,
+        **mcp_attrs,
+    }
+    state = AGENT_STATE.get()
+    if state is not None:
+        attrs[sc.GEN_AI_AGENT_NAME] = state.name
+    call_id = claim_tool_call_id((name,), arguments)
+    if call_id is not None:
+        attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id
+    span = rt.tracer.start_span(f"{_OP} {name}", kind=SpanKind.INTERNAL, attributes=attrs)
+    if rt.capture_evidence and arguments is not None:
+        stats = ContentStats()
+        span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, rt.encode_content(arguments, stats))
+        rt.stamp_content_stats(span, stats)
+    return span, True
+
+
+def _finish(rt: Runtime, span: Span, result: Any) -> None:
+    if rt.capture_evidence:
+        stats = ContentStats()
+        span.set_attribute(
+            sc.GEN_AI_TOOL_CALL_RESULT, rt.encode_content(result_value(result), stats)
+        )
+        rt.stamp_content_stats(span, stats)
+    if is_error_result(result):
+        span.set_attribute(sc.ERROR_TYPE, TOOL_ERROR)
+        span.set_status(Status(StatusCode.ERROR))
+
+
+def _fail(span: Span, exc: BaseException) -> None:
+    set_error(span, exc)
+    code = get(get(exc, "error"), "code")  # an MCPError: the JSON-RPC error code
+    if isinstance(code, int) and not isinstance(code, bool):
+        span.set_attribute(sc.ERROR_TYPE, str(code))
+
+
+def wrap_call_tool(original: Call, runtime_of: RuntimeOf) -> Call:
+    """``ClientSession.call_tool`` traced (see the module docstring)."""
+
+    async def call_tool(self: Any, name: str, arguments: Any = None, *args: Any, **kw: Any) -> Any:
+        rt = runtime_of()
+        if rt is None:
+            return await original(self, name, arguments, *args, **kw)
+        span: Span | None = None
+        owned = False
+        with rt.guard:
+            span, owned = _start(rt, self, name, arguments)
+        if span is None or not owned:
+            return await original(self, name, arguments, *args, **kw)
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            result = await original(self, name, arguments, *args, **kw)
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                with rt.guard:
+                    _fail(span, exc)
+            raise
+        else:
+            with rt.guard:
+                _finish(rt, span, result)
+            return result
+        finally:
+            otel_context.detach(token)
+            span.end()
+
+    call_tool.__doc__ = getattr(original, "__doc__", None)
+    call_tool.__name__ = getattr(original, "__name__", "call_tool")
+    call_tool.__qualname__ = getattr(original, "__qualname__", "call_tool")
+    return call_tool
