@@ -779,6 +779,12 @@ FOREIGN_GCP_VERTEX_AGENT_TOOL_CALL_ARGS: Final = "gcp.vertex.agent.tool_call_arg
 FOREIGN_GCP_VERTEX_AGENT_TOOL_RESPONSE: Final = "gcp.vertex.agent.tool_response"
 """Read from: Google ADK (execute_tool spans)."""
 
+FOREIGN_GCP_VERTEX_AGENT_LLM_REQUEST: Final = "gcp.vertex.agent.llm_request"
+"""Read from: Google ADK (call_llm spans; the Gemini request as JSON)."""
+
+FOREIGN_GCP_VERTEX_AGENT_LLM_RESPONSE: Final = "gcp.vertex.agent.llm_response"
+"""Read from: Google ADK (call_llm spans; the Gemini response as JSON)."""
+
 FOREIGN_GEN_AI_TOOL_STATUS: Final = "gen_ai.tool.status"
 """Read from: Strands Agents (execute_tool spans; strands/telemetry/tracer.py)."""
 

@@ -25,10 +25,13 @@ from tests.model.model_helpers import Recorder, recorder
 from tracejudge.model import build_runs
 from tracejudge.model.decode_proto import spans_from_proto_request
 from tracejudge.model.readers import TOOL_READERS
-from tracejudge.model.run import Run, ToolCall
+from tracejudge.model.run import ModelCall, Run, ToolCall
+from tracejudge.model.vendor_models import MODEL_READERS, gemini_messages
 
 ARGS = {"order_id": "A-1001"}
 ORDER = {"order_id": "A-1001", "status": "charged twice"}
+USER_TURN = {"role": "user", "parts": [{"text": "Was A-1001 charged twice?"}]}
+ANSWER = "Yes: order A-1001 was charged twice."
 
 
 @pytest.fixture
@@ -62,14 +65,14 @@ def adk_agent_with_tools(rec: Recorder, *, merged: bool) -> None:
     ``N/A``, the merged response event as JSON).
     """
     t = rec.tracer
+    calls = ("adk-1", "adk-2") if merged else ("adk-1",)
     with t.start_as_current_span("invoke_agent refund_agent") as agent:
         agent.set_attribute("gen_ai.operation.name", "invoke_agent")
         agent.set_attribute("gen_ai.agent.name", "refund_agent")
         agent.set_attribute("gen_ai.conversation.id", "session-1")
-        with t.start_as_current_span("call_llm") as llm:
-            llm.set_attribute("gen_ai.system", "gcp.vertex.agent")
-            llm.set_attribute("gen_ai.request.model", "gemini-2.0-flash")
-        for call_id in ("adk-1", "adk-2") if merged else ("adk-1",):
+        asked = [{"function_call": {"id": c, "args": ARGS, "name": "lookup_order"}} for c in calls]
+        adk_call_llm(rec, [USER_TURN], {"role": "model", "parts": asked})
+        for call_id in calls:
             with t.start_as_current_span("execute_tool lookup_order") as tool:
                 tool.set_attribute("gen_ai.operation.name", "execute_tool")
                 tool.set_attribute("gen_ai.tool.description", "Look up an order.")
@@ -90,6 +93,36 @@ def adk_agent_with_tools(rec: Recorder, *, merged: bool) -> None:
                 tool.set_attribute("gcp.vertex.agent.tool_call_args", "N/A")
                 tool.set_attribute("gcp.vertex.agent.event_id", "ev-merged")
                 tool.set_attribute("gcp.vertex.agent.tool_response", json.dumps({"parts": []}))
+        answered = [
+            {"function_response": {"id": c, "name": "lookup_order", "response": ORDER}}
+            for c in calls
+        ]
+        history = [
+            USER_TURN,
+            {"role": "model", "parts": asked},
+            {"role": "user", "parts": answered},
+        ]
+        adk_call_llm(rec, history, {"role": "model", "parts": [{"text": ANSWER}]})
+
+
+def adk_call_llm(rec: Recorder, contents: list[Any], content: dict[str, Any]) -> None:
+    """ADK's model-call span (``trace_call_llm`` in the same files): ``call_llm`` with
+    ``gen_ai.system`` ``gcp.vertex.agent`` and no ``gen_ai.operation.name``; the request
+    (``_build_llm_request_for_trace``: model, config, ``Content.model_dump`` of each
+    content, snake_case) and the ``LlmResponse.model_dump_json`` as JSON text."""
+    with rec.tracer.start_as_current_span("call_llm") as llm:
+        llm.set_attribute("gen_ai.system", "gcp.vertex.agent")
+        llm.set_attribute("gen_ai.request.model", "gemini-2.0-flash")
+        llm.set_attribute("gcp.vertex.agent.invocation_id", "e-1")
+        llm.set_attribute("gcp.vertex.agent.session_id", "session-1")
+        llm.set_attribute("gcp.vertex.agent.event_id", "ev")
+        request = {"model": "gemini-2.0-flash", "config": {}, "contents": contents}
+        llm.set_attribute("gcp.vertex.agent.llm_request", json.dumps(request))
+        response = {"content": content, "finish_reason": "STOP"}
+        llm.set_attribute("gcp.vertex.agent.llm_response", json.dumps(response))
+        llm.set_attribute("gen_ai.usage.input_tokens", 50)
+        llm.set_attribute("gen_ai.usage.output_tokens", 10)
+        llm.set_attribute("gen_ai.response.finish_reasons", ["stop"])
 
 
 def test_adk_tool_arguments_and_response_are_read(rec: Recorder) -> None:
@@ -106,6 +139,52 @@ def test_adk_tool_arguments_and_response_are_read(rec: Recorder) -> None:
     )
     assert tool.arguments_is_json
     assert tool.status == "unset"
+
+
+def test_adk_model_calls_are_read_from_the_gemini_json(rec: Recorder) -> None:
+    """ADK's ``call_llm`` spans are model calls: the requested tool call joins the
+    execution by id, the conversation and the final answer come from the Gemini JSON."""
+    adk_agent_with_tools(rec, merged=False)
+    [run] = runs_of(rec)
+    assert [type(s).__name__ for s in run.steps] == ["ModelCall", "ToolCall", "ModelCall"]
+    first, tool, last = run.steps
+    assert isinstance(first, ModelCall)
+    assert isinstance(last, ModelCall)
+    assert isinstance(tool, ToolCall)
+    assert (first.operation, first.provider, first.input_tokens) == (
+        "generate_content",
+        "gcp.vertex.agent",
+        50,
+    )
+    assert [(r.call_id, r.name, r.arguments) for r in first.requested_tool_calls] == [
+        ("adk-1", "lookup_order", ARGS)
+    ]
+    assert first.input_messages == [
+        {"role": "user", "parts": [{"type": "text", "content": "Was A-1001 charged twice?"}]}
+    ]
+    assert run.final_answer == ANSWER
+    assert not [n for n in run.notes if n.code in ("not_executed", "inferred_call")]
+
+
+def test_gemini_rest_form_is_read_too() -> None:
+    """The Gemini REST form (camelCase ``functionCall``/``functionResponse``) reads the same."""
+    messages = gemini_messages(
+        [
+            {"role": "model", "parts": [{"functionCall": {"id": "c1", "name": "f", "args": {}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"id": "c1", "response": {"ok": 1}}}]},
+        ],
+        "user",
+    )
+    assert messages == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "tool_call", "id": "c1", "name": "f", "arguments": {}}],
+        },
+        {
+            "role": "user",
+            "parts": [{"type": "tool_call_response", "id": "c1", "response": {"ok": 1}}],
+        },
+    ]
 
 
 def test_adk_merged_tools_span_is_not_a_second_execution(rec: Recorder) -> None:
@@ -206,6 +285,7 @@ def test_strands_error_status_is_a_failed_execution(rec: Recorder) -> None:
 
 def test_every_reader_says_what_it_was_checked_against() -> None:
     """Each row of the table names its framework and the versions/source it was read
-    from (the docs table is made from them)."""
+    from (documentation the docs table repeats)."""
     assert len({r.framework for r in TOOL_READERS}) == len(TOOL_READERS)
     assert all(r.checked.strip() for r in TOOL_READERS)
+    assert all(r.checked.strip() for r in MODEL_READERS)

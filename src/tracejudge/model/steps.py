@@ -41,6 +41,7 @@ from tracejudge.model.run import (
     ToolEffect,
 )
 from tracejudge.model.spans import STATUS_ERROR, STATUS_OK, SpanRecord
+from tracejudge.model.vendor_models import model_reader_of, read_messages
 
 __all__ = ["SpanRole", "classify", "model_call_from_span", "tool_call_from_span"]
 
@@ -96,7 +97,7 @@ def classify(span: SpanRecord) -> SpanRole:
         return "model"
     if op == _OP.EXECUTE_TOOL:
         # A span that only repeats executions recorded by their own spans is no step.
-        return "other" if attrs.get(sc.GEN_AI_TOOL_NAME) in NOT_EXECUTIONS else "tool"
+        return "other" if _text(attrs.get(sc.GEN_AI_TOOL_NAME)) in NOT_EXECUTIONS else "tool"
     oi_kind = _upper(attrs.get(sc.FOREIGN_OPENINFERENCE_SPAN_KIND))
     tl_kind = attrs.get(sc.FOREIGN_TRACELOOP_SPAN_KIND)
     if oi_kind == _OI_AGENT or tl_kind == _TL_AGENT:
@@ -106,6 +107,8 @@ def classify(span: SpanRecord) -> SpanRole:
     if op:
         return "other"  # a GenAI operation we do not judge as a step (retrieval, plan...)
     if oi_kind in _OI_MODEL or _text(attrs.get(sc.FOREIGN_LLM_REQUEST_TYPE)) in _TL_REQUEST_TYPES:
+        return "model"
+    if model_reader_of(span) is not None:  # a framework's model call in vendor attributes
         return "model"
     return "other"
 
@@ -167,6 +170,9 @@ def _operation(span: SpanRecord) -> str:
     oi = _OI_MODEL.get(_upper(attrs.get(sc.FOREIGN_OPENINFERENCE_SPAN_KIND)))
     if oi is not None:
         return oi
+    reader = model_reader_of(span)
+    if reader is not None:
+        return reader.operation
     return _TL_REQUEST_TYPES.get(_text(attrs.get(sc.FOREIGN_LLM_REQUEST_TYPE)), _OP.CHAT)
 
 
@@ -214,6 +220,12 @@ def _messages(
         ev_in, ev_out = messages_from_events(span.events)
         inputs = inputs if inputs is not None else ev_in
         outputs = outputs if outputs is not None else ev_out
+    if inputs is None or outputs is None:
+        reader = model_reader_of(span)
+        if reader is not None:
+            vendor_in, vendor_out = read_messages(reader, span)
+            inputs = inputs if inputs is not None else vendor_in
+            outputs = outputs if outputs is not None else vendor_out
     return inputs, outputs
 
 
