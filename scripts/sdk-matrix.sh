@@ -12,7 +12,9 @@
 #   bash scripts/sdk-matrix.sh -k stream  # extra arguments go to pytest
 #
 # The OpenAI Agents SDK integration's tests run there too, on the oldest openai-agents
-# claimed (0.2.7, which still runs on openai 1.x).
+# claimed (0.2.7, which still runs on openai 1.x), and the MCP integration's 1.x tests on
+# the mcp 1.x that openai-agents 0.2.7 brings (tests/frameworks/mcp/conftest.py picks the
+# file for the installed major).
 #
 # Versions can be overridden (OPENAI_OLDEST, ANTHROPIC_OLDEST, AGENTS_OLDEST). httpx is held below
 # 0.28 because anthropic 0.40 predates it (0.28 removed the `proxies` argument clients
@@ -51,7 +53,7 @@ print(f"sdk-matrix: openai-agents {agents_version}")
 PY
 
 TESTS=()
-for path in tests/instrumentation tests/frameworks/openai_agents; do
+for path in tests/instrumentation tests/frameworks/openai_agents tests/frameworks/mcp; do
   [ -e "$path" ] && TESTS+=("$path")
 done
 if [ ${#TESTS[@]} -eq 0 ]; then

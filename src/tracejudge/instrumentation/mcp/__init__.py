@@ -16,9 +16,10 @@ sends, so the server's span is its descendant. The run builder counts a tool exe
 seen from both sides once (the client's span; the server's, nested below it, is the same
 execution).
 
-Versions: tested on mcp 2.3.0. The 1.x SDK records no spans and propagates no context:
-there the client span is still made (a version warning is logged), but the server side
-of a 1.x server is not traced.
+Versions: tested on mcp 2.3.0 and 1.30.0. The 1.x SDK records no spans and propagates no
+context: there tracejudge's client span is made and its ``traceparent`` injected into
+``params._meta`` (``_client``), but a 1.x *server* records nothing of its own and gets no
+span from tracejudge (its ``Server`` has no middleware to add one through).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import importlib
 from typing import Final
 
-from tracejudge.instrumentation._integration import SupportedVersions
+from tracejudge.instrumentation._integration import SupportedVersions, installed_version
 from tracejudge.instrumentation._patcher import MethodPatches
 from tracejudge.instrumentation._runtime import Runtime
 from tracejudge.instrumentation.mcp._client import wrap_call_tool
@@ -34,8 +35,9 @@ from tracejudge.instrumentation.mcp._server import ToolEvidenceMiddleware, wrap_
 
 __all__ = ["SUPPORTED", "MCPIntegration"]
 
-SUPPORTED: Final = SupportedVersions("2.0", "3")
-"""Tested on 2.3.0 (tests/frameworks/mcp/)."""
+SUPPORTED: Final = SupportedVersions("1.30", "3")
+"""Tested on 2.3.0 (tests/frameworks/mcp/) and 1.30.0 (the oldest-SDK env of
+scripts/sdk-matrix.sh, where openai-agents 0.2.7 brings it; client side only)."""
 
 _runtime: Runtime | None = None
 """The runtime of the installed integration (None: not instrumenting). Module-level, so
@@ -48,6 +50,11 @@ def _current() -> Runtime | None:
 
 _MIDDLEWARE: Final = ToolEvidenceMiddleware(_current)
 """The one middleware of this process (appended to each server at most once)."""
+
+
+def _major(version: str | None) -> int | None:
+    head = (version or "").split(".", 1)[0]
+    return int(head) if head.isdigit() else None
 
 
 class MCPIntegration:
@@ -71,9 +78,14 @@ class MCPIntegration:
         server = importlib.import_module("mcp.server.lowlevel.server").Server
         global _runtime
         _runtime = runtime
+        inject = _major(installed_version(self.distribution)) == 1
         self._patches.patch_method(
-            session, "call_tool", lambda original: wrap_call_tool(original, _current)
+            session,
+            "call_tool",
+            lambda original: wrap_call_tool(original, _current, inject=inject),
         )
+        if inject:  # 1.x: no server spans to add the evidence to (see the module doc)
+            return
         self._patches.patch_method(
             server, "__init__", lambda original: wrap_server_init(original, _MIDDLEWARE, _current)
         )

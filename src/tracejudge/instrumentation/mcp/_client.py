@@ -12,6 +12,10 @@ SDK's CLIENT span nests under it), with ``mcp.method.name = tools/call``, the ne
 redacted and capped as every tool's are) and, for a ``CallToolResult`` with ``isError``,
 ``error.type = tool_error`` and status ERROR (the MCP conventions' rule).
 
+The 1.x SDK records no spans and injects no context: there tracejudge injects the W3C
+``traceparent`` of its span into ``params._meta`` itself (the ``meta`` argument of
+``call_tool``), so servers that continue it (any 2.x server, other SDKs) join the trace.
+
 When an outer instrumentation already traces this tool execution (the current span is
 an ``execute_tool`` span: the Agents SDK's MCP tools, ``@tracejudge.tool`` around a call),
 no second span is made: the MCP attributes are added to that span, as the MCP
@@ -27,7 +31,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace
+from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
@@ -134,8 +138,17 @@ def _fail(span: Span, exc: BaseException) -> None:
         span.set_attribute(sc.ERROR_TYPE, str(code))
 
 
-def wrap_call_tool(original: Call, runtime_of: RuntimeOf) -> Call:
-    """``ClientSession.call_tool`` traced (see the module docstring)."""
+def with_trace_context(kw: dict[str, Any]) -> dict[str, Any]:
+    """``kw`` with the current trace context injected into its ``meta`` (a copy; the
+    caller's own ``_meta`` entries kept): what 2.x does itself, done for 1.x."""
+    carrier = dict(kw.get("meta") or {})
+    propagate.inject(carrier)
+    return {**kw, "meta": carrier} if carrier else kw
+
+
+def wrap_call_tool(original: Call, runtime_of: RuntimeOf, *, inject: bool) -> Call:
+    """``ClientSession.call_tool`` traced (see the module docstring); ``inject``: put
+    the W3C trace context into ``params._meta`` (the 1.x SDK does not)."""
 
     async def call_tool(self: Any, name: str, arguments: Any = None, *args: Any, **kw: Any) -> Any:
         rt = runtime_of()
@@ -149,6 +162,9 @@ def wrap_call_tool(original: Call, runtime_of: RuntimeOf) -> Call:
             return await original(self, name, arguments, *args, **kw)
         token = otel_context.attach(trace.set_span_in_context(span))
         try:
+            if inject:
+                with rt.guard:
+                    kw = with_trace_context(kw)
             result = await original(self, name, arguments, *args, **kw)
         except BaseException as exc:
             if isinstance(exc, Exception):
