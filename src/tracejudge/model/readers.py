@@ -102,7 +102,8 @@ TOOL_READERS: Final[tuple[ToolReader, ...]] = (
         "GenAI semantic conventions",
         "semconv-genai @ fe5608e; also the official opentelemetry-instrumentation-genai-"
         "openai-agents 1.3b0 (util-genai ToolInvocation), pydantic-ai >= 1.0 with "
-        "instrumentation version >= 3, MCP spans",
+        "instrumentation version >= 3, Microsoft Agent Framework (agent_framework/"
+        "observability.py OtelAttr.TOOL_ARGUMENTS/TOOL_RESULT), MCP spans",
         arguments=(sc.GEN_AI_TOOL_CALL_ARGUMENTS,),
         result=(sc.GEN_AI_TOOL_CALL_RESULT,),
     ),
