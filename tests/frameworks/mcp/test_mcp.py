@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import mcp.shared._otel as mcp_otel
 import pytest
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 from mcp.server.mcpserver import MCPServer
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -30,11 +33,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import tracejudge
 from tracejudge.instrumentation import mcp as tj_mcp
 from tracejudge.instrumentation._patcher import WRAPPED_MARK, reset_warnings
-from tracejudge.model import build_runs, spans_from_sdk
+from tracejudge.model import build_runs, load_traces, spans_from_sdk
 from tracejudge.model.run import ToolCall
 
 pytestmark = pytest.mark.usefixtures("instrumented")
 
+STDIO_SERVER = Path(__file__).with_name("stdio_server.py")
+ROOT = Path(__file__).resolve().parents[3]
 ORDER = {"order_id": "A-1001", "status": "charged twice", "amount": 42.0}
 
 
@@ -163,6 +168,35 @@ def test_direct_in_process_dispatch_is_one_trace_and_one_execution(
     spans = span_exporter.get_finished_spans()
     assert len({s.context.trace_id for s in spans if s.context is not None}) == 1
     [run] = build_runs(spans_from_sdk(spans))
+    tools = [s for s in run.steps if isinstance(s, ToolCall)]
+    assert [(t.name, t.arguments) for t in tools] == [("lookup_order", {"order_id": "A-1001"})]
+
+
+def test_stdio_server_process_joins_the_agents_trace(
+    span_exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    """A server in its own process (stdio transport), exporting its spans on its own: its
+    SERVER span continues the agent's trace from ``params._meta`` across the process
+    boundary, and the two processes' spans together are one run with one execution."""
+    out = tmp_path / "server-spans.binpb"
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(STDIO_SERVER), str(out)], cwd=str(ROOT)
+    )
+
+    async def main() -> Any:
+        async with tracejudge.agent("refund_agent"), Client(params) as client:
+            return await client.call_tool("lookup_order", {"order_id": "A-1001"})
+
+    result = asyncio.run(main())
+    assert result.is_error is False
+    server_spans = [s for t in load_traces(out).values() for s in t]
+    handled = [s for s in server_spans if s.name == "tools/call lookup_order"]
+    assert len(handled) == 1
+    assert handled[0].attributes["gen_ai.tool.call.arguments"] == '{"order_id":"A-1001"}'
+    client_spans = spans_from_sdk(span_exporter.get_finished_spans())
+    send = next(s for s in client_spans if s.name == "MCP send tools/call lookup_order")
+    assert (handled[0].trace_id, handled[0].parent_span_id) == (send.trace_id, send.span_id)
+    [run] = build_runs([*client_spans, *server_spans])
     tools = [s for s in run.steps if isinstance(s, ToolCall)]
     assert [(t.name, t.arguments) for t in tools] == [("lookup_order", {"order_id": "A-1001"})]
 
