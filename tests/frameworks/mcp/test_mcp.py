@@ -2,7 +2,8 @@
 
 Real parts throughout: the installed SDK's ``MCPServer`` (tools declared with its
 decorator) and ``Client`` connected over the SDK's in-memory transport (the same
-JSON-RPC dispatcher and ``params._meta`` handling as stdio, without a subprocess), the
+JSON-RPC dispatcher and ``params._meta`` handling as stdio, without a subprocess) and,
+in one test, over stdio to a server process of its own (``stdio_server.py``), the
 SDK's own client and server spans, tracejudge's ``instrument()``, the real OTel SDK with
 an in-memory exporter, and the run builder the judge uses.
 
