@@ -8,6 +8,7 @@ failures and 1 hard-gate policy failure.
 
 from __future__ import annotations
 
+import http.client
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +23,24 @@ from tracejudge.collector import Collector
 from tracejudge.collector.judge import load_judge
 
 
+def management(c: Collector) -> int:
+    """The management listener's port (where /metrics and the gate's routes are)."""
+    assert c.management_port is not None
+    return c.management_port
+
+
+def otlp_status(c: Collector, path: str, method: str = "GET") -> int:
+    """The status the OTLP/HTTP port answers for ``path`` (404 for management routes)."""
+    conn = http.client.HTTPConnection("127.0.0.1", c.http_port, timeout=5)
+    try:
+        conn.request(method, path, body=b"{}" if method == "POST" else None)
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    finally:
+        conn.close()
+
+
 def judged_collector(collector_factory: Callable[..., Collector], tmp_path: Path) -> Collector:
     """A collector with the real engine; runs exported to it by the real instrumentation."""
     rules = tmp_path / "rules.yaml"
@@ -29,7 +48,7 @@ def judged_collector(collector_factory: Callable[..., Collector], tmp_path: Path
     c = collector_factory(
         judge=load_judge(rules),
         decision_wait_after_root=0.05,
-        health_port=0,
+        management_port=0,  # /metrics and the gate's routes live there alone
         metrics_case_slices={"refunds": ["refund-*"]},
     )
     provider = TracerProvider()

@@ -250,12 +250,17 @@ def test_huge_attribute_is_forwarded_intact(
 
 
 def test_health_and_metrics_endpoints(collector_factory: Callable[..., Collector]) -> None:
-    """/healthz and /metrics report counts as JSON on the HTTP port and the health port."""
+    """/healthz and /metrics report counts as JSON on the HTTP port, or on the management
+    port alone when one is configured (the OTLP port then answers 404 for them)."""
     import http.client
 
-    c = collector_factory(health_port=0)
-    post(c.http_port, _one_trace())
-    for port in (c.http_port, c.health_port):
+    plain = collector_factory()
+    managed = collector_factory(management_port=0)
+    post(plain.http_port, _one_trace())
+    post(managed.http_port, _one_trace())
+    assert post(managed.http_port, b"", path="/metrics", method="GET")[0] == 404
+    assert post(managed.http_port, b"", path="/healthz", method="GET")[0] == 404
+    for port in (plain.http_port, managed.management_port):
         assert port
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
         conn.request("GET", "/healthz")

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.collector.judged_support import management, otlp_status
 from tracejudge.collector import Collector
 from tracejudge.collector.flagger import FirstAsked, decide_hook
 
@@ -66,11 +67,11 @@ def test_hooks_answer_in_flaggers_terms(
     """confirm-promotion succeeds only on a pass; rollback succeeds only on a fail (a 2xx
     from a rollback hook tells Flagger to roll back); both carry the gate's answer."""
     for hook in ("confirm-promotion", "confirm-traffic-increase"):
-        status, body = _hook(judged.http_port, hook, _payload(metadata))
+        status, body = _hook(management(judged), hook, _payload(metadata))
         assert (status, body["decision"], body["success"]) == (
             promotion, decision, promotion == 200
         )  # fmt: skip
-    status, body = _hook(judged.http_port, "rollback", _payload(metadata))
+    status, body = _hook(management(judged), "rollback", _payload(metadata))
     assert (status, body["decision"]) == (rollback, decision)
     assert body["canary"] == {
         "name": "support-agent", "namespace": "prod", "phase": "Progressing",
@@ -80,8 +81,8 @@ def test_hooks_answer_in_flaggers_terms(
     if decision == "fail":
         assert body["hard_failures"] == 1
         assert "F-POLICY-UNAUTHORIZED_TOOL" in body["reason"]
-    assert judged.health_port is not None  # the same routes on the health port
-    assert _hook(judged.health_port, "rollback", _payload(metadata))[0] == rollback
+    # Beside a management listener the OTLP port does not serve the hooks.
+    assert otlp_status(judged, "/v1/gate/flagger/rollback", "POST") == 404
 
 
 @pytest.mark.parametrize(
@@ -102,14 +103,14 @@ def test_hooks_answer_in_flaggers_terms(
 def test_bad_payloads_are_400_naming_the_field(judged: Collector, raw: bytes, field: str) -> None:
     """A 400 (above 202: a failed check, so no promotion and no rollback) naming the field."""
     for hook in ("confirm-promotion", "rollback"):
-        status, body = _hook(judged.http_port, hook, None, raw=raw)
+        status, body = _hook(management(judged), hook, None, raw=raw)
         assert (status, body["field"]) == (400, field), body
         assert body["error"].startswith(f"{field}: ")
 
 
 def test_unknown_hooks_and_methods_are_refused(judged: Collector) -> None:
-    assert _hook(judged.http_port, "pre-rollout", _payload(STABLE))[0] == 404
-    assert _hook(judged.http_port, "confirm-promotion", None, method="GET")[0] == 405
+    assert _hook(management(judged), "pre-rollout", _payload(STABLE))[0] == 404
+    assert _hook(management(judged), "confirm-promotion", None, method="GET")[0] == 405
 
 
 def test_inconclusive_past_the_deadline_counts_as_a_fail() -> None:
@@ -137,9 +138,9 @@ def test_deadline_over_http(judged: Collector) -> None:
     """An unknown variant stays inconclusive: no rollback at the first call, a rollback
     once the deadline (1 ms here) has passed since it."""
     meta = {**UNKNOWN, "deadline": "1ms"}
-    status, body = _hook(judged.http_port, "rollback", _payload(meta))
+    status, body = _hook(management(judged), "rollback", _payload(meta))
     assert (status, body["decision"]) == (409, "inconclusive")
     time.sleep(0.01)
-    status, body = _hook(judged.http_port, "rollback", _payload(meta))
+    status, body = _hook(management(judged), "rollback", _payload(meta))
     assert (status, body["decision"]) == (200, "fail")
     assert "past deadline" in body["reason"]

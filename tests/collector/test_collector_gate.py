@@ -80,13 +80,13 @@ def _gate(port: int, query: str) -> tuple[int, dict[str, Any]]:
 
 @pytest.fixture
 def gated(collector_factory: Callable[..., Collector]) -> Collector:
-    return collector_factory(judge=VariantJudge(), decision_wait_after_root=0.05, health_port=0)
+    return collector_factory(judge=VariantJudge(), decision_wait_after_root=0.05)
 
 
 def test_gate_answers_from_decided_runs(gated: Collector, sink: Sink, tmp_path: Path) -> None:
     """30 stable runs pass; a canary failing 3 runs in 10 (silent outcome failures) is
-    failed against it; the same query is answered on the health port, and by
-    ``tracejudge gate`` over the collector's verdict lines."""
+    failed against it; the same query is answered by ``tracejudge gate`` over the
+    collector's verdict lines (the management listener's gate: test_collector_auth.py)."""
     for _ in range(30):
         _send(gated.http_port, "stable")
     for i in range(30):
@@ -100,8 +100,6 @@ def test_gate_answers_from_decided_runs(gated: Collector, sink: Sink, tmp_path: 
     assert answer["baseline"]["runs"] == 30
     assert answer["baseline"]["pass_rate"] == 1.0
     assert set(answer) >= {"pass_rate", "lower_bound", "reason"}
-    assert gated.health_port is not None
-    assert _gate(gated.health_port, q) == (status, answer)
     assert argo_phase(status, json.dumps(answer).encode()) == "Failed"  # the shipped template
     # The collector's own verdict lines (with decided_at) give the CLI the same answer.
     lines = tmp_path / "verdicts.jsonl"

@@ -285,7 +285,11 @@ def test_judge_crash_yields_error_verdict(
 
 @pytest.mark.parametrize(
     ("which", "listener"),
-    [("--grpc-port", "OTLP/gRPC"), ("--http-port", "OTLP/HTTP"), ("--health-port", "health")],
+    [
+        ("--grpc-port", "OTLP/gRPC"),
+        ("--http-port", "OTLP/HTTP"),
+        ("--management-port", "management"),
+    ],
 )
 def test_port_in_use_is_a_clear_error(which: str, listener: str) -> None:
     """A taken port stops the real `tracejudge serve` process with exactly one line on

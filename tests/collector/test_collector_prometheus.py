@@ -15,6 +15,7 @@ import urllib.request
 
 import pytest
 
+from tests.collector.judged_support import management, otlp_status
 from tracejudge.collector import Collector
 from tracejudge.collector.config import ConfigError, build_config
 from tracejudge.collector.exposition import (
@@ -189,10 +190,10 @@ def _get(port: int, path: str, accept: str | None = None) -> tuple[str, bytes]:
 
 
 def test_metrics_endpoint_answers_prometheus_text_or_json(judged: Collector) -> None:
-    """A scrape (Accept: text/plain) gets the text format, on both ports; a plain GET keeps
-    the JSON body existing readers parse."""
+    """A scrape (Accept: text/plain) gets the text format (or ``?format=prometheus``) on the
+    management port; a plain GET keeps the JSON body existing readers parse."""
     scrape = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4"
-    ctype, body = _get(judged.http_port, "/metrics", scrape)
+    ctype, body = _get(management(judged), "/metrics", scrape)
     assert ctype.startswith("text/plain; version=0.0.4")
     samples = parse_exposition(body.decode())
     base = {("gen_ai_agent_name", "support"), ("gen_ai_agent_version", "1.4.0")}
@@ -212,12 +213,12 @@ def test_metrics_endpoint_answers_prometheus_text_or_json(judged: Collector) -> 
     assert total(HARD_GATE_FAILURES, tracejudge_variant_id="canary") == 1
     assert total(HARD_GATE_FAILURES, tracejudge_variant_id="stable") == 0
     assert total(FINDINGS, tracejudge_failure_code="F-ACTION-MISSING_STEP") == 2
-    assert judged.health_port is not None
-    _, health_body = _get(judged.health_port, "/metrics?format=prometheus")
+    assert otlp_status(judged, "/metrics") == 404  # not on the OTLP port beside a management one
+    _, health_body = _get(management(judged), "/metrics?format=prometheus")
     assert total(RUNS) == sum(
         n for (m, _), n in parse_exposition(health_body.decode()).items() if m == RUNS
     )
-    ctype, body = _get(judged.http_port, "/metrics")
+    ctype, body = _get(management(judged), "/metrics")
     assert ctype.startswith("application/json")
     doc = json.loads(body)
     assert doc["runs"] == {"pass": 29, "fail": 3}

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from tests.e2e.backends import locate_binary
-from tracejudge.collector.config import build_config
+from tracejudge.collector.config import ConfigError, build_config
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "collector" / "helm" / "tracejudge"
@@ -192,15 +192,30 @@ def test_the_statefulset_keeps_its_queue_and_sends_every_trace_to_one_pod(
 def test_the_rendered_serve_config_is_accepted_by_tracejudge(
     tools: dict[str, Path], tmp_path: Path
 ) -> None:
-    """The config file the chart writes passes tracejudge's own loader (unknown keys fail
-    there, so a chart/collector mismatch is caught here)."""
+    """The config file the chart writes, with the flags its pods pass, passes tracejudge's
+    own loader (unknown keys fail there, and an exposed host without a token is refused,
+    so a chart/collector mismatch is caught here)."""
     rendered = _render(tools, *SECURE, "--set", "forward[0]=grpc://jaeger-collector:4317")
     data = _kind(rendered, "ConfigMap", "tj-tracejudge")["data"]
     (tmp_path / "rules.yaml").write_text(data["rules.yaml"], encoding="utf-8")
     values = yaml.safe_load(data["tracejudge.yaml"])
     values["rules"] = str(tmp_path / "rules.yaml")
     values["queue_dir"] = str(tmp_path / "queue")
-    config = build_config(values, {})
+    args = _kind(rendered, "StatefulSet")["spec"]["template"]["spec"]["containers"][0]["args"]
+    flags: dict[str, object] = {}
+    for arg in args:  # as click hands them to build_config (ints typed, flags True)
+        name, _, value = arg.removeprefix("--").partition("=")
+        if arg.startswith("--") and name != "config":
+            flags[name.replace("-", "_")] = int(value) if value.isdigit() else (value or True)
+    assert flags["auth_token_file"] == "/etc/tracejudge/auth/token"  # the mounted Secret
+    token = tmp_path / "token"
+    token.write_text("chart-test-token-0123456789abcdef\n", encoding="utf-8")
+    flags["auth_token_file"] = str(token)
+    config = build_config(values, flags)
+    assert config.tokens_configured()
+    assert config.management_port == 8080
+    with pytest.raises(ConfigError, match="without authentication is refused"):
+        build_config(values, {})  # the config file alone: the token comes from the flags
     assert config.host == "0.0.0.0"
     assert str(config.queue_dir) == values["queue_dir"]
     assert config.forward == ["grpc://jaeger-collector:4317"]

@@ -20,6 +20,7 @@ import click
 
 from tracejudge.collector.collector import Collector
 from tracejudge.collector.config import ConfigError, build_config, load_config_file
+from tracejudge.collector.credentials import is_reference
 
 
 @click.command("serve")
@@ -49,7 +50,55 @@ from tracejudge.collector.config import ConfigError, build_config, load_config_f
 @click.option("--host", help="Listen address (default 127.0.0.1; 0.0.0.0 to expose).")
 @click.option("--grpc-port", type=int, help="OTLP/gRPC port (default 4317; 0 = any free).")
 @click.option("--http-port", type=int, help="OTLP/HTTP port (default 4318; 0 = any free).")
-@click.option("--health-port", type=int, help="Separate port for /healthz and /metrics.")
+@click.option(
+    "--management-port",
+    type=int,
+    help="Separate listener for /healthz, /metrics and /v1/gate (the OTLP/HTTP port then "
+    "serves /v1/traces only).",
+)
+@click.option("--management-host", help="The management listener's address (default: --host).")
+@click.option("--health-port", type=int, hidden=True, help="Former name of --management-port.")
+@click.option(
+    "--auth-token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Bearer tokens (one per line) every request must send as 'authorization: Bearer "
+    "TOKEN' (/healthz aside).",
+)
+@click.option("--auth-token-env", metavar="NAME", help="Env variable holding a bearer token.")
+@click.option(
+    "--insecure-no-auth",
+    is_flag=True,
+    default=None,
+    help="Allow a non-loopback --host without tokens or client certificates.",
+)
+@click.option("--tls-cert", type=click.Path(path_type=Path), help="PEM certificate: TLS on.")
+@click.option("--tls-key", type=click.Path(path_type=Path), help="PEM key for --tls-cert.")
+@click.option(
+    "--tls-client-ca",
+    type=click.Path(path_type=Path),
+    help="Require client certificates signed by this CA (mutual TLS).",
+)
+@click.option(
+    "--forward-header",
+    "forward_headers",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Header for every backend; VALUE as env:VAR or file:PATH keeps it out of argv. "
+    "Repeatable.",
+)
+@click.option(
+    "--forward-ca-file",
+    type=click.Path(path_type=Path),
+    help="CA bundle to verify https:// and grpcs:// backends (default: system store).",
+)
+@click.option("--forward-client-cert", type=click.Path(path_type=Path), help="mTLS to backends.")
+@click.option("--forward-client-key", type=click.Path(path_type=Path), help="Its key.")
+@click.option(
+    "--forward-insecure-skip-verify",
+    is_flag=True,
+    default=None,
+    help="Do not verify https:// backends' certificates (testing only).",
+)
 @click.option("--decision-wait-after-root", help="Quiet time after the root span (default 2s).")
 @click.option("--decision-wait", help="Longest wait after a trace's first span (default 30s).")
 @click.option(
@@ -114,6 +163,15 @@ def serve(config_file: Path | None, verbose: bool, **flags: Any) -> None:
         file_values = load_config_file(config_file) if config_file else {}
         flags["forward"] = list(flags["forward"]) or None
         flags["redact_patterns"] = list(flags["redact_patterns"]) or None
+        flags["forward_headers"] = list(flags["forward_headers"]) or None
+        for item in flags["forward_headers"] or ():
+            name, _, value = item.partition("=")
+            if value and not is_reference(value):
+                click.echo(
+                    f"warning: --forward-header {name}: the value is visible to every user "
+                    "in `ps`; pass env:VAR or file:PATH instead for a secret",
+                    err=True,
+                )
         config = build_config(file_values, flags)
         if config.rules is None:
             raise ConfigError("rules: a rules file is required (--rules or rules: in --config)")

@@ -14,13 +14,14 @@ import gc
 import logging
 import signal
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
 from tracejudge._build import build_kind
+from tracejudge.collector.auth import Authenticator, AuthStats
 from tracejudge.collector.clock import Clock, SystemClock
 from tracejudge.collector.config import CollectorConfig
+from tracejudge.collector.credentials import display_url
 from tracejudge.collector.dead_letter import DeadLetterFile
 from tracejudge.collector.exposition import render as render_prometheus
 from tracejudge.collector.file_target import FileTarget
@@ -29,15 +30,21 @@ from tracejudge.collector.http_guard import GuardLimits, GuardStats, HttpServer,
 from tracejudge.collector.judge import Judge, load_judge
 from tracejudge.collector.metric_labels import MetricLabels
 from tracejudge.collector.pipeline import Pipeline
-from tracejudge.collector.receivers import GrpcLimits, health_routes, receiver_app, start_grpc
+from tracejudge.collector.receivers import GrpcLimits, management_app, receiver_app, start_grpc
 from tracejudge.collector.redact import LogScrubber
 from tracejudge.collector.sinks import JsonlSink, VerdictSink, WebhookSink
 from tracejudge.collector.stats import Stats, otlp_metric_reader
 from tracejudge.collector.store import DiskStore, QueuedTarget
-from tracejudge.collector.targets import TargetSpec, target_specs
+from tracejudge.collector.targets import TargetSpec, split_forward, target_specs
 from tracejudge.gate.recent import RecentVerdicts
 
 log = logging.getLogger("tracejudge.collector")
+
+
+def _shown(entry: str) -> str:
+    """A forward entry (``URL`` or ``NAME=URL``) with the URL's credentials hidden."""
+    name, url = split_forward(entry)
+    return display_url(url) if name is None else f"{name}={display_url(url)}"
 
 
 class Collector:
@@ -73,7 +80,9 @@ class Collector:
         self.pipeline: Pipeline | None = None
         self.grpc_port = 0
         self.http_port = 0
-        self.health_port: int | None = None
+        self.management_port: int | None = None
+        self.auth_stats = AuthStats()
+        """Requests refused for want of a valid bearer token, by listener."""
         self._grpc: Any = None
         self._runners: list[HttpServer] = []
         self.http_guard = GuardStats()
@@ -138,7 +147,13 @@ class Collector:
                 "timed_out": self.http_guard.timed_out,
                 "refused": self.http_guard.refused,
             },
+            auth=self.auth_stats.to_dict(),
         )
+
+    @property
+    def health_port(self) -> int | None:
+        """The management listener's port (its former name)."""
+        return self.management_port
 
     def gate_answer(self, query: Mapping[str, str]) -> dict[str, Any]:
         """The ``GET /v1/gate`` answer over the runs this collector decided (``ParamError``
@@ -158,9 +173,12 @@ class Collector:
         if cfg.queue_dir is not None:
             self.store = DiskStore(cfg.queue_dir, cfg.max_disk_queue_bytes)
             self.store.decided_keep = cfg.decided_cache_size
+        for warning in cfg.security_warnings():
+            log.warning("%s", warning)
         specs = target_specs(cfg.forward, cfg.output)
         targets: list[ForwardTarget] = [
-            make_target(spec.url, cfg.forward_timeout) for spec in specs[: len(cfg.forward)]
+            make_target(spec.url, cfg.forward_timeout, cfg.target_options(spec.url))
+            for spec in specs[: len(cfg.forward)]
         ]
         if cfg.output is not None:
             targets.append(FileTarget(cfg.output))
@@ -215,23 +233,33 @@ class Collector:
         """One line saying where the collector listens and where judged data goes (the
         start-up message); valid after ``start``."""
         cfg = self.config
+        scheme = "http" if cfg.server_tls() is None else "https"
         listen = (
-            f"OTLP/gRPC {cfg.host}:{self.grpc_port}, OTLP/HTTP http://{cfg.host}:{self.http_port}"
+            f"OTLP/gRPC {cfg.host}:{self.grpc_port}{' (TLS)' if scheme == 'https' else ''}, "
+            f"OTLP/HTTP {scheme}://{cfg.host}:{self.http_port}"
         )
-        if self.health_port is not None:
-            listen += f", health http://{cfg.host}:{self.health_port}/healthz"
-        places = [*cfg.forward, *([str(cfg.output)] if cfg.output is not None else [])]
+        if self.management_port is not None:
+            where = cfg.management_host or cfg.host
+            listen += f", management {scheme}://{where}:{self.management_port}"
+        places = [
+            *(_shown(entry) for entry in cfg.forward),
+            *([str(cfg.output)] if cfg.output is not None else []),
+        ]
         spans = (
             f"judged traces to {', '.join(places)}"
             if places
             else "no backend: judged spans are not kept (--forward URL or --output FILE)"
         )
         parts = [f"tracejudge serve: listening on {listen}", spans]
+        if cfg.tokens_configured():
+            parts.append("bearer token required")
+        if cfg.tls_client_ca is not None:
+            parts.append("client certificates required")
         if cfg.verdicts_jsonl is not None:
             where = "stdout" if cfg.verdicts_jsonl == "-" else cfg.verdicts_jsonl
             parts.append(f"verdicts as JSON lines to {where}")
         if cfg.webhook is not None:
-            parts.append(f"verdicts to {cfg.webhook}")
+            parts.append(f"verdicts to {display_url(cfg.webhook, hide_path=True)}")
         if cfg.conversation_wait > 0:
             parts.append(
                 f"conversations judged after {cfg.conversation_wait:g}s quiet "
@@ -269,14 +297,28 @@ class Collector:
             max_connection_age_grace=cfg.grpc_max_connection_age_grace,
             handshake_timeout=cfg.grpc_handshake_timeout,
         )
+        auth = None
+        if cfg.tokens_configured():
+            watch = None if cfg.auth_token_file is None else Path(cfg.auth_token_file)
+            auth = Authenticator(cfg.tokens(), self.auth_stats, watch=watch, reload=cfg.tokens)
+        tls = cfg.server_tls()
         self._grpc, self.grpc_port = await start_grpc(
-            self.pipeline, cfg.host, cfg.grpc_port, cfg.max_request_bytes, grpc_limits
+            self.pipeline,
+            cfg.host,
+            cfg.grpc_port,
+            cfg.max_request_bytes,
+            grpc_limits,
+            auth,
+            None if tls is None else tls.grpc_credentials(),
         )
+        ssl_context = None if tls is None else tls.ssl_context()
         limits = GuardLimits(
             idle_timeout=cfg.http_idle_timeout,
             header_timeout=cfg.http_header_timeout,
             max_per_client=cfg.http_max_connections_per_client,
         )
+        # With a management listener the OTLP port serves spans only: it is the one exposed
+        # to every agent, and the counts and the gate need not be reachable from there.
         app = receiver_app(
             self.pipeline,
             cfg.max_request_bytes,
@@ -284,19 +326,25 @@ class Collector:
             cfg.http_body_timeout,
             self.gate_answer,
             self.prometheus_text,
+            auth=auth,
+            management=cfg.management_port is None,
         )
         server = await start_guarded(
-            app, cfg.host, cfg.http_port, limits, self.http_guard, "OTLP/HTTP"
+            app, cfg.host, cfg.http_port, limits, self.http_guard, "OTLP/HTTP", ssl_context
         )
         self.http_port = server.port
         self._runners.append(server)
-        if cfg.health_port is not None:
-            health = web.Application()
-            health_routes(health, self.snapshot, self.gate_answer, self.prometheus_text)
+        if cfg.management_port is not None:
             server = await start_guarded(
-                health, cfg.host, cfg.health_port, limits, self.http_guard, "health"
+                management_app(self.snapshot, self.gate_answer, self.prometheus_text, auth),
+                cfg.management_host or cfg.host,
+                cfg.management_port,
+                limits,
+                self.http_guard,
+                "management",
+                ssl_context,
             )
-            self.health_port = server.port
+            self.management_port = server.port
             self._runners.append(server)
 
     def _replay(self, store: DiskStore, queues: list[TargetQueue], specs: list[TargetSpec]) -> None:

@@ -8,18 +8,25 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import yaml
 
+from tracejudge.collector import access
+from tracejudge.collector.credentials import display_url
 from tracejudge.collector.targets import split_forward, target_specs
+from tracejudge.collector.tls import ServerTls, TargetOptions
 
 
 class ConfigError(ValueError):
     """A configuration value is missing, unknown or out of range."""
+
+
+T = TypeVar("T")
 
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?\s*$")
@@ -69,18 +76,20 @@ def parse_size(key: str, value: Any) -> int:
 
 
 def check_forward_url(url: str) -> str:
-    """Accept ``http(s)://host:port[/path]`` (OTLP/HTTP) or ``grpc://host:port`` (OTLP/gRPC)."""
+    """Accept ``http(s)://host:port[/path]`` (OTLP/HTTP) or ``grpc(s)://host:port``
+    (OTLP/gRPC, ``grpcs`` with TLS)."""
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https", "grpc") or not parts.hostname:
+    if parts.scheme not in ("http", "https", "grpc", "grpcs") or not parts.hostname:
         raise ConfigError(
-            f"forward: {url!r} is not http://host:port (OTLP/HTTP) or grpc://host:port (OTLP/gRPC)"
+            f"forward: {display_url(url)!r} is not http://host:port or https://host:port "
+            "(OTLP/HTTP), grpc://host:port or grpcs://host:port (OTLP/gRPC)"
         )
     try:
         port = parts.port
     except ValueError as exc:
-        raise ConfigError(f"forward: {url!r} has a bad port") from exc
-    if parts.scheme == "grpc" and port is None:
-        raise ConfigError(f"forward: {url!r} needs a port")
+        raise ConfigError(f"forward: {display_url(url)!r} has a bad port") from exc
+    if parts.scheme in ("grpc", "grpcs") and port is None:
+        raise ConfigError(f"forward: {display_url(url)!r} needs a port")
     return url
 
 
@@ -104,7 +113,33 @@ class CollectorConfig:
     """Listen address. Loopback by default: spans carry prompts, so exposing them is opt-in."""
     grpc_port: int = 4317
     http_port: int = 4318
-    health_port: int | None = None
+    management_port: int | None = None
+    """A separate listener for ``/healthz``, ``/metrics`` and ``/v1/gate``; when set, the
+    OTLP/HTTP port serves ``/v1/traces`` only (``health_port`` is its former name)."""
+    management_host: str | None = None
+    """The management listener's address (None: ``host``)."""
+    auth_token_file: Path | None = None
+    """Bearer tokens, one per line, that every request must present (``/healthz`` aside)."""
+    auth_token_env: str | None = None
+    """Name of an environment variable holding a bearer token (as ``auth_token_file``)."""
+    insecure_no_auth: bool = False
+    """Allow a non-loopback address without tokens or client certificates (refused
+    otherwise: anyone who can reach the port could send spans and read ``/metrics``)."""
+    tls_cert: Path | None = None
+    """PEM certificate (chain) for both receivers and the management listener."""
+    tls_key: Path | None = None
+    tls_client_ca: Path | None = None
+    """Require client certificates signed by this CA (mutual TLS; authenticates clients)."""
+    forward_headers: dict[str, str] = field(default_factory=dict)
+    """Headers sent to every backend; values ``env:NAME``, ``file:PATH`` or literal."""
+    forward_ca_file: Path | None = None
+    """CA bundle to verify ``https://`` / ``grpcs://`` backends (default: system store)."""
+    forward_client_cert: Path | None = None
+    forward_client_key: Path | None = None
+    forward_insecure_skip_verify: bool = False
+    """Do not verify https backends' certificates (explicit only; not for grpcs)."""
+    forward_target_options: dict[str, TargetOptions] = field(default_factory=dict)
+    """Per-target headers and TLS, from ``forward:`` entries written as mappings."""
     decision_wait_after_root: float = 2.0
     decision_wait: float = 30.0
     conversation_wait: float = 0.0
@@ -177,6 +212,26 @@ class CollectorConfig:
     """Distinct values kept per verdict-metric label (agent, variant, version, failure
     code); later new values are counted as ``_overflow``."""
 
+    def tokens(self) -> list[str]:
+        """The configured bearer tokens, read from their file and variable now."""
+        return _access(access.tokens, self)
+
+    def tokens_configured(self) -> bool:
+        """Whether bearer tokens are required (a file or a variable is configured)."""
+        return self.auth_token_file is not None or self.auth_token_env is not None
+
+    def server_tls(self) -> ServerTls | None:
+        """The receivers' TLS settings, or None for plaintext."""
+        return access.server_tls(self)
+
+    def target_options(self, url: str) -> TargetOptions:
+        """Headers and TLS for one forward URL: its own entry over the global settings."""
+        return access.target_options(self, url)
+
+    def security_warnings(self) -> list[str]:
+        """What start-up says loudly (``access.security_warnings``)."""
+        return access.security_warnings(self)
+
     def validate(self) -> CollectorConfig:
         """Check cross-field rules; returns self so calls chain."""
         for entry in self.forward:
@@ -186,10 +241,14 @@ class CollectorConfig:
                 raise ConfigError(f"forward: {exc}") from exc
             check_forward_url(url)
         try:
-            target_specs(self.forward, self.output)
+            specs = target_specs(self.forward, self.output)
         except ValueError as exc:
             raise ConfigError(f"forward: {exc}") from exc
-        for name in ("grpc_port", "http_port", "health_port"):
+        shown = [display_url(s.url) for s in specs]
+        if len(set(shown)) != len(shown):
+            raise ConfigError("forward: two URLs differ only in their credentials")
+        _access(access.validate, self)
+        for name in ("grpc_port", "http_port", "management_port"):
             port = getattr(self, name)
             if port is not None and not (0 <= port <= 65535):
                 raise ConfigError(f"{name}: {port} is not a port number")
@@ -279,16 +338,37 @@ _DURATIONS = {
 }
 _SIZES = {"max_buffered_bytes", "max_request_bytes", "max_queue_bytes", "max_batch_bytes"}
 _SIZES |= {"max_disk_queue_bytes"}
-_INTS = {"grpc_port", "http_port", "health_port", "max_traces", "max_spans_per_trace"}
+_INTS = {"grpc_port", "http_port", "management_port", "max_traces", "max_spans_per_trace"}
 _INTS |= {"decided_cache_size", "http_max_connections_per_client", "metrics_max_label_values"}
-_BOOLS = {"drop_content", "passthrough", "redact_attributes"}
-_STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint"}
+_BOOLS = {"drop_content", "passthrough", "redact_attributes", "insecure_no_auth"}
+_BOOLS |= {"forward_insecure_skip_verify"}
+_STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint", "management_host"}
+_STRS |= {"auth_token_env"}
 _PATHS = {"rules", "queue_dir", "baselines", "cases", "output", "dead_letter"}
+_PATHS |= {"auth_token_file", "tls_cert", "tls_key", "tls_client_ca", "forward_ca_file"}
+_PATHS |= {"forward_client_cert", "forward_client_key"}
+_RENAMED = {"health_port": "management_port"}
+"""Former key names still accepted."""
+_INTERNAL = {"forward_target_options"}
+"""Fields set from other keys, not settable themselves."""
+
+
+def _access(check: Callable[[CollectorConfig], T], cfg: CollectorConfig) -> T:
+    """Run an ``access`` function, its errors as ``ConfigError`` (naming the key)."""
+    try:
+        return check(cfg)
+    except access.AccessError as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def _coerce(key: str, value: Any) -> Any:
     if value is None:
         return None
+    if key == "forward_headers":
+        try:
+            return access.parse_headers(key, value)
+        except access.AccessError as exc:
+            raise ConfigError(str(exc)) from exc
     if key in _DURATIONS:
         return parse_duration(key, value)
     if key in _SIZES:
@@ -321,16 +401,6 @@ def _coerce(key: str, value: Any) -> Any:
         return list(items)
     if key == "metrics_case_slices":
         return _case_slices(value)
-    if key == "forward":
-        if isinstance(value, dict) and all(isinstance(u, str) for u in value.values()):
-            return [f"{name}={url}" for name, url in value.items()]  # {name: URL}
-        items = [value] if isinstance(value, str) else value
-        if not isinstance(items, list) or not all(isinstance(u, str) for u in items):
-            raise ConfigError(
-                f"forward: expected a URL, a list of URLs or a mapping of names to URLs, "
-                f"got {value!r}"
-            )
-        return list(items)
     raise ConfigError(f"unknown key {key!r}")
 
 
@@ -358,14 +428,23 @@ def build_config(file_values: dict[str, Any], overrides: dict[str, Any]) -> Coll
 
     Keys may use ``-`` or ``_``. Unknown keys fail, so a typo never silently keeps a default.
     """
-    known = {f.name for f in dataclasses.fields(CollectorConfig)}
+    known = {f.name for f in dataclasses.fields(CollectorConfig)} - _INTERNAL
     merged: dict[str, Any] = {}
+    empty_means_unset = ("forward", "redact_patterns", "forward_headers")
     for source in (file_values, overrides):
         for raw_key, value in source.items():
             key = raw_key.replace("-", "_")
+            key = _RENAMED.get(key, key)
             if key not in known:
                 raise ConfigError(f"unknown key {raw_key!r} (known: {', '.join(sorted(known))})")
-            if value is None or (key in ("forward", "redact_patterns") and value in ((), [])):
+            if value is None or (key in empty_means_unset and value in ((), [], {})):
+                continue
+            if key == "forward":
+                try:
+                    entries = access.forward_entries(value)
+                except access.AccessError as exc:
+                    raise ConfigError(str(exc)) from exc
+                merged["forward"], merged["forward_target_options"] = entries
                 continue
             merged[key] = _coerce(key, value)
     return CollectorConfig(**merged).validate()

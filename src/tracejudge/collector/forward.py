@@ -25,13 +25,16 @@ import aiohttp
 import grpc
 import grpc.aio
 
+from tracejudge.collector.credentials import display_url
 from tracejudge.collector.otlp import retry_delay_from_status
 from tracejudge.collector.stats import Stats
 from tracejudge.collector.store import DiskStore
+from tracejudge.collector.tls import TargetOptions
 
 log = logging.getLogger("tracejudge.collector")
 
 _EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+_AUTH_HINT = " (the backend refused our credentials: check forward_headers / --forward-header)"
 _RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
 _RETRYABLE_GRPC = frozenset(
     {
@@ -80,6 +83,7 @@ class ForwardTarget(Protocol):
     """A backend that accepts an OTLP ``ExportTraceServiceRequest`` as bytes."""
 
     url: str
+    """The target's name in metrics, logs and the disk queue: the URL without credentials."""
 
     async def send(self, payload: bytes) -> None:
         """Deliver ``payload``; raise ``RetryableError`` or ``PermanentError`` on failure."""
@@ -91,22 +95,34 @@ class ForwardTarget(Protocol):
 
 
 class HttpTarget:
-    """OTLP/HTTP protobuf: ``POST {url}/v1/traces`` (the path is added when the URL has none)."""
+    """OTLP/HTTP protobuf: ``POST {url}/v1/traces`` (the path is added when the URL has none).
 
-    def __init__(self, url: str, timeout: float) -> None:
-        self.url = url
+    ``https://`` verifies the backend with the options' CA (or the system store); the
+    options' headers (an ``api-key``, an ``Authorization``) go with every request, and
+    user info in the URL is sent as basic auth."""
+
+    def __init__(self, url: str, timeout: float, options: TargetOptions | None = None) -> None:
+        self.url = display_url(url)
+        opts = TargetOptions() if options is None else options
         parts = urlsplit(url)
         self._endpoint = url if parts.path not in ("", "/") else url.rstrip("/") + "/v1/traces"
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
+        self._headers = {
+            **opts.resolved_headers(f"forward {self.url}"),
+            "Content-Type": "application/x-protobuf",
+        }
+        self._ssl = opts.tls.ssl_context(f"forward {self.url}") if parts.scheme == "https" else None
 
     async def send(self, payload: bytes) -> None:
         """POST the payload; map the answer onto retryable / permanent per the OTLP spec."""
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
-        headers = {"Content-Type": "application/x-protobuf"}
+        headers = self._headers
         try:
-            async with self._session.post(self._endpoint, data=payload, headers=headers) as resp:
+            async with self._session.post(
+                self._endpoint, data=payload, headers=headers, ssl=self._ssl or True
+            ) as resp:
                 body = await resp.read()
                 if 200 <= resp.status < 300:
                     return
@@ -114,9 +130,13 @@ class HttpTarget:
                     raise RetryableError(
                         f"HTTP {resp.status}", _retry_after(resp.headers.get("Retry-After"))
                     )
-                raise PermanentError(f"HTTP {resp.status}", body[:1000].decode("utf-8", "replace"))
+                hint = _AUTH_HINT if resp.status in (401, 403) else ""
+                reason = body[:1000].decode("utf-8", "replace")
+                raise PermanentError(f"HTTP {resp.status}{hint}", reason)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise RetryableError(f"{type(exc).__name__}: {exc}") from exc
+            # aiohttp's messages quote the URL, credentials and all.
+            reason = str(exc).replace(self._endpoint, display_url(self._endpoint))
+            raise RetryableError(f"{type(exc).__name__}: {reason}") from exc
 
     async def close(self) -> None:
         """Close the HTTP session."""
@@ -135,24 +155,37 @@ def _retry_after(value: str | None) -> float | None:
 
 
 class GrpcTarget:
-    """OTLP/gRPC via a raw unary call, so the payload bytes are sent as they are."""
+    """OTLP/gRPC via a raw unary call, so the payload bytes are sent as they are.
 
-    def __init__(self, url: str, timeout: float) -> None:
-        self.url = url
+    ``grpcs://`` uses TLS (the options' CA or the system store, a client certificate for
+    mutual TLS); the options' headers go as call metadata (names lower-cased, as gRPC
+    requires)."""
+
+    def __init__(self, url: str, timeout: float, options: TargetOptions | None = None) -> None:
+        self.url = display_url(url)
+        opts = TargetOptions() if options is None else options
         parts = urlsplit(url)
         self._address = f"{parts.hostname}:{parts.port}"
         self._timeout = timeout
         self._channel: grpc.aio.Channel | None = None
         self._call: Callable[..., object] | None = None
+        headers = opts.resolved_headers(f"forward {self.url}")
+        self._metadata = tuple((k.lower(), v) for k, v in headers.items())
+        self._credentials = opts.tls.grpc_credentials() if parts.scheme == "grpcs" else None
 
     async def send(self, payload: bytes) -> None:
         """Call Export; UNAVAILABLE etc. are retryable, RESOURCE_EXHAUSTED only with RetryInfo."""
         if self._channel is None:
-            self._channel = grpc.aio.insecure_channel(self._address)
+            if self._credentials is not None:
+                self._channel = grpc.aio.secure_channel(self._address, self._credentials)
+            else:
+                self._channel = grpc.aio.insecure_channel(self._address)
             self._call = self._channel.unary_unary(_EXPORT_METHOD, None, None)
         assert self._call is not None
         try:
-            await self._call(payload, timeout=self._timeout)  # type: ignore[misc]
+            await self._call(  # type: ignore[misc]
+                payload, timeout=self._timeout, metadata=self._metadata or None
+            )
         except grpc.aio.AioRpcError as exc:
             delay = None
             for md in exc.trailing_metadata() or ():
@@ -164,7 +197,9 @@ class GrpcTarget:
                 code == grpc.StatusCode.RESOURCE_EXHAUSTED and delay is not None
             ):
                 raise RetryableError(f"gRPC {code.name}: {exc.details()}", delay) from exc
-            raise PermanentError(f"gRPC {code.name}", exc.details() or "") from exc
+            auth = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
+            hint = _AUTH_HINT if code in auth else ""
+            raise PermanentError(f"gRPC {code.name}{hint}", exc.details() or "") from exc
 
     async def close(self) -> None:
         """Close the channel."""
@@ -173,11 +208,11 @@ class GrpcTarget:
             self._channel = None
 
 
-def make_target(url: str, timeout: float) -> ForwardTarget:
-    """The target for a configured forward URL."""
-    if urlsplit(url).scheme == "grpc":
-        return GrpcTarget(url, timeout)
-    return HttpTarget(url, timeout)
+def make_target(url: str, timeout: float, options: TargetOptions | None = None) -> ForwardTarget:
+    """The target for a configured forward URL, with its headers and TLS options."""
+    if urlsplit(url).scheme in ("grpc", "grpcs"):
+        return GrpcTarget(url, timeout, options)
+    return HttpTarget(url, timeout, options)
 
 
 class Release:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -212,9 +213,12 @@ async def start_guarded(
     limits: GuardLimits,
     stats: GuardStats,
     what: str = "OTLP/HTTP",
+    ssl_context: ssl.SSLContext | None = None,
 ) -> HttpServer:
     """Serve ``app`` on ``host:port`` (0 picks a free port) behind the guard; ``what``
-    names the listener in a bind error."""
+    names the listener in a bind error. With ``ssl_context`` the port speaks TLS only
+    (the guard sees the decrypted bytes; the handshake must finish within the header
+    timeout)."""
     # auto_decompress off: we inflate gzip ourselves with a running cap and clear 400s.
     runner = web.AppRunner(
         app,
@@ -231,7 +235,12 @@ async def start_guarded(
     loop = asyncio.get_running_loop()
     try:
         server = await loop.create_server(
-            lambda: ConnectionGuard(handler(), limits, stats), host, port, reuse_address=True
+            lambda: ConnectionGuard(handler(), limits, stats),
+            host,
+            port,
+            reuse_address=True,
+            ssl=ssl_context,
+            ssl_handshake_timeout=limits.header_timeout if ssl_context is not None else None,
         )
     except OSError as exc:
         await runner.cleanup()

@@ -26,6 +26,7 @@ from google.protobuf import json_format
 from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from tracejudge.collector.auth import Authenticator, auth_middleware
 from tracejudge.collector.consumer import Throttled, TraceConsumer
 from tracejudge.collector.exposition import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE
 from tracejudge.collector.exposition import wants_prometheus
@@ -52,10 +53,24 @@ class BadEncoding(Exception):
 # --- gRPC ------------------------------------------------------------------------------
 
 
-def grpc_handler(pipeline: TraceConsumer) -> grpc.GenericRpcHandler[bytes, bytes]:
-    """A generic handler for Export that receives raw bytes (we parse them ourselves)."""
+def grpc_handler(
+    pipeline: TraceConsumer, auth: Authenticator | None = None
+) -> grpc.GenericRpcHandler[bytes, bytes]:
+    """A generic handler for Export that receives raw bytes (we parse them ourselves).
+
+    With ``auth``, a call without a valid ``authorization: Bearer`` metadata entry is
+    answered UNAUTHENTICATED before anything else (its bytes are never parsed)."""
 
     async def export(data: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+        if auth is not None:
+            header = None
+            for key, value in context.invocation_metadata() or ():
+                if key == "authorization" and isinstance(value, str):
+                    header = value
+                    break
+            reason = auth.check(header, "OTLP/gRPC", context.peer())
+            if reason is not None:
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, reason)
         # Capacity first: a throttled request costs no parsing.
         try:
             pipeline.check_capacity()
@@ -165,11 +180,18 @@ def grpc_options(max_bytes: int, limits: GrpcLimits) -> list[tuple[str, int]]:
 
 
 async def start_grpc(
-    pipeline: TraceConsumer, host: str, port: int, max_bytes: int, limits: GrpcLimits
+    pipeline: TraceConsumer,
+    host: str,
+    port: int,
+    max_bytes: int,
+    limits: GrpcLimits,
+    auth: Authenticator | None = None,
+    credentials: grpc.ServerCredentials | None = None,
 ) -> tuple[Any, int]:
-    """Start the gRPC server; returns it and the bound port (0 picks a free one)."""
+    """Start the gRPC server; returns it and the bound port (0 picks a free one). With
+    ``credentials`` the port speaks TLS only."""
     server = grpc.aio.server(options=grpc_options(max_bytes, limits))
-    server.add_generic_rpc_handlers((grpc_handler(pipeline),))
+    server.add_generic_rpc_handlers((grpc_handler(pipeline, auth),))
     # Try the address with a plain socket first: when grpc's C core fails to bind, it
     # writes its own log line (``E... add_port.cc ... Failed to add port``) straight to
     # the process's stderr before Python hears of it, ahead of our one-line error.
@@ -178,7 +200,11 @@ async def start_grpc(
         raise OSError(f"cannot bind OTLP/gRPC on {host}:{port}: {taken}")
     reason = "port in use or not allowed"
     try:
-        bound = server.add_insecure_port(f"{host}:{port}")
+        address = f"{host}:{port}"
+        if credentials is not None:
+            bound = server.add_secure_port(address, credentials)
+        else:
+            bound = server.add_insecure_port(address)
     except RuntimeError as exc:  # grpc reports a failed bind as RuntimeError
         bound = 0
         reason = str(exc).split(";")[0]
@@ -384,6 +410,12 @@ def gate_handler(gate: GateAnswer) -> Callable[[web.Request], Any]:
     return handle
 
 
+def _otlp_refusal(request: web.Request, reason: str) -> web.StreamResponse:
+    """401 with a ``google.rpc.Status`` (UNAUTHENTICATED) in the request's encoding."""
+    ctype = JSON if request.content_type == JSON else PROTOBUF
+    return _status_response(401, code_pb2.UNAUTHENTICATED, reason, ctype)
+
+
 def receiver_app(
     pipeline: TraceConsumer,
     cap: int,
@@ -391,9 +423,30 @@ def receiver_app(
     body_timeout: float,
     gate: GateAnswer | None = None,
     prometheus: Callable[[], str] | None = None,
+    *,
+    auth: Authenticator | None = None,
+    management: bool = True,
 ) -> web.Application:
-    """The OTLP/HTTP app (``/v1/traces``) with the health routes."""
-    app = web.Application(client_max_size=cap)
+    """The OTLP/HTTP app (``/v1/traces``), with the health routes unless ``management``
+    is False (a separate management listener serves them). With ``auth`` every route but
+    ``/healthz`` needs a bearer token."""
+    middlewares = [] if auth is None else [auth_middleware(auth, "OTLP/HTTP", _otlp_refusal)]
+    app = web.Application(client_max_size=cap, middlewares=middlewares)
     app.router.add_route("*", "/v1/traces", traces_handler(pipeline, cap, body_timeout))
+    if management:
+        health_routes(app, snapshot, gate, prometheus)
+    return app
+
+
+def management_app(
+    snapshot: Callable[[], dict[str, Any]],
+    gate: GateAnswer | None = None,
+    prometheus: Callable[[], str] | None = None,
+    auth: Authenticator | None = None,
+) -> web.Application:
+    """The management listener's app: ``/healthz``, ``/metrics``, ``/v1/gate`` and the
+    Flagger webhooks."""
+    middlewares = [] if auth is None else [auth_middleware(auth, "management")]
+    app = web.Application(middlewares=middlewares)
     health_routes(app, snapshot, gate, prometheus)
     return app

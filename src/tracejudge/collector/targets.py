@@ -56,8 +56,9 @@ def check_name(name: str) -> str:
 
 
 def protocol(url: str) -> str:
-    """``grpc`` or ``http`` (https is the same protocol: a move to TLS keeps the name)."""
-    return "grpc" if urlsplit(url).scheme == "grpc" else "http"
+    """``grpc`` or ``http`` (https and grpcs are the same protocols: a move to TLS keeps
+    the name)."""
+    return "grpc" if urlsplit(url).scheme in ("grpc", "grpcs") else "http"
 
 
 def target_specs(forward: list[str], output: Path | None = None) -> list[TargetSpec]:
