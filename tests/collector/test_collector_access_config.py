@@ -194,3 +194,22 @@ def test_serve_refuses_an_exposed_host_before_binding(tmp_path: Path) -> None:
     assert done.exit_code == 2
     assert "--forward-header api-key: the value is visible" in done.output
     assert "x-other" not in done.output
+
+
+def test_named_targets_keep_their_own_transport_options(certs: Certs) -> None:
+    """A target name (the disk queue's key) and per-target options go together: in a list
+    entry (``name:``) or as a mapping of names; the options follow the URL."""
+    cfg = _build(
+        forward={
+            "jaeger": "grpc://127.0.0.1:4317",
+            "hosted": {"url": "grpcs://otlp.example:443", "headers": {"api-key": "k"}},
+        }
+    )
+    assert cfg.forward == ["jaeger=grpc://127.0.0.1:4317", "hosted=grpcs://otlp.example:443"]
+    assert cfg.target_options("grpcs://otlp.example:443").headers == {"api-key": "k"}
+    assert cfg.target_options("grpc://127.0.0.1:4317").headers == {}
+    cfg = _build(forward=[{"url": "https://a.example", "name": "audit", "ca_file": str(certs.ca)}])
+    assert cfg.forward == ["audit=https://a.example"]
+    assert cfg.target_options("https://a.example").tls.ca_file == certs.ca
+    with pytest.raises(ConfigError, match="not a target name"):
+        _build(forward=[{"url": "https://a.example", "name": "bad name"}])

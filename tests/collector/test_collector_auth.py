@@ -349,15 +349,19 @@ def test_forwarder_sends_headers_over_tls_to_a_backend_that_demands_them(
 
 
 def test_metrics_logs_and_start_line_never_show_url_credentials(
-    collector_factory: Callable[..., Collector], sink: Sink, caplog: pytest.LogCaptureFixture
+    collector_factory: Callable[..., Collector],
+    sink: Sink,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
 ) -> None:
     """A backend URL with user info and an API key in its query is forwarded to (the sink
-    receives the batch), yet /metrics, the start-up line and the failure log of a second,
-    dead URL show neither secret (nor the secret path of the webhook)."""
+    receives the batch), yet /metrics, the start-up line, the failure log of a second, dead
+    URL and the disk queue's record of the targets show neither secret (nor the secret path
+    of the webhook)."""
     live = f"http://tj-user:s3cret-pass@127.0.0.1:{sink.http_port}/v1/traces?api_key=k3y-value"
     dead = "http://tj-user:s3cret-pass@127.0.0.1:9/v1/traces?api_key=k3y-value"
     hook = f"http://127.0.0.1:{sink.http_port}/hooks/s3cret-pass"
-    c = collector_factory(forward=[live, dead], webhook=hook)
+    c = collector_factory(forward=[live, dead], webhook=hook, queue_dir=tmp_path / "queue")
     grpc_in = GrpcExporter(endpoint=f"127.0.0.1:{c.grpc_port}", insecure=True)
     assert _export(grpc_in, _spans()) == SpanExportResult.SUCCESS
     wait_for(lambda: len(sink.spans()) == 2, what="the batch at the sink")
@@ -368,11 +372,14 @@ def test_metrics_logs_and_start_line_never_show_url_credentials(
         "line": c.describe(),
         "logs": [r.getMessage() for r in caplog.records],
     }
+    assert c.store is not None
+    everything["recorded"] = [t.url for t in c.store.recorded_targets()]
     text = json.dumps(everything)
     assert "s3cret-pass" not in text
     assert "k3y-value" not in text
     assert "tj-user" not in text
     assert shown in text
+    assert shown in everything["recorded"]  # the disk queue's record of the target
 
 
 def _touch_later(path: Path) -> None:

@@ -215,7 +215,9 @@ class Collector:
         )
         self.stats.queue_depth = self.pipeline.queue_depth
         if self.store is not None:
-            self._replay(self.store, queues, specs)
+            # The store keeps each target's URL for `tracejudge queue`: never its credentials.
+            shown = [TargetSpec(spec.name, display_url(spec.url)) for spec in specs]
+            self._replay(self.store, queues, shown)
         for q in queues:
             q.start()
         try:
