@@ -164,6 +164,13 @@ _BUILTIN: tuple[_Builtin, ...] = (
         integration=True,
     ),
     _Builtin("mcp", "tracejudge.instrumentation.mcp", "MCPIntegration", "mcp", integration=True),
+    _Builtin(
+        "langchain",
+        "tracejudge.instrumentation.langchain",
+        "LangChainIntegration",
+        "langchain_core",
+        integration=True,
+    ),
 )
 _extra: list[Registration] = []
 

@@ -1,0 +1,468 @@
+"""The langchain-core callback handler that turns LangChain/LangGraph runs into GenAI spans.
+
+Mapping (langchain-core's runs → ours):
+
+- the outermost chain run (a LangGraph graph — ``create_react_agent``, LangChain's
+  ``create_agent``, a compiled ``StateGraph`` — or any runnable the application
+  invokes at the top) → ``invoke_agent {name}`` (INTERNAL), named as the run is
+  (``create_react_agent(name=...)``, ``compile(name=...)``, ``run_name`` in the config;
+  LangGraph's default is ``LangGraph``). Its final answer (the last model call's text
+  when it asked for no tool, else the output state's last assistant message) is
+  ``gen_ai.output.messages``; the run's ``thread_id`` is ``gen_ai.conversation.id``;
+  run identity given as config metadata (``tracejudge.run.id``, ``user.id``...) is
+  copied onto it. When an ``invoke_agent`` span is already current (the application
+  wrapped the call in ``tracejudge.agent(...)``) the outer run is not a second agent:
+  what it does nests in that one.
+- tool runs → ``execute_tool {tool}`` (INTERNAL) with ``gen_ai.tool.call.arguments``
+  and ``gen_ai.tool.call.result`` (captured, redacted and capped as every tool's are)
+  and the model's tool-call id, as langchain-core passes it (``ToolNode`` does), else
+  from the ``ToolMessage`` result, else claimed from the run's tool-call ledger.
+- chat model and LLM runs → nothing of their own: the model client's instrumentation
+  owns the model call span (tracejudge's OpenAI patch under ``ChatOpenAI``), so there
+  is exactly one span per model call. The handler only makes the span the call belongs
+  to (its agent, or the tool it runs in) the current OpenTelemetry span for the call's
+  duration, so the client's span nests there even where a framework ran it in a
+  context that lost it; and it reads the call's result for the agent's final answer.
+- every other run (graph nodes, sequences, prompts, branches, retrievers) → not mapped:
+  what runs inside hangs from the nearest mapped ancestor.
+
+While an agent or a tool runs its span is the current OpenTelemetry span (LangGraph
+copies the context into the threads and tasks it runs nodes in, so ``@tracejudge.tool``
+spans and model calls inside nest there), a fresh tool-call ledger is in place and
+``AgentState`` reports the providers used. Errors: a failed run is status ERROR with
+``error.type`` (the exception's class); LangGraph's control flow (an interrupt, a
+command to the parent graph) is not an error. The handler never raises into
+LangChain: every callback runs in the runtime's guard (and LangChain would only log).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Mapping
+from contextvars import Token
+from typing import Any, Final
+from uuid import UUID
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from tracejudge import semconv as sc
+from tracejudge.instrumentation._content import ContentStats
+from tracejudge.instrumentation._context import (
+    AGENT_STATE,
+    AgentState,
+    ToolCallLedger,
+    claim_tool_call_id,
+    mark_tool_call_id_claimed,
+    new_ledger,
+    reset_ledger,
+)
+from tracejudge.instrumentation._genai import message, set_error, text_part
+from tracejudge.instrumentation._runtime import Runtime
+from tracejudge.instrumentation._shapes import get
+from tracejudge.instrumentation.langchain import _convert as cv
+
+_OP = sc.GenAiOperationNameValues
+_TOOL_ERROR_TYPE: Final = "_OTHER"
+"""``error.type`` of a tool error langchain handled into a ``ToolMessage`` (it reports a
+message, not an exception)."""
+_STATUS_MAX: Final = 512
+_IDENTITY_KEYS: Final = (
+    sc.TRACEJUDGE_RUN_ID,
+    sc.TRACEJUDGE_CASE_ID,
+    sc.TRACEJUDGE_EXPERIMENT_ID,
+    sc.TRACEJUDGE_VARIANT_ID,
+    sc.TRACEJUDGE_TENANT_ID,
+    sc.USER_ID,
+)
+_THREAD_ID: Final = "thread_id"
+"""LangGraph's conversation key (``config["configurable"]["thread_id"]``), which it
+copies into the runs' metadata."""
+_AGENT: Final = "agent"
+_TOOL: Final = "tool"
+
+
+class _Mapped:
+    """One LangChain run we made a span for (agent or tool), while it is open."""
+
+    __slots__ = (
+        "agent",
+        "arguments",
+        "call_id",
+        "ctx_token",
+        "kind",
+        "ledger_token",
+        "name",
+        "output",
+        "span",
+        "state",
+        "state_token",
+    )
+
+    def __init__(self, kind: str, name: str, span: Span, agent: _Mapped | None) -> None:
+        self.kind = kind
+        self.name = name
+        self.span = span
+        self.agent: _Mapped | None = self if kind == _AGENT else agent
+        self.ctx_token: object | None = None
+        self.ledger_token: Token[ToolCallLedger | None] | None = None
+        self.state: AgentState | None = None
+        self.state_token: Token[AgentState | None] | None = None
+        self.arguments: Any = None
+        self.call_id: str | None = None
+        self.output: str | None = None
+
+
+class _Model:
+    """One open model call: the run it answers to and what its start put in context."""
+
+    __slots__ = ("ctx_token", "owner")
+
+    def __init__(self, owner: _Mapped | None, ctx_token: object | None) -> None:
+        self.owner = owner
+        self.ctx_token = ctx_token
+
+
+class GenAiCallbacks:
+    """The callback handler (langchain-core's ``BaseCallbackHandler`` is mixed in when
+    langchain-core is imported, see ``langchain.handler()``). ``runtime`` None:
+    disabled (``uninstrument()``; langchain-core offers no way to remove a configure
+    hook) — it then asks langchain-core for no callbacks once nothing it started is
+    open, and only ends what it had started."""
+
+    raise_error: bool = False
+    run_inline: bool = True
+    """Called in the run's own thread/task (not in an executor), so that the context it
+    sets is the one the run's code sees."""
+
+    def __init__(self) -> None:
+        self.runtime: Runtime | None = None
+        self._lock = threading.Lock()
+        self._runs: dict[UUID, _Mapped | None] = {}
+        """Every open chain/tool run → the mapped run responsible for it (itself when
+        mapped, its nearest mapped ancestor otherwise, None when it has none)."""
+        self._own: dict[UUID, _Mapped] = {}
+        """The open runs that are mapped themselves (agents, tools)."""
+        self._models: dict[UUID, _Model] = {}
+
+    # --- what langchain-core asks before each callback ----------------------------
+
+    def _off(self) -> bool:
+        return self.runtime is None and not self._runs and not self._models
+
+    @property
+    def ignore_chain(self) -> bool:
+        return self._off()
+
+    @property
+    def ignore_agent(self) -> bool:  # tool callbacks are asked under this name
+        return self._off()
+
+    @property
+    def ignore_llm(self) -> bool:
+        return self._off()
+
+    @property
+    def ignore_chat_model(self) -> bool:
+        return self._off()
+
+    @property
+    def ignore_retriever(self) -> bool:
+        return True
+
+    @property
+    def ignore_retry(self) -> bool:
+        return True
+
+    @property
+    def ignore_custom_event(self) -> bool:
+        return True
+
+    # --- chains ------------------------------------------------------------------
+
+    def on_chain_start(
+        self,
+        serialized: Any,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        rt = self.runtime
+        if rt is None:
+            return
+        with rt.guard:
+            with self._lock:
+                owner = self._runs.get(parent_run_id) if parent_run_id is not None else None
+            if parent_run_id is None and not _agent_is_current():
+                name = cv.run_name(serialized, kwargs, "agent")
+                record = self._start_agent(rt, name, metadata)
+                with self._lock:
+                    self._runs[run_id] = self._own[run_id] = record
+                return
+            with self._lock:
+                self._runs[run_id] = owner
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        record = self._pop(run_id)
+        if record is None:
+            return
+        self._finish_agent(record, outputs, None)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        record = self._pop(run_id)
+        if record is None:
+            return
+        self._finish_agent(record, None, error)
+
+    def _pop(self, run_id: UUID) -> _Mapped | None:
+        """Forget a chain or tool run; its record when the run was mapped itself."""
+        with self._lock:
+            self._runs.pop(run_id, None)
+            return self._own.pop(run_id, None)
+
+    # --- tools -------------------------------------------------------------------
+
+    def on_tool_start(
+        self,
+        serialized: Any,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        inputs: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        rt = self.runtime
+        if rt is None:
+            return
+        with rt.guard:
+            with self._lock:
+                owner = self._runs.get(parent_run_id) if parent_run_id is not None else None
+            name = cv.run_name(serialized, kwargs, "tool")
+            arguments = cv.tool_arguments(input_str, inputs)
+            attrs: dict[str, AttributeValue] = {
+                sc.GEN_AI_OPERATION_NAME: _OP.EXECUTE_TOOL,
+                sc.GEN_AI_TOOL_NAME: name,
+                sc.GEN_AI_TOOL_TYPE: "function",
+            }
+            description = cv.text_of(get(serialized, "description"))
+            if description is not None:
+                attrs[sc.GEN_AI_TOOL_DESCRIPTION] = description
+            agent = owner.agent if owner is not None else None
+            state = AGENT_STATE.get()
+            agent_name = agent.name if agent is not None else state.name if state else None
+            if agent_name is not None:
+                attrs[sc.GEN_AI_AGENT_NAME] = agent_name
+            call_id = cv.text_of(kwargs.get("tool_call_id"))
+            if call_id is not None:
+                mark_tool_call_id_claimed(call_id)
+            else:
+                call_id = claim_tool_call_id((name,), arguments)
+            if call_id is not None:
+                attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id
+            span = rt.tracer.start_span(
+                f"{_OP.EXECUTE_TOOL} {name}",
+                context=_context_of(owner),
+                kind=SpanKind.INTERNAL,
+                attributes=attrs,
+            )
+            record = _Mapped(_TOOL, name, span, agent)
+            record.arguments = arguments
+            record.call_id = call_id
+            record.ctx_token = otel_context.attach(trace.set_span_in_context(span))
+            with self._lock:
+                self._runs[run_id] = self._own[run_id] = record
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        record = self._pop(run_id)
+        if record is not None:
+            self._finish_tool(record, output, None)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        record = self._pop(run_id)
+        if record is not None:
+            self._finish_tool(record, None, error)
+
+    def _finish_tool(self, record: _Mapped, output: Any, error: BaseException | None) -> None:
+        _detach(record)
+        span = record.span
+        rt = self.runtime
+        try:
+            if rt is None:
+                return
+            with rt.guard:
+                if record.call_id is None:
+                    call_id = cv.tool_message_id(output)
+                    if call_id is not None:
+                        span.set_attribute(sc.GEN_AI_TOOL_CALL_ID, call_id)
+                if rt.capture_evidence:
+                    stats = ContentStats()
+                    if record.arguments is not None:
+                        span.set_attribute(
+                            sc.GEN_AI_TOOL_CALL_ARGUMENTS,
+                            rt.encode_content(record.arguments, stats),
+                        )
+                    if error is None and output is not None:
+                        span.set_attribute(
+                            sc.GEN_AI_TOOL_CALL_RESULT,
+                            rt.encode_content(cv.tool_result(output), stats),
+                        )
+                    rt.stamp_content_stats(span, stats)
+                if error is not None and not cv.is_control_flow(error):
+                    set_error(span, error)
+                elif error is None and cv.tool_message_failed(output):
+                    span.set_attribute(sc.ERROR_TYPE, _TOOL_ERROR_TYPE)
+                    text = cv.content_text(get(output, "content")) or "tool error"
+                    span.set_status(Status(StatusCode.ERROR, text[:_STATUS_MAX]))
+        finally:
+            span.end()
+
+    # --- model calls -----------------------------------------------------------------
+
+    def on_chat_model_start(
+        self,
+        serialized: Any,
+        messages: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._start_model(run_id, parent_run_id)
+
+    def on_llm_start(
+        self,
+        serialized: Any,
+        prompts: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._start_model(run_id, parent_run_id)
+
+    def _start_model(self, run_id: UUID, parent_run_id: UUID | None) -> None:
+        """Make the span the call belongs to current for the call (see the module
+        docstring); the model client's instrumentation records the call itself."""
+        rt = self.runtime
+        if rt is None:
+            return
+        with rt.guard:
+            with self._lock:
+                owner = self._runs.get(parent_run_id) if parent_run_id is not None else None
+            token = None
+            if owner is not None and trace.get_current_span() is not owner.span:
+                token = otel_context.attach(trace.set_span_in_context(owner.span))
+            with self._lock:
+                self._models[run_id] = _Model(owner, token)
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        call = self._pop_model(run_id)
+        rt = self.runtime
+        if call is None or rt is None or call.owner is None:
+            return
+        with rt.guard:
+            agent = call.owner.agent
+            if agent is not None:  # None when it asked for tools: not the answer
+                agent.output = cv.final_text(response)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._pop_model(run_id)
+
+    def _pop_model(self, run_id: UUID) -> _Model | None:
+        with self._lock:
+            call = self._models.pop(run_id, None)
+        if call is not None and call.ctx_token is not None:
+            owner = call.owner
+            if owner is not None and trace.get_current_span() is owner.span:
+                otel_context.detach(call.ctx_token)  # type: ignore[arg-type]
+            call.ctx_token = None
+        return call
+
+    # --- agents ------------------------------------------------------------------
+
+    def _start_agent(self, rt: Runtime, name: str, metadata: Mapping[str, Any] | None) -> _Mapped:
+        attrs: dict[str, AttributeValue] = {
+            sc.GEN_AI_OPERATION_NAME: _OP.INVOKE_AGENT,
+            sc.GEN_AI_AGENT_NAME: name,
+        }
+        if isinstance(metadata, Mapping):
+            thread = metadata.get(_THREAD_ID)
+            if isinstance(thread, (str, int)) and not isinstance(thread, bool):
+                attrs[sc.GEN_AI_CONVERSATION_ID] = str(thread)
+            for key in _IDENTITY_KEYS:
+                value = metadata.get(key)
+                if isinstance(value, str) and value:
+                    attrs[key] = value
+        span = rt.tracer.start_span(
+            f"{_OP.INVOKE_AGENT} {name}", kind=SpanKind.INTERNAL, attributes=attrs
+        )
+        record = _Mapped(_AGENT, name, span, None)
+        record.ctx_token = otel_context.attach(trace.set_span_in_context(span))
+        record.ledger_token = new_ledger()
+        record.state = AgentState(name)
+        record.state_token = AGENT_STATE.set(record.state)
+        return record
+
+    def _finish_agent(self, record: _Mapped, outputs: Any, error: BaseException | None) -> None:
+        _detach(record)
+        span = record.span
+        rt = self.runtime
+        try:
+            if rt is None:
+                return
+            with rt.guard:
+                state = record.state
+                if state is not None and len(state.providers) == 1:
+                    span.set_attribute(sc.GEN_AI_PROVIDER_NAME, next(iter(state.providers)))
+                answer = record.output if error is None else None
+                if answer is None and error is None:
+                    answer = cv.state_answer(outputs)
+                if answer is not None and rt.capture_evidence:
+                    stats = ContentStats()
+                    span.set_attribute(
+                        sc.GEN_AI_OUTPUT_MESSAGES,
+                        rt.encode_content(
+                            [message("assistant", [text_part(answer)], "stop")], stats
+                        ),
+                    )
+                    rt.stamp_content_stats(span, stats)
+                if error is not None and not cv.is_control_flow(error):
+                    set_error(span, error)
+        finally:
+            span.end()
+
+
+def _agent_is_current() -> bool:
+    """Whether the current span is an ``invoke_agent`` span (ours or the application's
+    ``tracejudge.agent(...)``): then the outer run is not a second agent."""
+    span = trace.get_current_span()
+    attrs: Mapping[str, Any] | None = getattr(span, "attributes", None)
+    return attrs is not None and attrs.get(sc.GEN_AI_OPERATION_NAME) == _OP.INVOKE_AGENT
+
+
+def _context_of(owner: _Mapped | None) -> otel_context.Context | None:
+    """The parent context of a span started for a run under ``owner`` (None: the
+    current context)."""
+    return trace.set_span_in_context(owner.span) if owner is not None else None
+
+
+def _detach(record: _Mapped) -> None:
+    """Undo what the start put in context; skipped when the context is no longer the
+    one the start left (the run ended in another context): nothing of ours to undo."""
+    if record.state_token is not None:
+        token, record.state_token = record.state_token, None
+        with contextlib.suppress(ValueError):  # another context: not ours to undo
+            AGENT_STATE.reset(token)
+    if record.ledger_token is not None:
+        ledger_token, record.ledger_token = record.ledger_token, None
+        reset_ledger(ledger_token)
+    ctx_token, record.ctx_token = record.ctx_token, None
+    if ctx_token is not None and trace.get_current_span() is record.span:
+        otel_context.detach(ctx_token)  # type: ignore[arg-type]
