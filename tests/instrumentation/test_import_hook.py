@@ -95,8 +95,10 @@ def test_sdks_imported_after_instrument_are_patched_on_import(
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    # The framework integrations (OpenAI Agents SDK, MCP) wait for their own imports too.
-    frameworks = tuple(m for m in ("agents", "mcp") if patcher_mod.sdk_importable(m))
+    # The framework integrations (OpenAI Agents SDK, LangChain, MCP) wait for their own imports.
+    frameworks = tuple(
+        sorted(m for m in ("agents", "langchain_core", "mcp") if patcher_mod.sdk_importable(m))
+    )
     assert lines[0] == f"pending: {tuple(sorted(('anthropic', 'openai', *frameworks)))} active: ()"
     assert lines[1] == "loader: SourceFileLoader SourceFileLoader"
     assert lines[2] == f"pending: {frameworks} active: ('openai', 'anthropic')"
