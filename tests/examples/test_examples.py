@@ -165,6 +165,7 @@ def test_examples_are_quiet_and_quick_without_a_collector() -> None:
             EXAMPLES / "refund" / "agent.py",
             EXAMPLES / "anthropic_refund" / "agent.py",
             EXAMPLES / "agents_refund" / "agent.py",
+            EXAMPLES / "langgraph_refund" / "agent.py",
         ):
             done = _run(sys.executable, script, env={"OTEL_EXPORTER_OTLP_ENDPOINT": url})
             assert done.returncode == 0, done.stderr
@@ -230,3 +231,39 @@ def test_agents_sdk_refund_agent_gets_the_plain_agents_verdicts(tmp_path: Path) 
         for span in scope["spans"]
     }
     assert {"invoke_agent refund-agent", "execute_tool refund_api.create"} <= names
+
+
+def test_langgraph_refund_agent_gets_the_plain_agents_verdicts(tmp_path: Path) -> None:
+    """The refund agent on LangGraph (``create_react_agent`` over ``ChatOpenAI``, traced
+    through the callback handler instrument() installs) is judged by the same rules and
+    baseline exactly as the plain-SDK agent's committed traces: every variant gets the
+    same verdict, primary finding and findings — the silent failure (the answer claims a
+    refund no ``refund_api.create`` made) fails — and the streamed run passes too."""
+    agent = EXAMPLES / "langgraph_refund" / "agent.py"
+    traces = []
+    for variant in ("healthy", "silent_failure", "wrong_order", "half_amount"):
+        trace = tmp_path / f"{variant}.json"
+        out = _python(agent, "--variant", variant, "--trace-out", trace).stdout
+        assert "answer: Your refund for order" in out
+        traces.append(trace)
+    streamed = tmp_path / "streamed.json"
+    _python(agent, "--variant", "healthy", "--stream", "--trace-out", streamed)
+    plain = _outcomes(_eval(*sorted((EXAMPLES / "refund" / "traces").glob("*.json"))))
+    on_langgraph = _outcomes(_eval(*traces))
+    assert on_langgraph == plain
+    assert on_langgraph["silent_failure"][:2] == ("fail", "F-OUTPUT-UNSUPPORTED_CLAIM")
+    done = _eval(streamed)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [v["verdict"] for v in _verdicts(done)] == ["pass"]
+    spans = [
+        span
+        for scope in json.loads(traces[0].read_text())["resourceSpans"][0]["scopeSpans"]
+        for span in scope["spans"]
+    ]
+    names = sorted(span["name"] for span in spans)
+    assert names == sorted(
+        ["invoke_agent refund-agent"]
+        + ["chat gpt-4o-mini"] * 5
+        + [f"execute_tool {t}" for t in ("lookup_order", "check_policy", "refund_api.create")]
+        + ["execute_tool send_email"]
+    )
