@@ -12,11 +12,14 @@
 #   bash scripts/sdk-matrix.sh -k stream  # extra arguments go to pytest
 #
 # The OpenAI Agents SDK integration's tests run there too, on the oldest openai-agents
-# claimed (0.2.7, which still runs on openai 1.x), and the MCP integration's 1.x tests on
+# claimed (0.2.7, which still runs on openai 1.x), the MCP integration's 1.x tests on
 # the mcp 1.x that openai-agents 0.2.7 brings (tests/frameworks/mcp/conftest.py picks the
-# file for the installed major).
+# file for the installed major), and the LangChain integration's on the oldest
+# langchain-core claimed (0.3.0) with the newest langgraph and langchain-openai that run
+# on it (0.2.40, 0.2.1; langchain-openai 0.2 runs on openai 1.x).
 #
-# Versions can be overridden (OPENAI_OLDEST, ANTHROPIC_OLDEST, AGENTS_OLDEST). httpx is held below
+# Versions can be overridden (OPENAI_OLDEST, ANTHROPIC_OLDEST, AGENTS_OLDEST,
+# LANGCHAIN_CORE_OLDEST, LANGGRAPH_OLDEST, LANGCHAIN_OPENAI_OLDEST). httpx is held below
 # 0.28 because anthropic 0.40 predates it (0.28 removed the `proxies` argument clients
 # of that era pass). uv's cache makes a refresh take seconds after the first run.
 # openai 1.40 (the claim before) was measured to fail: no Responses API and
@@ -27,6 +30,9 @@ cd "$(dirname "$0")/.."
 OPENAI_OLDEST=${OPENAI_OLDEST:-1.109.1}
 ANTHROPIC_OLDEST=${ANTHROPIC_OLDEST:-0.40.0}
 AGENTS_OLDEST=${AGENTS_OLDEST:-0.2.7}
+LANGCHAIN_CORE_OLDEST=${LANGCHAIN_CORE_OLDEST:-0.3.0}
+LANGGRAPH_OLDEST=${LANGGRAPH_OLDEST:-0.2.40}
+LANGCHAIN_OPENAI_OLDEST=${LANGCHAIN_OPENAI_OLDEST:-0.2.1}
 VENV=${SDK_MATRIX_VENV:-.venv-sdk-oldest}
 UV=.venv/bin/uv
 if [ ! -x "$UV" ]; then
@@ -38,6 +44,8 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$UV" pip install --quiet --python "$VENV/bin/python" -e . \
   "openai==$OPENAI_OLDEST" "anthropic==$ANTHROPIC_OLDEST" "openai-agents==$AGENTS_OLDEST" \
+  "langchain-core==$LANGCHAIN_CORE_OLDEST" "langgraph==$LANGGRAPH_OLDEST" \
+  "langchain-openai==$LANGCHAIN_OPENAI_OLDEST" \
   "httpx<0.28" \
   "pytest>=8.0" "pytest-timeout>=2.3"
 
@@ -50,10 +58,16 @@ agents_version = importlib.metadata.version("openai-agents")
 assert agents_version == "$AGENTS_OLDEST", agents_version
 print(f"sdk-matrix: anthropic {anthropic.__version__}, openai {openai.__version__}")
 print(f"sdk-matrix: openai-agents {agents_version}")
+core = importlib.metadata.version("langchain-core")
+graph = importlib.metadata.version("langgraph")
+assert core == "$LANGCHAIN_CORE_OLDEST", core
+assert graph == "$LANGGRAPH_OLDEST", graph
+print(f"sdk-matrix: langchain-core {core}, langgraph {graph}")
 PY
 
 TESTS=()
-for path in tests/instrumentation tests/frameworks/openai_agents tests/frameworks/mcp; do
+for path in tests/instrumentation tests/frameworks/openai_agents tests/frameworks/mcp \
+  tests/frameworks/langchain; do
   [ -e "$path" ] && TESTS+=("$path")
 done
 if [ ${#TESTS[@]} -eq 0 ]; then

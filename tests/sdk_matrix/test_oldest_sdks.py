@@ -15,6 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 OLDEST = {"openai": "1.109.1", "anthropic": "0.40.0"}
+LANGCHAIN_OLDEST = {"langchain-core": "0.3.0", "langgraph": "0.2.40"}
 
 
 def test_instrumentation_suite_passes_on_oldest_claimed_sdks() -> None:
@@ -32,6 +33,8 @@ def test_instrumentation_suite_passes_on_oldest_claimed_sdks() -> None:
     assert proc.returncode == 0, output[-6000:]
     versions = f"anthropic {OLDEST['anthropic']}, openai {OLDEST['openai']}"
     assert f"sdk-matrix: {versions}" in proc.stdout
+    langchain = ", ".join(f"{k} {v}" for k, v in LANGCHAIN_OLDEST.items())
+    assert f"sdk-matrix: {langchain}" in proc.stdout
     summary = re.search(r"(\d+) passed", proc.stdout)
     assert summary is not None, output[-3000:]
     assert int(summary.group(1)) > 0

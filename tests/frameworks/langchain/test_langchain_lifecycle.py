@@ -23,7 +23,6 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tools import tool
 from langchain_core.tracers import context as lc_context
 from langchain_openai import ChatOpenAI
-from langgraph.prebuilt import create_react_agent
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import SecretStr
@@ -36,7 +35,7 @@ from tracejudge.instrumentation import _patcher as patcher_mod
 from tracejudge.instrumentation import langchain as integration
 from tracejudge.instrumentation.langchain import LangChainIntegration, _convert
 
-pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
+from .graphs import react_agent
 
 CORE_VERSION = importlib.metadata.version("langchain-core")
 
@@ -66,7 +65,7 @@ def run_agent(name: str = "run", config: Any = None) -> str:
             api_key=SecretStr("test-key"),
             max_retries=0,
         )
-        agent = create_react_agent(model, [lookup_order], prompt="Answer.", name="orders")
+        agent = react_agent(model, [lookup_order], prompt="Answer.", name="orders")
         out = agent.invoke({"messages": [("user", "Is B-1 paid?")]}, config=config)
     return str(out["messages"][-1].content)
 

@@ -24,7 +24,7 @@ from langchain_core.tools import ToolException, tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.prebuilt import ToolNode, create_react_agent
+from langgraph.prebuilt import ToolNode
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import SecretStr
@@ -34,13 +34,10 @@ from tests.support.replay import ReplayServer
 from tracejudge.demo.model_server import ScriptedModelServer
 from tracejudge.demo.script import Conversation, Reply, Script, ToolRequest
 
+from .graphs import compiled, react_agent
 from .spans import by_name, only, shape, tree
 
-pytestmark = [
-    pytest.mark.usefixtures("langchain_instrumented"),
-    # moved to langchain.agents in LangGraph 1.0 (still shipped, warns on each call)
-    pytest.mark.filterwarnings("ignore:create_react_agent has been moved"),
-]
+pytestmark = pytest.mark.usefixtures("langchain_instrumented")
 
 WEATHER = "openai/test_chat_completion_tool_calls_with_content.yaml"
 ASYNC_WEATHER = "openai/test_async_chat_completion_tool_calls_with_content.yaml"
@@ -111,9 +108,7 @@ def test_react_agent_on_the_recorded_loop_is_one_agent_two_tools_and_one_chat_sp
     with its arguments, result and the model's call id; the run's thread id and the
     identity given as metadata on the root, with the final answer."""
     server = replay(WEATHER, sequential=True)
-    agent = create_react_agent(
-        chat(server.base_url), [get_current_weather], prompt=SYSTEM, name="weather"
-    )
+    agent = react_agent(chat(server.base_url), [get_current_weather], prompt=SYSTEM, name="weather")
     config: Any = {
         "configurable": {"thread_id": "thread-7"},
         "metadata": {"tracejudge.run.id": "run-1", "tracejudge.case.id": "weather"},
@@ -193,7 +188,7 @@ def weather_graph(model: ChatOpenAI) -> Any:
     graph.add_edge(START, "model")
     graph.add_conditional_edges("model", route, ["tools", END])
     graph.add_edge("tools", "model")
-    return graph.compile(name="weather-graph")
+    return compiled(graph, "weather-graph")
 
 
 def test_hand_built_state_graph_is_traced_like_the_prebuilt_agent(
@@ -232,9 +227,7 @@ def test_async_run_nests_like_a_sync_one(
     """``ainvoke`` (LangGraph's async loop, ``ChatOpenAI``'s async client, the tools as
     asyncio tasks) over the recorded async loop: the same tree, the same call ids."""
     server = replay(ASYNC_WEATHER, sequential=True)
-    agent = create_react_agent(
-        chat(server.base_url), [get_current_weather], prompt=SYSTEM, name="weather"
-    )
+    agent = react_agent(chat(server.base_url), [get_current_weather], prompt=SYSTEM, name="weather")
     out = asyncio.run(agent.ainvoke(ask(QUESTION)))
     assert out["messages"][-1].content.startswith("Today, Seattle is experiencing 50 degrees")
 
@@ -282,7 +275,7 @@ def _answer(conversation: Conversation) -> Reply:
 
 def orders_agent(server: ScriptedModelServer, script: str, tools: Any, **options: Any) -> Any:
     model = chat(server.openai_base_url(script), **options)
-    return create_react_agent(model, tools, prompt="Answer.", name="orders")
+    return react_agent(model, tools, prompt="Answer.", name="orders")
 
 
 def test_streamed_run_is_traced_like_a_plain_one(span_exporter: InMemorySpanExporter) -> None:
@@ -381,7 +374,7 @@ def test_a_failing_graph_fails_its_agent_span_and_the_error_reaches_the_applicat
     graph.add_node("reconcile", broken)
     graph.add_edge(START, "reconcile")
     with pytest.raises(ReconcileError, match="ledger out of balance"):
-        graph.compile(name="books").invoke(ask("close the books"))
+        compiled(graph, "books").invoke(ask("close the books"))
     [root] = span_exporter.get_finished_spans()
     assert root.name == "invoke_agent books"
     assert root.status.status_code.name == "ERROR"
@@ -407,7 +400,7 @@ def test_tools_the_application_traces_itself_nest_in_the_graph(
     graph = StateGraph(MessagesState)
     graph.add_node("note", note)
     graph.add_edge(START, "note")
-    graph.compile(name="notes").invoke(ask("note it"))
+    compiled(graph, "notes").invoke(ask("note it"))
     spans = tree(span_exporter.get_finished_spans())
     assert shape(spans) == [
         ("execute_tool save_note", "invoke_agent notes"),
