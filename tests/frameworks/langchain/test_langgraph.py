@@ -22,6 +22,7 @@ import pytest
 from langchain_core.messages import AnyMessage, SystemMessage
 from langchain_core.tools import ToolException, tool
 from langchain_openai import ChatOpenAI
+from langgraph.errors import GraphInterrupt
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
@@ -474,3 +475,33 @@ def test_secrets_in_tool_results_are_redacted(span_exporter: InMemorySpanExporte
     found = only(tree(span_exporter.get_finished_spans()), "execute_tool lookup_order")
     assert "sk-live" not in json.dumps(found["attributes"])
     assert found["attributes"]["tracejudge.content.redacted"] >= 1
+
+
+def test_an_interrupt_in_a_tool_is_control_flow_not_an_error(
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    """A tool that stops the graph for a human (LangGraph's ``GraphInterrupt``, what
+    ``interrupt()`` raises): the run pauses and returns; neither the tool nor the agent
+    span is an error, and the tool has no result."""
+
+    @tool("refund")
+    def refund_needing_approval(order_id: str) -> str:
+        """Refund an order (needs approval)."""
+        raise GraphInterrupt(())
+
+    script = Script(
+        "paused", [lambda c: Reply(tool_calls=(ToolRequest("refund", {"order_id": "B-1"}),))]
+    )
+    with ScriptedModelServer([script]) as server:
+        orders_agent(server, "paused", [refund_needing_approval]).invoke(ask("Refund B-1"))
+    spans = tree(span_exporter.get_finished_spans())
+    assert shape(spans) == [
+        ("chat gpt-4o-mini", "invoke_agent orders"),
+        ("execute_tool refund", "invoke_agent orders"),
+        ("invoke_agent orders", None),
+    ]
+    paused = only(spans, "execute_tool refund")
+    assert (paused["status"], only(spans, "invoke_agent orders")["status"]) == ("UNSET", "UNSET")
+    assert "error.type" not in paused["attributes"]
+    assert "gen_ai.tool.call.result" not in paused["attributes"]
+    assert paused["attributes"]["gen_ai.tool.call.arguments"] == {"order_id": "B-1"}
