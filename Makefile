@@ -2,7 +2,7 @@
 #   make demo   - the main job: the refund agent judged by an embedded collector
 #   make test   - semconv and rules-schema freshness, lint, strict types and the whole test suite,
 #                 end-to-end tests against real Jaeger, the OpenTelemetry Collector and Prometheus included
-.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-engine bench-decode bench-collector bench-accuracy bench-frameworks
+.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-langgraph bench-engine bench-decode bench-collector bench-accuracy bench-frameworks
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -68,6 +68,11 @@ bench-frameworks:
 	@bash bench/setup-peers.sh
 	.venv-bench/bin/python bench/bench_frameworks.py
 
+# The LangChain handler's per-run overhead on a LangGraph run, next to OpenInference's.
+bench-langgraph:
+	@bash bench/setup-peers.sh
+	.venv-bench/bin/python bench/bench_langgraph.py
+
 # The engine and decoders on both builds: pure Python (.venv) and the compiled wheel.
 bench-engine: bootstrap compiled
 	$(PY) bench/bench_engine.py
@@ -86,4 +91,4 @@ bench-accuracy: bootstrap
 	$(PY) bench/bench_accuracy.py
 
 # Every benchmark, one after the other; results belong in docs/performance.md.
-bench: bench-instrumentation bench-decode bench-engine bench-collector bench-accuracy
+bench: bench-instrumentation bench-langgraph bench-decode bench-engine bench-collector bench-accuracy
