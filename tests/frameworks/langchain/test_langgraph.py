@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from langchain_core.callbacks import CallbackManager
 from langchain_core.messages import AnyMessage, SystemMessage
 from langchain_core.tools import ToolException, tool
 from langchain_openai import ChatOpenAI
@@ -505,3 +507,22 @@ def test_an_interrupt_in_a_tool_is_control_flow_not_an_error(
     assert "error.type" not in paused["attributes"]
     assert "gen_ai.tool.call.result" not in paused["attributes"]
     assert paused["attributes"]["gen_ai.tool.call.arguments"] == {"order_id": "B-1"}
+
+
+def test_a_graph_inside_a_run_tracejudge_did_not_see_is_still_the_agent(
+    replay: Callable[..., ReplayServer], span_exporter: InMemorySpanExporter
+) -> None:
+    """A parent run langchain-core knows and tracejudge does not — what a LangSmith
+    ``@traceable`` around the call, or a tracer's callback manager the application passes
+    in, gives the graph: the graph is still the agent, with the same tree."""
+    server = replay(WEATHER, sequential=True)
+    foreign = CallbackManager(handlers=[], parent_run_id=uuid.uuid4())
+    out = weather_graph(chat(server.base_url)).invoke(ask(QUESTION), config={"callbacks": foreign})
+    assert out["messages"][-1].content == ANSWER
+    assert shape(tree(span_exporter.get_finished_spans())) == [
+        ("chat gpt-4o-mini", "invoke_agent weather-graph"),
+        ("execute_tool get_current_weather", "invoke_agent weather-graph"),
+        ("execute_tool get_current_weather", "invoke_agent weather-graph"),
+        ("chat gpt-4o-mini", "invoke_agent weather-graph"),
+        ("invoke_agent weather-graph", None),
+    ]

@@ -4,7 +4,8 @@ Mapping (langchain-core's runs → ours):
 
 - the outermost chain run (a LangGraph graph — ``create_react_agent``, LangChain's
   ``create_agent``, a compiled ``StateGraph`` — or any runnable the application
-  invokes at the top) → ``invoke_agent {name}`` (INTERNAL), named as the run is
+  invokes at the top; "outermost" among the runs this handler saw, so a run nested in
+  a LangSmith ``@traceable`` still is one) → ``invoke_agent {name}`` (INTERNAL), named as the run is
   (``create_react_agent(name=...)``, ``compile(name=...)``, ``run_name`` in the config;
   LangGraph's default is ``LangGraph``). Its final answer (the last model call's text
   when it asked for no tool, else the output state's last assistant message) is
@@ -198,8 +199,11 @@ class GenAiCallbacks:
             return
         with rt.guard:
             with self._lock:
-                owner = self._runs.get(parent_run_id) if parent_run_id is not None else None
-            if parent_run_id is None and not _agent_is_current():
+                known = parent_run_id is not None and parent_run_id in self._runs
+                owner = self._runs.get(parent_run_id) if known else None  # type: ignore[arg-type]
+            # Outermost: no parent, or one langchain-core knows and we do not (a LangSmith
+            # ``@traceable`` around the call, a tracer's run the application passed in).
+            if not known and not _agent_is_current():
                 name = cv.run_name(serialized, kwargs, "agent")
                 record = self._start_agent(rt, name, metadata)
                 with self._lock:
