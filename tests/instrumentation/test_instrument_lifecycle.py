@@ -78,6 +78,29 @@ def test_instrument_twice_is_idempotent(
     assert Completions.__dict__["create"] is original
 
 
+def test_a_method_an_sdk_object_bound_while_instrumented_goes_quiet_on_uninstrument(
+    tracer_provider: TracerProvider, replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """openai's ``with_raw_response`` is a cached property that binds ``create`` on first use
+    (ChatOpenAI calls through it): the wrapper it bound outlives the patch. After
+    ``uninstrument()`` that wrapper passes calls through untraced (before the fix it kept
+    emitting spans the user had turned off), and a later ``instrument()`` traces it again."""
+    server = replay("openai/test_chat_completion_with_content.yaml")
+    client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+    tracejudge.instrument(tracer_provider=tracer_provider)
+    raw = client.chat.completions.with_raw_response
+    raw.create(model="gpt-4o-mini", messages=SAY_TEST).parse()
+    assert len(span_exporter.get_finished_spans()) == 1
+    tracejudge.uninstrument()
+    answer = raw.create(model="gpt-4o-mini", messages=SAY_TEST).parse()
+    assert answer.choices[0].message.content  # the call itself still works
+    assert len(span_exporter.get_finished_spans()) == 1
+    # instrumenting again traces the very same bound path again, with the new runtime
+    tracejudge.instrument(tracer_provider=tracer_provider)
+    raw.create(model="gpt-4o-mini", messages=SAY_TEST).parse()
+    assert len(span_exporter.get_finished_spans()) == 2
+
+
 @pytest.mark.parametrize(
     "foreign_attributes",
     [

@@ -36,7 +36,7 @@ from tracejudge.instrumentation._patcher import (
     warn_once,
     wrapped_by_other_instrumentor,
 )
-from tracejudge.instrumentation._runtime import Runtime
+from tracejudge.instrumentation._runtime import Runtime, current_runtime
 from tracejudge.instrumentation._shapes import RAW_STREAMING, raw_mode
 from tracejudge.instrumentation._stream import Accumulator, ErrorType, StreamObserver, observe
 
@@ -226,6 +226,18 @@ class _Streams:
 
 
 # --- one call -------------------------------------------------------------------------
+
+
+def live_runtime(runtime: Runtime) -> Runtime | None:
+    """The runtime a wrapper's call uses: the one ``instrument()`` set now, so a wrapper an
+    SDK object bound earlier (openai's cached ``with_raw_response``, which ChatOpenAI calls
+    through) follows ``uninstrument()`` and a later ``instrument()`` with new settings; None
+    after ``uninstrument()`` (the call passes through untraced). A wrapper made outside
+    ``instrument()`` (benchmarks, tests) keeps the runtime it was made with."""
+    current = current_runtime()
+    if current is not None:
+        return current
+    return None if runtime.retired else runtime
 
 
 def begin(
@@ -418,8 +430,9 @@ def sync_wrapper(
 
     @functools.wraps(original)
     def create(self: Any, *args: Any, **kwargs: Any) -> Any:
-        call = begin(runtime, endpoint, self, kwargs)
-        if call is None:
+        rt = live_runtime(runtime)
+        call = begin(rt, endpoint, self, kwargs) if rt is not None else None
+        if call is None or rt is None:
             return original(self, *args, **kwargs)
         token = scope.enter() if scope is not None else None
         try:
@@ -428,12 +441,12 @@ def sync_wrapper(
             if scope is not None:
                 scope.exit(token)
             call.deactivate()
-            failed(runtime, call, exc)
+            failed(rt, call, exc)
             raise
         if scope is not None:
             scope.exit(token)
         call.deactivate()
-        returned(runtime, spec, endpoint, call, result, kwargs, streams)
+        returned(rt, spec, endpoint, call, result, kwargs, streams)
         return result
 
     return create
@@ -452,8 +465,9 @@ def async_wrapper(
 
     @functools.wraps(original)
     async def create(self: Any, *args: Any, **kwargs: Any) -> Any:
-        call = begin(runtime, endpoint, self, kwargs)
-        if call is None:
+        rt = live_runtime(runtime)
+        call = begin(rt, endpoint, self, kwargs) if rt is not None else None
+        if call is None or rt is None:
             return await original(self, *args, **kwargs)
         token = scope.enter() if scope is not None else None
         try:
@@ -462,12 +476,12 @@ def async_wrapper(
             if scope is not None:
                 scope.exit(token)
             call.deactivate()
-            failed(runtime, call, exc)
+            failed(rt, call, exc)
             raise
         if scope is not None:
             scope.exit(token)
         call.deactivate()
-        await returned_async(runtime, spec, endpoint, call, result, kwargs, streams)
+        await returned_async(rt, spec, endpoint, call, result, kwargs, streams)
         return result
 
     return create

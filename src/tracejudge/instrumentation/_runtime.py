@@ -110,6 +110,7 @@ class Runtime:
         "meter_provider",
         "raise_internal_errors",
         "redactor",
+        "retired",
         "token_usage",
         "tracer",
         "tracer_provider",
@@ -151,6 +152,10 @@ class Runtime:
         # False (the bool) is the one explicit "no content at all"; see the class docstring.
         self.capture_evidence = capture_content is not False
         self.redactor = Redactor(redact_patterns)
+        self.retired = False
+        """Set by ``uninstrument()``: a wrapper that outlived its patch (an SDK object that
+        bound the patched method, such as openai's cached ``with_raw_response``) then
+        passes calls through untraced instead of tracing after the user turned it off."""
         self.encoder = ContentEncoder(self.redactor, max_attribute_bytes)
         self.raise_internal_errors = raise_internal_errors
         self.guard = _Guard(self)
@@ -263,6 +268,11 @@ def get_runtime() -> Runtime:
     if rt is None:
         rt = _current = Runtime()
     return rt
+
+
+def current_runtime() -> Runtime | None:
+    """The runtime ``instrument()`` set, if any (never creates one)."""
+    return _current
 
 
 def set_runtime(runtime: Runtime | None) -> None:

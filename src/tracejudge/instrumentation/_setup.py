@@ -33,7 +33,7 @@ from tracejudge.instrumentation._patcher import (
     sdk_importable,
     warn_once,
 )
-from tracejudge.instrumentation._runtime import Runtime, set_runtime
+from tracejudge.instrumentation._runtime import Runtime, current_runtime, set_runtime
 
 logger = logging.getLogger("tracejudge.instrumentation")
 
@@ -179,6 +179,9 @@ def uninstrument() -> None:
         _unpatch_all()
         _hooks.cancel_all()
         _generation += 1
+        retiring = current_runtime()
+        if retiring is not None:
+            retiring.retired = True
         set_runtime(None)
         provider = _configured_provider
         flush = getattr(provider, "force_flush", None)
