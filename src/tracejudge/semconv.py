@@ -734,6 +734,9 @@ FOREIGN_GEN_AI_CONTENT_PROMPT: Final = "gen_ai.content.prompt"
 FOREIGN_GEN_AI_CONTENT_COMPLETION: Final = "gen_ai.content.completion"
 """Read from: deprecated GenAI conventions (event name; JSON messages in gen_ai.completion)."""
 
+FOREIGN_EVENT_NAME: Final = "event.name"
+"""Read from: OpenTelemetry Events API before LogRecord.event_name (log-record attribute naming the event)."""
+
 FOREIGN_LLM_PROVIDER: Final = "llm.provider"
 """Read from: OpenInference."""
 

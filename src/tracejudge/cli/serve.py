@@ -43,6 +43,16 @@ from tracejudge.collector.credentials import is_reference
     "Repeatable; optional. Disk-queue rows follow the NAME (default: the protocol).",
 )
 @click.option(
+    "--forward-logs",
+    help="Logs backend for the OTLP log records serve receives (sent after their trace is "
+    "judged): http://host:port (OTLP/HTTP) or grpc://host:port (OTLP/gRPC).",
+)
+@click.option(
+    "--evaluation-logs/--no-evaluation-logs",
+    default=None,
+    help="Also send each rule outcome to --forward-logs as a gen_ai.evaluation.result log record.",
+)
+@click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Append the judged traces to this file as OTLP/JSON lines (tracejudge eval reads it).",

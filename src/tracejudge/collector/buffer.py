@@ -43,6 +43,10 @@ class PendingTrace:
     """(trace id, span id), hex: the root span of each run of the conversation."""
     ended: bool = False
     """A turn of the conversation said it is the last (``tracejudge.conversation.end``)."""
+    logs: list[bytes] = field(default_factory=list)
+    """Serialized ``ResourceLogs`` of the trace's log records (``logs.py``), joined to its
+    spans at the decision and counted in ``nbytes`` like the spans."""
+    log_records: int = 0
 
     def trace_ids(self) -> list[bytes]:
         """The traces this entry decides: its members, or itself."""
@@ -97,10 +101,27 @@ class TraceBuffer:
         t.fragments.append(frag.data)
         t.spans += frag.spans
         t.nbytes += len(frag.data)
-        t.last = now
         t.root = t.root or frag.has_root
         self.nbytes += len(frag.data)
         self.spans += frag.spans
+        self._moved(t, now)
+
+    def add_logs(self, trace_id: bytes, data: bytes, records: int, now: float) -> None:
+        """Hold one trace's log records (a serialized ``ResourceLogs``) with its spans: the
+        trace waits for its logs exactly as it waits for its spans (records that come
+        first open the trace, later ones move its deadline), within the same byte limit."""
+        t = self.traces.get(trace_id)
+        if t is None:
+            t = PendingTrace(trace_id, now, now, math.inf)
+            self.traces[trace_id] = t
+        t.logs.append(data)
+        t.log_records += records
+        t.nbytes += len(data)
+        self.nbytes += len(data)
+        self._moved(t, now)
+
+    def _moved(self, t: PendingTrace, now: float) -> None:
+        t.last = now
         deadline = t.first + self.wait
         if t.root:
             deadline = min(deadline, now + self.wait_after_root)
@@ -109,7 +130,7 @@ class TraceBuffer:
             deadline = now
         if deadline != t.deadline:
             t.deadline = deadline
-            heapq.heappush(self._heap, (deadline, next(self._seq), frag.trace_id))
+            heapq.heappush(self._heap, (deadline, next(self._seq), t.trace_id))
 
     def _remove(self, t: PendingTrace) -> None:
         del self.traces[t.trace_id]

@@ -28,6 +28,8 @@ from tracejudge.collector.file_target import FileTarget
 from tracejudge.collector.forward import ForwardTarget, Item, TargetQueue, make_target
 from tracejudge.collector.http_guard import GuardLimits, GuardStats, HttpServer, start_guarded
 from tracejudge.collector.judge import Judge, load_judge
+from tracejudge.collector.logs_intake import LogsIntake, logs_intake_for
+from tracejudge.collector.logs_receiver import logs_grpc_handler, logs_http_handler
 from tracejudge.collector.metric_labels import MetricLabels
 from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.receivers import GrpcLimits, management_app, receiver_app, start_grpc
@@ -78,6 +80,8 @@ class Collector:
         self.removed_targets: list[QueuedTarget] = []
         """Disk-queue payloads of targets no longer configured, as counted at start."""
         self.pipeline: Pipeline | None = None
+        self.logs: LogsIntake | None = None
+        """The OTLP logs side (``logs_intake.py``): records held with their traces."""
         self.grpc_port = 0
         self.http_port = 0
         self.management_port: int | None = None
@@ -142,6 +146,7 @@ class Collector:
             targets=targets,
             disk_queue=disk,
             dead_letter=self.dead_letter.snapshot() if self.dead_letter is not None else None,
+            logs=self.logs.snapshot() if self.logs is not None else None,
             http_connections={
                 "open": sum(self.http_guard.clients.values()),
                 "timed_out": self.http_guard.timed_out,
@@ -214,6 +219,9 @@ class Collector:
             getattr(getattr(self.judge, "ruleset", None), "version", "")
         )
         self.stats.queue_depth = self.pipeline.queue_depth
+        self.logs = logs_intake_for(cfg, self.pipeline)
+        if self.logs.queue is not None:
+            self.logs.queue.start()
         if self.store is not None:
             # The store keeps each target's URL for `tracejudge queue`: never its credentials.
             shown = [TargetSpec(spec.name, display_url(spec.url)) for spec in specs]
@@ -267,6 +275,9 @@ class Collector:
                 f"conversations judged after {cfg.conversation_wait:g}s quiet "
                 f"(at most {cfg.conversation_max_hold:g}s held)"
             )
+        if cfg.forward_logs is not None:
+            extra = " with evaluation records" if cfg.evaluation_logs else ""
+            parts.append(f"log records to {display_url(cfg.forward_logs)}{extra}")
         return "; ".join(parts) + f" ({build_kind()} build)"
 
     async def _abort_start(self) -> None:
@@ -280,6 +291,8 @@ class Collector:
                 await q.flush(0.0)
             for sink in self.pipeline.sinks:
                 await sink.close()
+        if self.logs is not None and self.logs.queue is not None:
+            await self.logs.queue.flush(0.0)
         if self.dead_letter is not None:
             self.dead_letter.close()
         if self.store is not None:
@@ -312,6 +325,7 @@ class Collector:
             grpc_limits,
             auth,
             None if tls is None else tls.grpc_credentials(),
+            [logs_grpc_handler(self.logs, auth)] if self.logs is not None else [],
         )
         ssl_context = None if tls is None else tls.ssl_context()
         limits = GuardLimits(
@@ -331,6 +345,9 @@ class Collector:
             auth=auth,
             management=cfg.management_port is None,
         )
+        if self.logs is not None:
+            handler = logs_http_handler(self.logs, cfg.max_request_bytes, cfg.http_body_timeout)
+            app.router.add_route("*", "/v1/logs", handler)
         server = await start_guarded(
             app, cfg.host, cfg.http_port, limits, self.http_guard, "OTLP/HTTP", ssl_context
         )
@@ -423,6 +440,10 @@ class Collector:
                 *(q.flush(max(0.1, end - loop.time())) for q in p.queues)
             )
             left = sum(q.spans for q in p.queues)
+            if self.logs is not None and self.logs.queue is not None:
+                lq = self.logs.queue
+                if not await lq.flush(max(0.1, end - loop.time())):
+                    log.error("shutdown: %d log records could not be delivered", lq.spans)
             if not all(results):
                 if self.store is not None:
                     log.warning(

@@ -102,6 +102,13 @@ class CollectorConfig:
     forward: list[str] = field(default_factory=list)
     """Backends to forward judged traces to, ``URL`` or ``NAME=URL``; none is allowed (see
     ``output``). Disk-queue rows follow the name (``targets.py``), not the URL."""
+    forward_logs: str | None = None
+    """Where received OTLP log records go after their trace is judged (``http://`` or
+    ``grpc://``; Jaeger takes no logs, so this is apart from ``forward``). None: they are
+    used for judging and counted as not kept."""
+    evaluation_logs: bool = False
+    """Also send each rule outcome to ``forward_logs`` as a ``gen_ai.evaluation.result``
+    log record (the span-event copy stays)."""
     output: Path | None = None
     """File to append the judged traces to as OTLP/JSON lines (``tracejudge eval`` reads it);
     with no ``forward`` and no ``output`` the judged spans are not kept, only verdicts."""
@@ -266,6 +273,13 @@ class CollectorConfig:
             raise ConfigError("tick: must be in (0, 1s]")
         if self.rules is not None and not Path(self.rules).is_file():
             raise ConfigError(f"rules: {self.rules} is not a file")
+        if self.forward_logs is not None:
+            try:
+                check_forward_url(self.forward_logs)
+            except ConfigError as exc:
+                raise ConfigError(f"forward_logs: {str(exc).removeprefix('forward: ')}") from exc
+        if self.evaluation_logs and self.forward_logs is None:
+            raise ConfigError("evaluation_logs: needs forward_logs (a logs endpoint)")
         if self.output is not None:
             out = Path(self.output)
             if out.is_dir() or not out.parent.is_dir():
@@ -344,6 +358,8 @@ _BOOLS = {"drop_content", "passthrough", "redact_attributes", "insecure_no_auth"
 _BOOLS |= {"forward_insecure_skip_verify"}
 _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint", "management_host"}
 _STRS |= {"auth_token_env"}
+_BOOLS |= {"evaluation_logs"}
+_STRS |= {"forward_logs"}
 _PATHS = {"rules", "queue_dir", "baselines", "cases", "output", "dead_letter"}
 _PATHS |= {"auth_token_file", "tls_cert", "tls_key", "tls_client_ca", "forward_ca_file"}
 _PATHS |= {"forward_client_cert", "forward_client_key"}

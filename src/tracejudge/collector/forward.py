@@ -101,11 +101,14 @@ class HttpTarget:
     options' headers (an ``api-key``, an ``Authorization``) go with every request, and
     user info in the URL is sent as basic auth."""
 
+    signal_path = "/v1/traces"
+    """The path added to a URL without one (``logs_forward.py`` sends ``/v1/logs``)."""
+
     def __init__(self, url: str, timeout: float, options: TargetOptions | None = None) -> None:
         self.url = display_url(url)
         opts = TargetOptions() if options is None else options
         parts = urlsplit(url)
-        self._endpoint = url if parts.path not in ("", "/") else url.rstrip("/") + "/v1/traces"
+        self._endpoint = url if parts.path not in ("", "/") else url.rstrip("/") + self.signal_path
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
         self._headers = {
@@ -161,6 +164,9 @@ class GrpcTarget:
     mutual TLS); the options' headers go as call metadata (names lower-cased, as gRPC
     requires)."""
 
+    export_method = _EXPORT_METHOD
+    """The Export method called (``logs_forward.py`` calls ``LogsService/Export``)."""
+
     def __init__(self, url: str, timeout: float, options: TargetOptions | None = None) -> None:
         self.url = display_url(url)
         opts = TargetOptions() if options is None else options
@@ -180,7 +186,7 @@ class GrpcTarget:
                 self._channel = grpc.aio.secure_channel(self._address, self._credentials)
             else:
                 self._channel = grpc.aio.insecure_channel(self._address)
-            self._call = self._channel.unary_unary(_EXPORT_METHOD, None, None)
+            self._call = self._channel.unary_unary(self.export_method, None, None)
         assert self._call is not None
         try:
             await self._call(  # type: ignore[misc]

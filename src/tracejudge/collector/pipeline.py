@@ -12,7 +12,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
@@ -43,6 +43,7 @@ from tracejudge.collector.stamp import Decision
 from tracejudge.collector.stats import Stats
 from tracejudge.collector.store import DiskStore
 from tracejudge.engine.verdict import Verdict
+from tracejudge.model.log_events import join_serialized_logs
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -60,6 +61,15 @@ class Outcome:
     """Framed fragments with their span counts."""
     verdicts: list[Verdict]
     decision: Decision
+
+
+class DecidedHook(Protocol):
+    """Told of each settled trace (``logs_intake.LogsIntake``: forwards the trace's log
+    records and, with ``--evaluation-logs``, one evaluation record per rule outcome)."""
+
+    def decided(self, trace: PendingTrace, verdicts: Sequence[Verdict]) -> None:
+        """``trace`` was decided with ``verdicts`` (already scrubbed)."""
+        ...
 
 
 class Pipeline:
@@ -116,6 +126,8 @@ class Pipeline:
         fit, decisions wait (traces stay buffered) and receivers push back, so
         ``max_queue_bytes`` holds exactly. 0 when decisions are not blocked."""
         self._blocked_reason = ""
+        self.on_decided: DecidedHook | None = None
+        """The logs side (``logs_intake.py``), when ``serve`` receives logs."""
 
     def _now(self) -> float:
         return self.clock.now()
@@ -296,6 +308,8 @@ class Pipeline:
     def _judge(self, trace: PendingTrace, fragments: list[ResourceSpans]) -> list[Verdict]:
         try:
             records = to_records(fragments)
+            if trace.logs:  # events that came as OTLP log records join their spans
+                join_serialized_logs(records, trace.logs)
             verdicts = self.judge.judge_spans(records)
         except Exception as exc:  # the judge must never take the collector down
             self.stats.judge_errors += 1
@@ -492,6 +506,8 @@ class Pipeline:
             for tid in ids:
                 self._inflight.pop(tid, None)
             records.extend(self.settle(t, outcome))
+            if self.on_decided is not None:
+                self.on_decided.decided(t, outcome.verdicts)
             payloads.extend(items)
             self.stats.count("late", sum(f.spans for f in held))
             decided.extend(ids)
@@ -562,6 +578,10 @@ class Pipeline:
                 "shutdown: %d traces left undecided in the disk queue (forward queues full)",
                 left,
             )
+
+    def deciding(self, trace_id: bytes) -> bool:
+        """True while ``trace_id`` is taken from the buffer and not yet decided."""
+        return trace_id in self._inflight
 
     def decisions_waiting(self) -> bool:
         """True while decisions wait for room in a forward queue."""

@@ -15,7 +15,7 @@ import logging
 import os
 import socket
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -187,11 +187,13 @@ async def start_grpc(
     limits: GrpcLimits,
     auth: Authenticator | None = None,
     credentials: grpc.ServerCredentials | None = None,
+    extra: Sequence[grpc.GenericRpcHandler[bytes, bytes]] = (),
 ) -> tuple[Any, int]:
     """Start the gRPC server; returns it and the bound port (0 picks a free one). With
-    ``credentials`` the port speaks TLS only."""
+    ``credentials`` the port speaks TLS only. ``extra``: more services on the same port
+    (the logs receiver), which check ``auth`` themselves."""
     server = grpc.aio.server(options=grpc_options(max_bytes, limits))
-    server.add_generic_rpc_handlers((grpc_handler(pipeline, auth),))
+    server.add_generic_rpc_handlers((grpc_handler(pipeline, auth), *extra))
     # Try the address with a plain socket first: when grpc's C core fails to bind, it
     # writes its own log line (``E... add_port.cc ... Failed to add port``) straight to
     # the process's stderr before Python hears of it, ahead of our one-line error.
@@ -292,6 +294,10 @@ def _status_response(
         obj = json_format.MessageToDict(status_pb2.Status.FromString(body))
         return web.json_response(obj, status=http, headers=headers)
     return web.Response(body=body, status=http, content_type=PROTOBUF, headers=headers)
+
+
+status_response = _status_response
+"""A ``google.rpc.Status`` answer in the request's encoding (the logs receiver's too)."""
 
 
 def traces_handler(

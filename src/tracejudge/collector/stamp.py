@@ -169,6 +169,14 @@ def _event_bytes(rule_id: str, score: float | None, label: str, explanation: str
     return out
 
 
+def outcome_event_bytes(o: RuleOutcome) -> bytes:
+    """One outcome's serialized ``gen_ai.evaluation.result`` span event, without its time
+    (``logs_forward.py`` copies its attributes onto the log-record form of the event)."""
+    return _event_bytes(
+        o.rule_id, None if o.score is None else float(o.score), o.result, o.explanation
+    )
+
+
 @functools.lru_cache(maxsize=4096)
 def _framed_event(
     rule_id: str, score: float | None, label: str, explanation: str

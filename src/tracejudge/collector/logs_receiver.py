@@ -1,0 +1,165 @@
+"""OTLP logs receivers: gRPC ``LogsService/Export`` and HTTP ``POST /v1/logs``.
+
+The same rules as the trace receivers (``receivers.py``), on the same ports: protobuf or
+JSON in, the answer in the request's encoding, gzip read as a stream with the request
+cap (413 past it), 400 with a ``google.rpc.Status`` body for undecodable data, 415 / 405
+for a wrong type / method, 503 + Retry-After (gRPC: UNAVAILABLE with ``RetryInfo``) when
+the collector is full, and partial success (``rejected_log_records``) for records with
+malformed ids. They hand parsed requests to a ``LogsConsumer`` (``logs_intake.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, Protocol
+
+import grpc
+import grpc.aio
+from aiohttp import web
+from google.rpc import code_pb2  # type: ignore[import-untyped]
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+from tracejudge.collector.auth import Authenticator
+from tracejudge.collector.consumer import IngestResult, Throttled
+from tracejudge.collector.logs import (
+    logs_from_json,
+    logs_response_bytes,
+    logs_response_json,
+    parse_logs_request,
+)
+from tracejudge.collector.otlp import status_bytes
+from tracejudge.collector.receivers import (
+    JSON,
+    PROTOBUF,
+    BadEncoding,
+    BodyTimeout,
+    TooLarge,
+    read_body,
+    status_response,
+)
+from tracejudge.model.decode_json import parse_json_document
+
+__all__ = ["LogsConsumer", "logs_grpc_handler", "logs_http_handler"]
+
+_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
+
+
+class LogsConsumer(Protocol):
+    """Takes parsed OTLP logs requests from the receivers (``TraceConsumer``'s twin)."""
+
+    def check_capacity(self) -> None:
+        """Raise ``Throttled`` when no request should be parsed now."""
+        ...
+
+    def ingest_logs(
+        self, request: ExportLogsServiceRequest, decode_rejects: Sequence[str] = ()
+    ) -> IngestResult:
+        """Admit a request (``decode_rejects``: records the JSON decoder refused)."""
+        ...
+
+    def throttled(self) -> None:
+        """Count a request refused with "retry later"."""
+        ...
+
+
+def logs_grpc_handler(
+    consumer: LogsConsumer, auth: Authenticator | None = None
+) -> grpc.GenericRpcHandler[bytes, bytes]:
+    """A generic handler for ``LogsService/Export`` on raw bytes; with ``auth``, a call
+    without a valid bearer token is UNAUTHENTICATED before anything else, as for traces
+    (on HTTP the OTLP app's middleware covers ``/v1/logs``)."""
+
+    async def export(data: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+        if auth is not None:
+            header = None
+            for key, value in context.invocation_metadata() or ():
+                if key == "authorization" and isinstance(value, str):
+                    header = value
+                    break
+            reason = auth.check(header, "OTLP/gRPC", context.peer())
+            if reason is not None:
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, reason)
+        try:
+            consumer.check_capacity()
+        except Throttled as exc:
+            await _unavailable(consumer, context, exc)
+        try:
+            request = parse_logs_request(data)
+        except ValueError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        try:
+            result = consumer.ingest_logs(request)
+        except Throttled as exc:
+            await _unavailable(consumer, context, exc)
+        return logs_response_bytes(result.rejected, result.error_message)
+
+    handler = grpc.unary_unary_rpc_method_handler(export)
+    return grpc.method_handlers_generic_handler(_SERVICE, {"Export": handler})
+
+
+async def _unavailable(
+    consumer: LogsConsumer, context: grpc.aio.ServicerContext[bytes, bytes], exc: Throttled
+) -> NoReturn:
+    consumer.throttled()
+    details = status_bytes(code_pb2.UNAVAILABLE, str(exc), exc.retry_after)
+    await context.abort(
+        grpc.StatusCode.UNAVAILABLE,
+        str(exc),
+        trailing_metadata=(("grpc-status-details-bin", details),),
+    )
+    raise AssertionError("abort returned")  # pragma: no cover - abort always raises
+
+
+def logs_http_handler(
+    consumer: LogsConsumer, cap: int, body_timeout: float
+) -> Callable[[web.Request], Any]:
+    """The ``/v1/logs`` handler."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if request.method != "POST":
+            return web.Response(status=405, headers={"Allow": "POST"})
+        ctype = request.content_type
+        if ctype not in (PROTOBUF, JSON):
+            return status_response(
+                415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Type {ctype!r}", PROTOBUF
+            )
+        encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding not in ("gzip", "identity", ""):
+            return status_response(
+                415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}", ctype
+            )
+        try:
+            consumer.check_capacity()
+        except Throttled as exc:
+            consumer.throttled()
+            return status_response(503, code_pb2.UNAVAILABLE, str(exc), ctype, exc.retry_after)
+        try:
+            body = await read_body(request, encoding == "gzip", cap, body_timeout)
+        except BodyTimeout as exc:
+            resp = status_response(408, code_pb2.DEADLINE_EXCEEDED, str(exc), ctype)
+            resp.force_close()
+            return resp
+        except TooLarge:
+            return status_response(
+                413, code_pb2.RESOURCE_EXHAUSTED, f"request body exceeds {cap} bytes", ctype
+            )
+        except BadEncoding as exc:
+            return status_response(400, code_pb2.INVALID_ARGUMENT, str(exc), ctype)
+        try:
+            if ctype == JSON:
+                parsed, rejects = logs_from_json(parse_json_document(body))
+            else:
+                parsed, rejects = parse_logs_request(body), []
+        except (ValueError, UnicodeDecodeError) as exc:
+            return status_response(400, code_pb2.INVALID_ARGUMENT, str(exc)[:500], ctype)
+        try:
+            result = consumer.ingest_logs(parsed, rejects)
+        except Throttled as exc:
+            consumer.throttled()
+            return status_response(503, code_pb2.UNAVAILABLE, str(exc), ctype, exc.retry_after)
+        raw = logs_response_bytes(result.rejected, result.error_message)
+        if ctype == JSON:
+            return web.json_response(logs_response_json(raw))
+        return web.Response(body=raw, content_type=PROTOBUF)
+
+    return handle

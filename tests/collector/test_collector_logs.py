@@ -1,0 +1,202 @@
+"""Log records in the assembler, on a manual clock: held with their trace, joined to their
+span before judging, forwarded after the decision; the rest forwarded at once, counted.
+
+The pipeline is driven as in test_collector_timing.py (no sockets, no sleeps). The judge is
+a small recorder of what it was given (rule semantics are tested with the real engine in
+test_collector_logs_openai.py); the logs queue is the real ``TargetQueue``, not started,
+so what it holds is what would be sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+
+from tests.collector.collector_support import StandInJudge, make_request, make_span, new_ids
+from tests.collector.logs_support import log_record, logs_request
+from tests.collector.test_collector_timing import ListSink, drive
+from tracejudge import semconv as sc
+from tracejudge.collector import CollectorConfig
+from tracejudge.collector.clock import ManualClock
+from tracejudge.collector.consumer import Throttled
+from tracejudge.collector.logs_intake import LogsIntake, logs_intake_for
+from tracejudge.collector.pipeline import Pipeline
+from tracejudge.collector.stats import Stats
+from tracejudge.engine.verdict import Verdict
+from tracejudge.model.spans import SpanRecord
+
+
+class RecordingJudge(StandInJudge):
+    """The stand-in judge, keeping the spans of each call (to see the joined events)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[list[SpanRecord]] = []
+
+    def judge_spans(self, spans: Sequence[SpanRecord]) -> list[Verdict]:
+        self.seen.append(list(spans))
+        return super().judge_spans(spans)
+
+
+def _setup(
+    clock: ManualClock, **overrides: Any
+) -> tuple[Pipeline, LogsIntake, ListSink, RecordingJudge]:
+    base: dict[str, Any] = {
+        "forward": [],
+        "grpc_port": 0,
+        "http_port": 0,
+        "forward_logs": "http://127.0.0.1:9",
+        "decision_wait_after_root": 0.5,
+        "decision_wait": 3.0,
+        "tick": 0.05,
+    }
+    cfg = CollectorConfig(**{**base, **overrides}).validate()
+    sink = ListSink(clock)
+    judge = RecordingJudge()
+    p = Pipeline(cfg, judge, [], [sink], Stats([]), None, clock)
+    logs = logs_intake_for(cfg, p)
+    p.arm_timer()
+    return p, logs, sink, judge
+
+
+def _queued(logs: LogsIntake) -> list[LogRecord]:
+    assert logs.queue is not None
+    out: list[LogRecord] = []
+    for item in logs.queue.items:
+        req = ExportLogsServiceRequest.FromString(item.payload)
+        out.extend(r for rl in req.resource_logs for sl in rl.scope_logs for r in sl.log_records)
+    return out
+
+
+def test_logs_after_the_root_move_the_deadline_and_join_their_span() -> None:
+    """A log record arriving after the root span moves the decision as a span would, is
+    given to the judge as an event of its span (the builder's one path for event-carried
+    messages), and goes to the logs queue only once the trace is decided."""
+    clock = ManualClock()
+    p, logs, sink, judge = _setup(clock)
+    tid, root = new_ids()
+    _, chat = new_ids()
+    p.ingest(make_request([make_span(tid, root), make_span(tid, chat, parent=root)]))
+
+    async def go() -> None:
+        await drive(p, clock, 0.4)
+        rec = log_record(tid, chat, sc.FOREIGN_GEN_AI_USER_MESSAGE, body="refund order 7")
+        result = logs.ingest_logs(logs_request([rec]))
+        assert (result.accepted, result.rejected) == (1, 0)
+        await drive(p, clock, 0.4)  # 0.8 s after the root, 0.4 s after the log: not yet
+        assert not sink.records
+        assert not _queued(logs)
+        await drive(p, clock, 0.2)
+
+    asyncio.run(go())
+    assert len(sink.records) == 1
+    assert sink.records[0][0] == pytest.approx(clock.now() - 0.1, abs=0.06)
+    (spans,) = judge.seen
+    joined = next(s for s in spans if s.span_id == chat.hex())
+    assert [(e.name, e.attributes) for e in joined.events] == [
+        (sc.FOREIGN_GEN_AI_USER_MESSAGE, {"content": "refund order 7"})
+    ]
+    (sent,) = _queued(logs)
+    assert sent.span_id == chat
+    assert sent.body.string_value == "refund order 7"
+    assert logs.counts.held == 1
+    assert logs.counts.late == 0
+
+
+def test_logs_first_open_the_trace_and_count_against_the_buffer() -> None:
+    """Records that come before any span open the trace (its bytes are in the buffer's
+    count, so the byte limit covers logs too); the spans that follow are judged with them.
+    A request that would take the buffer past its byte limit is refused whole."""
+    clock = ManualClock()
+    p, logs, _sink, judge = _setup(clock, max_buffered_bytes=2000)
+    tid, root = new_ids()
+    logs.ingest_logs(logs_request([log_record(tid, root, sc.FOREIGN_GEN_AI_CHOICE, body="ok")]))
+    assert p.buffer.nbytes > 0
+    assert p.buffer.spans == 0
+    with pytest.raises(Throttled):
+        logs.ingest_logs(logs_request([log_record(tid, root, "x", body="y" * 3000)]))
+    p.ingest(make_request([make_span(tid, root)]))
+    asyncio.run(drive(p, clock, 1.0))
+    (spans,) = judge.seen
+    assert [e.name for e in spans[0].events] == [sc.FOREIGN_GEN_AI_CHOICE]
+    assert len(_queued(logs)) == 1
+    assert p.buffer.nbytes == 0
+
+
+def test_untraced_and_late_records_are_forwarded_at_once_and_counted() -> None:
+    """A record with no trace id, and one whose trace was already decided, go straight
+    to the logs queue as they are, each counted; nothing is held for them."""
+    clock = ManualClock()
+    p, logs, sink, judge = _setup(clock)
+    tid, root = new_ids()
+    p.ingest(make_request([make_span(tid, root)]))
+    asyncio.run(drive(p, clock, 1.0))
+    assert len(sink.records) == 1
+    lone = log_record(b"", b"", "", body="a plain log line")
+    late = log_record(tid, root, sc.FOREIGN_GEN_AI_CHOICE, body="too late")
+    result = logs.ingest_logs(logs_request([lone, late]))
+    assert (result.accepted, result.rejected) == (2, 0)
+    assert sorted(r.body.string_value for r in _queued(logs)) == ["a plain log line", "too late"]
+    assert (logs.counts.untraced, logs.counts.late, logs.counts.held) == (1, 1, 0)
+    assert not p.buffer.traces
+    assert len(judge.seen) == 1  # the late record was not judged
+
+
+def test_without_a_logs_endpoint_records_are_judged_and_counted_not_kept() -> None:
+    """No ``forward_logs``: held records still reach the judge; after the decision they
+    are counted as not kept (never dropped silently)."""
+    clock = ManualClock()
+    p, logs, _sink, judge = _setup(clock, forward_logs=None)
+    assert logs.queue is None
+    tid, root = new_ids()
+    logs.ingest_logs(logs_request([log_record(tid, root, sc.FOREIGN_GEN_AI_CHOICE, body="x")]))
+    logs.ingest_logs(logs_request([log_record(b"", b"", "", body="untraced")]))
+    p.ingest(make_request([make_span(tid, root)]))
+    asyncio.run(drive(p, clock, 1.0))
+    assert [e.name for e in judge.seen[0][0].events] == [sc.FOREIGN_GEN_AI_CHOICE]
+    assert logs.counts.not_kept == 2
+    assert logs.snapshot()["not_kept"] == 2
+
+
+def test_malformed_ids_are_refused_one_by_one() -> None:
+    """Partial success: a record with a 5-byte trace id or a 3-byte span id is refused with
+    its reason; the valid ones in the same request are accepted."""
+    clock = ManualClock()
+    _p, logs, _sink, _judge = _setup(clock)
+    tid, sid = new_ids()
+    good = log_record(tid, sid, "e")
+    bad_trace = log_record(b"\x01" * 5, sid, "e")
+    bad_span = log_record(tid, b"\x02" * 3, "e")
+    result = logs.ingest_logs(logs_request([good, bad_trace, bad_span]))
+    assert (result.accepted, result.rejected) == (1, 2)
+    assert "invalid trace_id '0101010101'" in result.error_message
+    assert "invalid span_id '020202'" in result.error_message
+    assert logs.counts.rejected == 2
+
+
+def test_drop_content_strips_message_bodies_from_forwarded_records() -> None:
+    """``--drop-content`` applies to log records as to spans: the judge sees the message,
+    the forwarded record has no body and says so; ``--redact-attributes`` scrubs secrets
+    in what is left."""
+    clock = ManualClock()
+    p, logs, _sink, judge = _setup(clock, drop_content=True, redact_attributes=True)
+    tid, root = new_ids()
+    secret = "sk-" + "a1B2c3D4e5" * 4
+    user = log_record(tid, root, sc.FOREIGN_GEN_AI_USER_MESSAGE, body="my card 4111")
+    other = log_record(tid, root, "app.note", attributes={"key": secret})
+    logs.ingest_logs(logs_request([user, other]))
+    p.ingest(make_request([make_span(tid, root)]))
+    asyncio.run(drive(p, clock, 1.0))
+    events = judge.seen[0][0].events
+    assert events[0].attributes == {"content": "my card 4111"}
+    first, second = _queued(logs)
+    assert not first.HasField("body")
+    assert {kv.key: kv.value.bool_value for kv in first.attributes}[sc.TRACEJUDGE_CONTENT_DROPPED]
+    values = {kv.key: kv.value for kv in second.attributes}
+    assert secret not in values["key"].string_value
+    assert values[sc.TRACEJUDGE_CONTENT_REDACTED].int_value == 1
