@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -200,3 +201,21 @@ def test_drop_content_strips_message_bodies_from_forwarded_records() -> None:
     values = {kv.key: kv.value for kv in second.attributes}
     assert secret not in values["key"].string_value
     assert values[sc.TRACEJUDGE_CONTENT_REDACTED].int_value == 1
+
+
+def test_logs_settings_are_checked_at_start() -> None:
+    """A bad ``--forward-logs`` URL, or ``--evaluation-logs`` with nowhere to send them,
+    stops the start with the key's name (a typo never silently drops the records)."""
+    from click.testing import CliRunner
+
+    from tracejudge.cli import main
+    from tracejudge.collector.config import ConfigError
+
+    with pytest.raises(ConfigError, match="forward_logs: 'ftp://x:1' is not"):
+        CollectorConfig(forward_logs="ftp://x:1").validate()
+    with pytest.raises(ConfigError, match="evaluation_logs: needs forward_logs"):
+        CollectorConfig(evaluation_logs=True).validate()
+    rules = str(Path(__file__).resolve().parents[2] / "examples" / "refund" / "rules.yaml")
+    result = CliRunner().invoke(main, ["serve", "--rules", rules, "--evaluation-logs"])
+    assert result.exit_code == 2
+    assert "evaluation_logs: needs forward_logs" in result.output
