@@ -140,6 +140,25 @@ def test_bad_logs_requests_get_clear_answers(
     assert c.snapshot()["logs"]["rejected"] == 1
 
 
+def test_a_full_buffer_answers_logs_with_retry_later(
+    collector_factory: Callable[..., Collector], logs_sink: LogsSink
+) -> None:
+    """Log records share the assembler's limits: with the buffer full (``max_traces``
+    traces pending), a logs request gets 503 with ``Retry-After`` and is counted as
+    throttled, like a trace request."""
+    c = collector_factory(forward_logs=logs_sink.http_url, max_traces=1, decision_wait=30.0)
+    tid, sid = new_ids()
+    post(c.http_port, make_request([make_span(tid, sid, parent=b"\x01" * 8)]).SerializeToString())
+    wait_for(lambda: c.snapshot()["buffered_traces"] == 1, what="one buffered trace")
+    other, span = new_ids()
+    body = logs_request([log_record(other, span, "e")]).SerializeToString()
+    status, headers, raw = post(c.http_port, body, path="/v1/logs")
+    assert status == 503
+    assert headers["retry-after"] == "1"
+    assert status_pb2.Status.FromString(raw).message == "trace buffer full"
+    assert c.snapshot()["requests_throttled"] == 1
+
+
 def test_grpc_logs_service_answers_invalid_argument_and_partial_success(
     collector_factory: Callable[..., Collector], logs_sink: LogsSink
 ) -> None:
