@@ -3,7 +3,7 @@ span before judging, forwarded after the decision; the rest forwarded at once, c
 
 The pipeline is driven as in test_collector_timing.py (no sockets, no sleeps). The judge is
 a small recorder of what it was given (rule semantics are tested with the real engine in
-test_collector_logs_openai.py); the logs queue is the real ``TargetQueue``, not started,
+tests/sdk_matrix/openai_v2/); the logs queue is the real ``TargetQueue``, not started,
 so what it holds is what would be sent.
 """
 
@@ -219,3 +219,38 @@ def test_logs_settings_are_checked_at_start() -> None:
     result = CliRunner().invoke(main, ["serve", "--rules", rules, "--evaluation-logs"])
     assert result.exit_code == 2
     assert "evaluation_logs: needs forward_logs" in result.output
+
+
+def test_records_of_a_held_conversation_travel_with_it() -> None:
+    """With ``conversation_wait``, a trace held in its conversation keeps its log records:
+    those that came before it was held and those that come while it is held (which count
+    against the buffer and restart the quiet time, as its spans do) reach the judge with the
+    merged run and the logs queue at the conversation's decision."""
+    from tests.collector.conversation_support import CONFIRMED, Recorder
+
+    clock = ManualClock()
+    p, logs, sink, judge = _setup(clock, conversation_wait=30.0)
+    trace_hex, root_hex, request = Recorder().turn("conv-A", CONFIRMED[0], 0)
+    tid, root = bytes.fromhex(trace_hex), bytes.fromhex(root_hex)
+
+    async def go() -> None:
+        p.ingest(request)
+        logs.ingest_logs(logs_request([log_record(tid, root, "app.before", body="1")]))
+        await drive(p, clock, 1.0)
+        assert p.held is not None
+        assert len(p.held) == 1
+        held_bytes = p.buffer.held_bytes
+        logs.ingest_logs(logs_request([log_record(tid, root, "app.during", body="2")]))
+        assert not p.buffer.traces  # not a second, log-only entry for the trace
+        assert p.buffer.held_bytes > held_bytes
+        await drive(p, clock, 29.5)  # quiet time restarted by the second record
+        assert not sink.records
+        await drive(p, clock, 1.0)
+
+    asyncio.run(go())
+    assert len(sink.records) == 1
+    (spans,) = judge.seen
+    names = [e.name for s in spans if s.span_id == root_hex for e in s.events]
+    assert names == ["app.before", "app.during"]
+    assert sorted(r.body.string_value for r in _queued(logs)) == ["1", "2"]
+    assert p.buffer.held_bytes == 0

@@ -11,12 +11,18 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import grpc
 import pytest
 from google.rpc import status_pb2  # type: ignore[import-untyped]
+from opentelemetry._logs import LogRecord
+from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogs
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogs
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 
 from tests.collector.collector_support import (
     LoopThread,
@@ -223,3 +229,45 @@ def test_evaluation_logs_carry_each_outcome_on_its_span_scrubbed(
 def attrs_of(event: Span.Event) -> list[object]:
     """An event's attribute values as plain values, in order."""
     return [any_value_to_python(kv.value) for kv in event.attributes]
+
+
+def test_logs_receivers_need_the_token_like_the_trace_receivers(
+    collector_factory: Callable[..., Collector], logs_sink: LogsSink, tmp_path: Path
+) -> None:
+    """With bearer tokens, ``/v1/logs`` and ``LogsService/Export`` refuse a request without
+    one (401 / UNAUTHENTICATED, nothing ingested) and take the real SDK log exporters' with
+    one, as the trace receivers do."""
+    token = "tj-test-token-0123456789abcdef"
+    tokens = tmp_path / "tokens"
+    tokens.write_text(token + "\n", encoding="utf-8")
+    tokens.chmod(0o600)
+    c = collector_factory(forward_logs=logs_sink.http_url, auth_token_file=str(tokens))
+    tid, sid = new_ids()
+    body = logs_request([log_record(tid, sid, "e")]).SerializeToString()
+    status, _, _ = post(c.http_port, body, path="/v1/logs")
+    assert status == 401
+    with grpc.insecure_channel(f"127.0.0.1:{c.grpc_port}") as channel:
+        call = channel.unary_unary(
+            "/opentelemetry.proto.collector.logs.v1.LogsService/Export", None, None
+        )
+        with pytest.raises(grpc.RpcError) as err:
+            call(body, timeout=5)
+        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert c.logs is not None
+    assert c.logs.counts.received == 0
+    headers = {"authorization": f"Bearer {token}"}
+    lp = LoggerProvider()
+    lp.add_log_record_processor(
+        SimpleLogRecordProcessor(
+            HttpLogs(endpoint=f"http://127.0.0.1:{c.http_port}/v1/logs", headers=headers)
+        )
+    )
+    lp.add_log_record_processor(
+        SimpleLogRecordProcessor(
+            GrpcLogs(endpoint=f"127.0.0.1:{c.grpc_port}", insecure=True, headers=headers)
+        )
+    )
+    lp.get_logger("auth").emit(LogRecord(body="untraced line"))
+    lp.shutdown()
+    assert c.logs.counts.received == 2
+    assert c.logs.counts.untraced == 2

@@ -126,6 +126,8 @@ class ConversationBuffer:
             unit.root = True
             self.units[m.conversation_id] = unit
         unit.fragments.extend(t.fragments)
+        unit.logs.extend(t.logs)  # its log records (counted in t.nbytes) travel with it
+        unit.log_records += t.log_records
         unit.members.append(t.trace_id)
         unit.roots.extend((t.trace_id.hex(), r) for r in m.roots)
         unit.ended = unit.ended or m.ended
@@ -141,6 +143,18 @@ class ConversationBuffer:
             return False
         unit.fragments.append(frag.data)
         self._grow(unit, len(frag.data), frag.spans, 0)
+        self._touch(unit, now)
+        return True
+
+    def add_logs(self, trace_id: bytes, data: bytes, records: int, now: float) -> bool:
+        """Take log records of a held trace (``logs_intake.py``), as ``add`` takes a span;
+        False when the trace is not held."""
+        unit = self.by_trace.get(trace_id)
+        if unit is None:
+            return False
+        unit.logs.append(data)
+        unit.log_records += records
+        self._grow(unit, len(data), 0, 0)
         self._touch(unit, now)
         return True
 

@@ -109,15 +109,20 @@ class LogsIntake:
         incoming = sum(len(f.data) for f in held)
         buf = p.buffer
         cfg = p.config
-        if incoming and buf.nbytes and buf.nbytes + incoming > buf.max_bytes:
+        used = buf.used_bytes()  # held conversations count like buffered traces
+        if incoming and used and used + incoming > buf.max_bytes:
             raise Throttled("trace buffer full", cfg.retry_after_hint)
         out = sum(len(d) for d in direct)
         q = self.queue
         if q is not None and q.nbytes and q.nbytes + out > cfg.max_queue_bytes:
             raise Throttled(f"forward queue for {q.target.url} full", cfg.retry_after_hint)
         now = p.clock.now()
+        conversations = p.held
         for frag in held:
-            buf.add_logs(frag.trace_id, frag.data, frag.records, now)
+            if conversations is None or not conversations.add_logs(
+                frag.trace_id, frag.data, frag.records, now
+            ):
+                buf.add_logs(frag.trace_id, frag.data, frag.records, now)
         if buf.next_deadline() < p.wake_at:
             p.wake.set()
         self._send([self._filtered_frame(d) for d in direct], late + split.orphan_records)

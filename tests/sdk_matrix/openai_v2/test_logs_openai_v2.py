@@ -1,5 +1,7 @@
 """Messages that arrive only as OTLP log records are judged: real parts end to end.
 
+Runs in .venv-openai-v2 (scripts/openai-v2-env.sh; see this folder's conftest.py for why).
+
 The real ``opentelemetry-instrumentation-openai-v2`` (2.4b0, its
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=EVENT_ONLY`` mode: content in a
 ``gen_ai.client.inference.operation.details`` log record, none on the span) instruments the
@@ -115,7 +117,7 @@ def test_openai_v2_event_only_content_is_judged_from_logs(
     endpoint with its span id, and the forwarded chat span carries no content."""
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "EVENT_ONLY")
     tp, lp = _providers(judged, logs_over)
-    instrumentor = OpenAIInstrumentor()  # type: ignore[no-untyped-call]
+    instrumentor = OpenAIInstrumentor()  # type: ignore[no-untyped-call,unused-ignore]
     instrumentor.instrument(tracer_provider=tp, logger_provider=lp)
     try:
         server = replay("openai/test_chat_completion_with_content.yaml")
