@@ -796,3 +796,9 @@ FOREIGN_CONTENT: Final = "content"
 
 FOREIGN_MESSAGE: Final = "message"
 """Read from: Strands Agents (attribute of the gen_ai.choice event on execute_tool spans)."""
+
+FOREIGN_AG2_SPAN_TYPE: Final = "ag2.span.type"
+"""Read from: AG2 (every span of autogen/opentelemetry and ag2/middleware/builtin/telemetry.py; `tool` on execute_tool spans)."""
+
+FOREIGN_LANGSMITH_SPAN_KIND: Final = "langsmith.span.kind"
+"""Read from: LangSmith OTel exporter (the LangChain run type; langsmith/_internal/otel/_otel_exporter.py)."""

@@ -47,6 +47,9 @@ _RESPONSE: Final = "response"
 _PARTS: Final = "parts"
 _TYPE: Final = "type"
 _ERROR: Final = "error"
+_CONTENT: Final = "content"
+_STATUS: Final = "status"
+_TOOL: Final = "tool"
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,13 @@ class ToolReader:
     - ``arguments`` / ``result``: span attributes, first present wins.
     - ``arguments_events`` / ``result_events``: span events, read when no attribute
       of the row had the value.
-    - ``status_key``: an attribute whose value ``"error"`` marks a failed execution
-      (for instrumentations that say so besides, or instead of, the span status).
+    - ``status_key`` / ``status_value``: an attribute whose value ``status_value``
+      (``"error"`` unless said) marks a failed execution (for instrumentations that say
+      so besides, or instead of, the span status).
+    - ``result_field``: the result attribute is a JSON object that wraps the result in
+      this field (LangChain's tool run outputs: ``{"output": ...}``).
+    - ``tool_message``: a result that is a LangChain ``ToolMessage`` (``type`` ``tool``)
+      is its ``content``, and its ``status`` ``error`` marks a failed execution.
     - ``kwargs_input``: the arguments are a decorator's ``{"args": [], "kwargs": {...}}``
       (OpenLLMetry); a call with keyword arguments only is judged by its kwargs.
     """
@@ -90,7 +98,10 @@ class ToolReader:
     when_key: str = ""
     when_value: str = ""
     status_key: str = ""
+    status_value: str = _ERROR
     kwargs_input: bool = False
+    result_field: str = ""
+    tool_message: bool = False
 
     def applies(self, attrs: Mapping[str, Any]) -> bool:
         """Whether this row reads a span with these attributes."""
@@ -103,7 +114,10 @@ TOOL_READERS: Final[tuple[ToolReader, ...]] = (
         "semconv-genai @ fe5608e; also the official opentelemetry-instrumentation-genai-"
         "openai-agents 1.3b0 (util-genai ToolInvocation), pydantic-ai >= 1.0 with "
         "instrumentation version >= 3, Microsoft Agent Framework (agent_framework/"
-        "observability.py OtelAttr.TOOL_ARGUMENTS/TOOL_RESULT), MCP spans",
+        "observability.py OtelAttr.TOOL_ARGUMENTS/TOOL_RESULT), AG2 0.14.0 (autogen/"
+        "opentelemetry/instrumentators/agent_instrumentators/tool.py) and 1.2.1 (ag2/"
+        "middleware/builtin/telemetry.py), opentelemetry-instrumentation-genai-llama-index "
+        "1.3b0 (util-genai ToolInvocation, _handler.py), MCP spans",
         arguments=(sc.GEN_AI_TOOL_CALL_ARGUMENTS,),
         result=(sc.GEN_AI_TOOL_CALL_RESULT,),
     ),
@@ -160,6 +174,34 @@ TOOL_READERS: Final[tuple[ToolReader, ...]] = (
             ),
         ),
         status_key=sc.FOREIGN_GEN_AI_TOOL_STATUS,
+    ),
+    ToolReader(
+        # The arguments and result are the standard keys (the first row); what is AG2's
+        # own is the failure: autogen 0.x marks a tool that returned is_success=False
+        # with error.type "ExecutionError" only, no span status, and records no result
+        # (so the first row found no result and this row is reached). AG2 1.x sets the
+        # span status ERROR itself.
+        "AG2",
+        "ag2 0.14.0 (autogen/opentelemetry/instrumentators/agent_instrumentators/tool.py "
+        "instrument_execute_function); ag2 1.2.1 (ag2/middleware/builtin/telemetry.py "
+        "on_tool_execution) records failures in the span status",
+        when_key=sc.FOREIGN_AG2_SPAN_TYPE,
+        when_value="tool",
+        status_key=sc.ERROR_TYPE,
+        status_value="ExecutionError",
+    ),
+    ToolReader(
+        "LangSmith OTel bridge (LangChain / LangGraph)",
+        "langsmith 0.15.1 (langsmith/_internal/otel/_otel_exporter.py _set_io_attributes: "
+        "the run's inputs/outputs as JSON in gen_ai.prompt/gen_ai.completion) over "
+        "langchain-core 1.8.4 (tracers/core.py _create_tool_run: inputs = the tool's dict "
+        "input; _complete_tool_run: outputs = {'output': the ToolMessage or return value})",
+        arguments=(sc.FOREIGN_GEN_AI_PROMPT,),
+        result=(sc.FOREIGN_GEN_AI_COMPLETION,),
+        when_key=sc.FOREIGN_LANGSMITH_SPAN_KIND,
+        when_value="tool",
+        result_field="output",
+        tool_message=True,
     ),
 )
 """Every known shape of tool evidence, tried in order (the standard one first)."""
@@ -243,6 +285,18 @@ def _part_field(messages: Any, part_type: str, part_field: str) -> Any:
     return None
 
 
+def _unwrap_result(reader: ToolReader, value: Any) -> tuple[Any, bool]:
+    """The result inside a ``result_field`` envelope (the value as found when it is
+    none), and whether a ``tool_message`` result says it failed."""
+    parsed, ok = parse_json_text(value)
+    if not ok or not isinstance(parsed, Mapping) or reader.result_field not in parsed:
+        return value, False
+    inner = parsed[reader.result_field]
+    if reader.tool_message and isinstance(inner, Mapping) and inner.get(_TYPE) == _TOOL:
+        return inner.get(_CONTENT), inner.get(_STATUS) == _ERROR
+    return inner, False
+
+
 def read_tool_evidence(span: SpanRecord) -> ToolEvidence:
     """The arguments, result and failure flag of a tool span, from the first row of
     ``TOOL_READERS`` that has each (attributes before events)."""
@@ -261,9 +315,12 @@ def read_tool_evidence(span: SpanRecord) -> ToolEvidence:
             kwargs_input = arguments is not None and reader.kwargs_input
         if result is None:
             result = _first(attrs, reader.result)
+            if result is not None and reader.result_field:
+                result, failed_here = _unwrap_result(reader, result)
+                failed = failed or failed_here
             if result is None and reader.result_events and span.events:
                 result = _from_events(span, reader.result_events)
-        if reader.status_key and attrs.get(reader.status_key) == _ERROR:
+        if reader.status_key and attrs.get(reader.status_key) == reader.status_value:
             failed = True
         if arguments is not None and result is not None:
             break

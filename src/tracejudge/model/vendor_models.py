@@ -9,6 +9,11 @@ span and where its messages are; the Gemini ``Content`` form (``role`` user/mode
 ``parts`` of ``text`` / ``function_call`` / ``function_response``, snake_case as ADK dumps
 it or camelCase as the REST API writes it) is translated to GenAI messages here, so the
 rest of the builder sees one message format.
+
+The LangSmith OTel bridge (LangChain / LangGraph) is a row too: its ``chat`` spans carry
+the run's raw inputs/outputs in ``gen_ai.prompt`` / ``gen_ai.completion``, in LangChain's
+message shapes (translated by ``langchain_messages``). Each row names its ``format``; the
+formats are the only thing told apart here.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tracejudge import semconv as sc
+from tracejudge.model.langchain_messages import langchain_inputs, langchain_outputs
 from tracejudge.model.messages import (
     ARGUMENTS,
     CONTENT,
@@ -37,7 +43,20 @@ from tracejudge.model.messages import (
 )
 from tracejudge.model.spans import SpanRecord
 
-__all__ = ["MODEL_READERS", "ModelReader", "gemini_messages", "model_reader_of", "read_messages"]
+__all__ = [
+    "FORMAT_GEMINI",
+    "FORMAT_LANGCHAIN",
+    "MODEL_READERS",
+    "ModelReader",
+    "gemini_messages",
+    "model_reader_of",
+    "read_messages",
+]
+
+FORMAT_GEMINI: Final = "gemini"
+"""Gemini ``Content`` JSON: ``{"contents": [...]}`` in, ``{"content": {...}}`` out."""
+FORMAT_LANGCHAIN: Final = "langchain"
+"""LangChain run inputs/outputs: ``{"messages": [[...]]}`` in, an ``LLMResult`` out."""
 
 _CONTENTS: Final = "contents"
 _ROLES: Final = {"user": ROLE_USER, "model": ROLE_ASSISTANT}
@@ -49,10 +68,11 @@ _FINISH: Final = {"STOP": "stop", "MAX_TOKENS": "length"}
 
 @dataclass(frozen=True)
 class ModelReader:
-    """A framework's model-call span without GenAI keys: ``span_name`` and attribute
-    ``when_key`` = ``when_value`` recognise it; ``request_key`` holds the request JSON
-    (``{"contents": [...]}``), ``response_key`` the response JSON (``{"content": {...}}``);
-    ``operation`` is the GenAI operation it is judged as."""
+    """A framework's model-call span without GenAI messages: ``span_name`` (empty: any
+    name) and attribute ``when_key`` = ``when_value`` recognise it; ``request_key`` holds
+    the request JSON and ``response_key`` the response JSON, both in ``format``
+    (``FORMAT_GEMINI``, ``FORMAT_LANGCHAIN``); ``operation`` is the GenAI operation it is
+    judged as when the span names none."""
 
     framework: str
     checked: str
@@ -62,6 +82,7 @@ class ModelReader:
     operation: str
     request_key: str
     response_key: str
+    format: str = FORMAT_GEMINI
 
 
 MODEL_READERS: Final[tuple[ModelReader, ...]] = (
@@ -77,6 +98,20 @@ MODEL_READERS: Final[tuple[ModelReader, ...]] = (
         sc.FOREIGN_GCP_VERTEX_AGENT_LLM_REQUEST,
         sc.FOREIGN_GCP_VERTEX_AGENT_LLM_RESPONSE,
     ),
+    ModelReader(
+        "LangSmith OTel bridge (LangChain / LangGraph)",
+        "langsmith 0.15.1 (langsmith/_internal/otel/_otel_exporter.py: run type llm -> "
+        "gen_ai.operation.name chat, langsmith.span.kind llm, inputs/outputs as JSON in "
+        "gen_ai.prompt/gen_ai.completion) over langchain-core 1.8.4 (tracers/core.py "
+        "_create_chat_model_run / _complete_llm_run)",
+        "",
+        sc.FOREIGN_LANGSMITH_SPAN_KIND,
+        "llm",
+        sc.GenAiOperationNameValues.CHAT,
+        sc.FOREIGN_GEN_AI_PROMPT,
+        sc.FOREIGN_GEN_AI_COMPLETION,
+        FORMAT_LANGCHAIN,
+    ),
 )
 
 
@@ -84,7 +119,7 @@ def model_reader_of(span: SpanRecord) -> ModelReader | None:
     """The row that reads this span as a model call, if any (the name is tested first:
     this runs for every span no flavour claimed)."""
     for reader in MODEL_READERS:
-        if span.name == reader.span_name and (
+        if (not reader.span_name or span.name == reader.span_name) and (
             span.attributes.get(reader.when_key) == reader.when_value
         ):
             return reader
@@ -146,6 +181,8 @@ def read_messages(
     """The input and output messages of a span ``reader`` recognised (None: not there)."""
     request, _ = parse_json_text(span.attributes.get(reader.request_key))
     response, _ = parse_json_text(span.attributes.get(reader.response_key))
+    if reader.format == FORMAT_LANGCHAIN:
+        return langchain_inputs(request), langchain_outputs(response)
     inputs = (
         gemini_messages(request.get(_CONTENTS), ROLE_USER) if isinstance(request, Mapping) else None
     )
