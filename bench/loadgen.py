@@ -58,6 +58,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "requests": 0,
         "throttled": 0,
         "errors": 0,
+        "unsent_traces": 0,
     }
     per_request_spans = sum(
         templates[i % len(templates)].spans for i in range(args.traces_per_request)
@@ -134,8 +135,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     stats["sent_traces"] += traces
                     stats["wire_bytes"] += len(body)
                     break
-                stats[outcome] += 1
+                stats["errors" if outcome == "error" else outcome] += 1
                 if outcome == "error":
+                    break
+                if time.monotonic() >= end:
+                    stats["unsent_traces"] += traces  # still refused when time was up
                     break
                 await asyncio.sleep(0.01)
 

@@ -38,7 +38,7 @@ TOKEN = "serve-test-token-5f1c9a0e7b2d4c68"
 START = re.compile(
     r"^tracejudge serve: listening on OTLP/gRPC 127\.0\.0\.1:(\d+)(?: \(TLS\))?, "
     r"OTLP/HTTP (https?)://127\.0\.0\.1:(\d+)(?:, management https?://127\.0\.0\.1:(\d+))?; "
-    r"(.*) \((pure-python|compiled) build\)$"
+    r"(.*?)(?:; rules cost [^;]*)? \((pure-python|compiled) build\)$"
 )
 # requests lets these override the exporter's certificate_file (psf/requests#3829).
 _CA_OVERRIDES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")

@@ -25,7 +25,8 @@ RULES = ROOT / "examples" / "refund" / "rules.yaml"
 BIN = Path(sys.executable).parent
 START = re.compile(
     r"^tracejudge serve: listening on OTLP/gRPC 127\.0\.0\.1:(\d+), "
-    r"OTLP/HTTP http://127\.0\.0\.1:(\d+); (.*) \((pure-python|compiled) build\)$"
+    r"OTLP/HTTP http://127\.0\.0\.1:(\d+); (.*); rules cost ([0-9.]+) ms per 10-span run "
+    r"\((\d+) rules\) \((pure-python|compiled) build\)$"
 )
 
 
@@ -74,13 +75,16 @@ def _agent(variant: str, http_port: str) -> str:
 
 
 def test_alone_it_prints_its_addresses_and_the_verdicts() -> None:
-    """``serve --rules R``: one start-up line on stderr (no ``-v``), verdict JSON on stdout."""
+    """``serve --rules R``: one start-up line on stderr (no ``-v``), verdict JSON on stdout;
+    the line reports what the rules cost per run, measured on the synthetic run."""
     proc, start = _serve()
     try:
         assert start.group(3) == (
             "no backend: judged spans are not kept (--forward URL or --output FILE); "
             "verdicts as JSON lines to stdout"
         )
+        assert 0 < float(start.group(4)) < 100  # the refund rules: well under the budget
+        assert int(start.group(5)) > 10
         trace_id = _agent("wrong_order", start.group(2))
     finally:
         out, err = _stop(proc)

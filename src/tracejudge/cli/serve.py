@@ -153,6 +153,10 @@ from tracejudge.collector.credentials import is_reference
 @click.option("--max-request-bytes", help="Largest request after decompression (default 4MiB).")
 @click.option("--max-queue-bytes", help="Forward queue size per backend before back-pressure.")
 @click.option("--max-disk-queue-bytes", help="Cap on the --queue-dir database file (e.g. 1GiB).")
+@click.option(
+    "--max-rule-cost", help="Refuse rules costing more per run at start (default 100ms; 0: off)."
+)
+@click.option("--max-judge-lag", help="Push back when judging is this far behind (default 5s).")
 @click.option("--shutdown-timeout", help="How long SIGTERM may spend flushing (default 10s).")
 @click.option("--http-header-timeout", help="Time to send a request head (default 10s).")
 @click.option("--http-body-timeout", help="Time to send a request body (default 30s).")

@@ -21,6 +21,7 @@ from tracejudge._build import build_kind
 from tracejudge.collector.auth import Authenticator, AuthStats
 from tracejudge.collector.clock import Clock, SystemClock
 from tracejudge.collector.config import CollectorConfig
+from tracejudge.collector.cost import RuleCost, check_budget, measure
 from tracejudge.collector.credentials import display_url
 from tracejudge.collector.dead_letter import DeadLetterFile
 from tracejudge.collector.exposition import render as render_prometheus
@@ -32,12 +33,19 @@ from tracejudge.collector.logs_intake import LogsIntake, logs_intake_for
 from tracejudge.collector.logs_receiver import logs_grpc_handler, logs_http_handler
 from tracejudge.collector.metric_labels import MetricLabels
 from tracejudge.collector.pipeline import Pipeline
-from tracejudge.collector.receivers import GrpcLimits, management_app, receiver_app, start_grpc
+from tracejudge.collector.receivers import (
+    GrpcLimits,
+    InflightBytes,
+    management_app,
+    receiver_app,
+    start_grpc,
+)
 from tracejudge.collector.redact import LogScrubber
 from tracejudge.collector.sinks import JsonlSink, VerdictSink, WebhookSink
 from tracejudge.collector.stats import Stats, otlp_metric_reader
 from tracejudge.collector.store import DiskStore, QueuedTarget
 from tracejudge.collector.targets import TargetSpec, split_forward, target_specs
+from tracejudge.engine.engine import Engine
 from tracejudge.gate.recent import RecentVerdicts
 
 log = logging.getLogger("tracejudge.collector")
@@ -61,6 +69,11 @@ class Collector:
             judge = load_judge(config.rules, config.baselines, config.cases)
         self.config = config
         self.judge = judge
+        self.rule_cost: RuleCost | None = None
+        """The rules' cost on the synthetic run (None for a judge that is not the engine)."""
+        if isinstance(judge, Engine):
+            self.rule_cost = measure(judge, config.max_rule_cost)
+            check_budget(self.rule_cost, config.max_rule_cost, str(config.rules or "rules"))
         self.clock: Clock = SystemClock() if clock is None else clock
         self.recent = RecentVerdicts()
         """The runs this collector decided, for ``GET /v1/gate`` (bounded; agent, variant,
@@ -89,6 +102,8 @@ class Collector:
         """Requests refused for want of a valid bearer token, by listener."""
         self._grpc: Any = None
         self._runners: list[HttpServer] = []
+        self.inflight = InflightBytes(config.max_inflight_request_bytes)
+        """OTLP/HTTP request bytes being read (``max_inflight_request_bytes``)."""
         self.http_guard = GuardStats()
         """Connections the OTLP/HTTP (and health) listeners closed or refused."""
         self._timer: asyncio.Task[None] | None = None
@@ -142,6 +157,13 @@ class Collector:
             buffered_bytes=p.buffer.used_bytes() if p else 0,
             held_conversations=len(p.held) if p and p.held is not None else 0,
             decided_cache=len(p.decided) if p else 0,
+            decided_cache_bytes=p.decided.nbytes if p else 0,
+            inflight_request_bytes={
+                "bytes": self.inflight.nbytes,
+                "max_bytes": self.inflight.limit,
+                "refused": self.inflight.refused,
+            },
+            judging=self._judging(),
             decisions_waiting=p.decisions_waiting() if p else False,
             targets=targets,
             disk_queue=disk,
@@ -159,6 +181,32 @@ class Collector:
     def health_port(self) -> int | None:
         """The management listener's port (its former name)."""
         return self.management_port
+
+    def _judging(self) -> dict[str, Any]:
+        """The judging thread's state for ``/metrics``: how far behind it is, what the
+        rules cost on the synthetic run and per live run, and runs over the budget."""
+        budget = self.config.max_rule_cost
+        cost = self.rule_cost
+        out: dict[str, Any] = {
+            "lag_s": 0.0,
+            "max_lag_s": self.config.max_judge_lag,
+            "rule_cost_ms": round(cost.seconds * 1000, 3) if cost is not None else None,
+            "budget_ms": budget * 1000 if budget else None,
+            "runs": 0,
+            "mean_ms": None,
+            "max_ms": None,
+            "over_budget": 0,
+        }
+        p = self.pipeline
+        if p is not None:
+            watch = p.cost
+            out["lag_s"] = round(p.judge_lag(), 3)
+            out["runs"] = watch.runs
+            out["over_budget"] = watch.over_budget
+            if watch.runs:
+                out["mean_ms"] = round(watch.seconds / watch.runs * 1000, 3)
+                out["max_ms"] = round(watch.slowest * 1000, 3)
+        return out
 
     def gate_answer(self, query: Mapping[str, str]) -> dict[str, Any]:
         """The ``GET /v1/gate`` answer over the runs this collector decided (``ParamError``
@@ -278,6 +326,8 @@ class Collector:
         if cfg.forward_logs is not None:
             extra = " with evaluation records" if cfg.evaluation_logs else ""
             parts.append(f"log records to {display_url(cfg.forward_logs)}{extra}")
+        if self.rule_cost is not None:
+            parts.append(f"rules cost {self.rule_cost.describe()}")
         return "; ".join(parts) + f" ({build_kind()} build)"
 
     async def _abort_start(self) -> None:
@@ -287,6 +337,7 @@ class Collector:
         for runner in self._runners:
             await runner.cleanup()
         if self.pipeline is not None:
+            self.pipeline.close()
             for q in self.pipeline.queues:
                 await q.flush(0.0)
             for sink in self.pipeline.sinks:
@@ -311,6 +362,7 @@ class Collector:
             max_connection_age=cfg.grpc_max_connection_age,
             max_connection_age_grace=cfg.grpc_max_connection_age_grace,
             handshake_timeout=cfg.grpc_handshake_timeout,
+            max_concurrent_streams=cfg.grpc_max_concurrent_streams,
         )
         auth = None
         if cfg.tokens_configured():
@@ -344,6 +396,7 @@ class Collector:
             self.prometheus_text,
             auth=auth,
             management=cfg.management_port is None,
+            inflight=self.inflight,
         )
         if self.logs is not None:
             handler = logs_http_handler(self.logs, cfg.max_request_bytes, cfg.http_body_timeout)
@@ -403,7 +456,7 @@ class Collector:
         p = self.pipeline
         assert p is not None
         loop = asyncio.get_running_loop()
-        while True:
+        while not self.stopping():
             # Wake at the earliest decision deadline, or sooner when ingest buffers a
             # trace due before that (see ``Pipeline.arm_timer``).
             timer = loop.call_later(p.arm_timer(), p.wake.set)
@@ -411,10 +464,16 @@ class Collector:
                 await p.wake.wait()
             finally:
                 timer.cancel()
+            if self.stopping():
+                return
             try:
                 await p.tick()
             except Exception:
                 log.exception("decision tick failed")
+
+    def stopping(self) -> bool:
+        """True once ``stop`` has begun (the timer ends after its current tick)."""
+        return self._stopping
 
     async def stop(self, timeout: float | None = None) -> None:
         """Graceful shutdown: refuse new data, decide everything, flush, persist the rest."""
@@ -429,13 +488,17 @@ class Collector:
             await self._grpc.stop(grace=min(1.0, budget))
         for runner in self._runners[:1]:
             await runner.cleanup()
+        p = self.pipeline
         if self._timer is not None:
-            self._timer.cancel()
+            # Let a tick judging a chunk finish rather than cancel it mid-way (a cancelled
+            # batch puts its traces back, but their judging would be done twice).
+            if p is not None:
+                p.wake.set()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._timer
-        p = self.pipeline
         if p is not None:
             await p.decide_all()
+            p.close()
             results = await asyncio.gather(
                 *(q.flush(max(0.1, end - loop.time())) for q in p.queues)
             )

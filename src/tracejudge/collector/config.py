@@ -173,16 +173,31 @@ class CollectorConfig:
     """File for batches a target refused permanently (OTLP/JSON lines with the target, status
     and reason); None: they are dropped and counted, as before."""
     max_traces: int = 100_000
-    max_buffered_bytes: int = 512 * 1024**2
+    max_buffered_bytes: int = 64 * 1024**2
+    """Span bytes buffered until their traces are decided (with those being judged)."""
     max_spans_per_trace: int = 20_000
     max_request_bytes: int = 4 * 1024**2
     """4 MiB, the default gRPC message limit that Jaeger, Tempo and otelcol also use."""
-    max_queue_bytes: int = 256 * 1024**2
+    max_queue_bytes: int = 64 * 1024**2
     """Per backend, in memory; held exactly (decisions wait while a queue lacks room)."""
+    max_inflight_request_bytes: int = 32 * 1024**2
+    """OTLP/HTTP request bodies being read at once; beyond it 503 + Retry-After."""
+    grpc_max_concurrent_streams: int = 16
+    """OTLP/gRPC calls in flight per connection (more wait at the client)."""
     max_disk_queue_bytes: int | None = None
     """Cap on the disk queue's database file (SQLite ``max_page_count``); None: the disk."""
     max_batch_bytes: int = 4 * 1024**2
     decided_cache_size: int = 100_000
+    """Most decisions remembered for late spans (in memory, and in the disk queue)."""
+    decided_cache_bytes: int = 8 * 1024**2
+    """Memory the remembered decisions may take (estimated per entry, see
+    ``buffer.decision_bytes``); the oldest are forgotten beyond it or ``decided_cache_size``."""
+    max_judge_lag: float = 5.0
+    """Receivers push back ("retry later") while the oldest due trace waits longer than
+    this to be judged: judging has fallen behind the arrivals."""
+    max_rule_cost: float | None = 0.1
+    """Budget for judging one run: a rules file costing more on the synthetic 10-span run
+    is refused at start, and each live run over it is counted and logged (None or 0: off)."""
     forward_timeout: float = 10.0
     retry_initial: float = 0.2
     retry_max: float = 10.0
@@ -316,9 +331,12 @@ class CollectorConfig:
             "decided_cache_size",
             "http_max_connections_per_client",
             "metrics_max_label_values",
+            "grpc_max_concurrent_streams",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive")
+        if self.max_judge_lag <= 0:
+            raise ConfigError("max_judge_lag: must be positive")
         if self.max_disk_queue_bytes is not None and self.queue_dir is None:
             raise ConfigError("max_disk_queue_bytes: needs queue_dir (there is no disk queue)")
         if self.max_disk_queue_bytes is not None and self.max_disk_queue_bytes < 64 * 1024:
@@ -349,11 +367,14 @@ _DURATIONS = {
     "grpc_max_connection_age",
     "grpc_max_connection_age_grace",
     "grpc_handshake_timeout",
+    "max_judge_lag",
+    "max_rule_cost",
 }
 _SIZES = {"max_buffered_bytes", "max_request_bytes", "max_queue_bytes", "max_batch_bytes"}
-_SIZES |= {"max_disk_queue_bytes"}
+_SIZES |= {"max_disk_queue_bytes", "decided_cache_bytes", "max_inflight_request_bytes"}
 _INTS = {"grpc_port", "http_port", "management_port", "max_traces", "max_spans_per_trace"}
 _INTS |= {"decided_cache_size", "http_max_connections_per_client", "metrics_max_label_values"}
+_INTS |= {"grpc_max_concurrent_streams"}
 _BOOLS = {"drop_content", "passthrough", "redact_attributes", "insecure_no_auth"}
 _BOOLS |= {"forward_insecure_skip_verify"}
 _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint", "management_host"}

@@ -1,8 +1,11 @@
 """The processor: admit spans, assemble traces, and at decision judge, stamp and enqueue.
 
-Everything here runs on the collector's one event loop and is synchronous except the
-decision batch, which yields between chunks so a burst of finished traces never starves the
-receivers (the tail-sampling failure mode where ingest and decisions fight for one loop).
+Everything here runs on the collector's one event loop except the CPU-bound part of a
+decision (decode, build the run, judge, scrub, stamp: ``decide``), which runs on one worker
+thread a chunk of traces at a time, so an expensive rules file never stalls the receivers
+or ``/healthz`` (the loop only waits for the chunk's outcomes, then counts, remembers and
+enqueues them in deadline order). When judging falls more than ``max_judge_lag`` behind
+the traces' deadlines, the receivers push back ("retry later") instead of buffering more.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -26,6 +30,7 @@ from tracejudge.collector.conversations import (
     conversation_trace_ids,
     conversation_verdicts,
 )
+from tracejudge.collector.cost import CostWatch
 from tracejudge.collector.durability import decision_from_json, durability_for
 from tracejudge.collector.forward import Item, TargetQueue
 from tracejudge.collector.judge import Judge
@@ -42,6 +47,7 @@ from tracejudge.collector.sinks import VerdictObserver, VerdictSink
 from tracejudge.collector.stamp import Decision
 from tracejudge.collector.stats import Stats
 from tracejudge.collector.store import DiskStore
+from tracejudge.collector.worker import BatchJob, JudgeWorker
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.log_events import join_serialized_logs
 
@@ -50,7 +56,9 @@ log = logging.getLogger("tracejudge.collector")
 __all__ = ["IngestResult", "Outcome", "Payload", "Piece", "Pipeline", "Throttled"]
 
 _CHUNK = 8
-"""Traces decided between yields to the event loop (and between enqueues to forwarders)."""
+"""Traces the worker hands over at once, settled and enqueued to forwarders in one commit."""
+_LEAD = 32
+"""Chunks the worker may judge ahead of the loop settling them."""
 
 
 @dataclass(slots=True)
@@ -61,6 +69,8 @@ class Outcome:
     """Framed fragments with their span counts."""
     verdicts: list[Verdict]
     decision: Decision
+    seconds: float = 0.0
+    """Time the judge took on this trace (the rule-cost budget is checked against it)."""
 
 
 class DecidedHook(Protocol):
@@ -108,7 +118,7 @@ class Pipeline:
             self.held = ConversationBuffer(
                 self.buffer, config.conversation_wait, config.conversation_max_hold
             )
-        self.decided = DecisionCache(config.decided_cache_size)
+        self.decided = DecisionCache(config.decided_cache_size, config.decided_cache_bytes)
         self.scrubber = Scrubber(config.redact_patterns, drop_quoted=config.drop_content)
         self.mode = forward_mode(config, self.scrubber)
         """Stamp or passthrough, with the content filter: every branch on those flags."""
@@ -128,6 +138,15 @@ class Pipeline:
         self._blocked_reason = ""
         self.on_decided: DecidedHook | None = None
         """The logs side (``logs_intake.py``), when ``serve`` receives logs."""
+        self.worker = JudgeWorker()
+        """The judging thread (see ``worker``)."""
+        self._inflight_bytes = 0
+        """Bytes of traces taken from the buffer and not yet settled: they still count
+        against ``max_buffered_bytes``, so the limit holds while a batch is judged."""
+        self._judging_since = math.inf
+        """Deadline of the oldest due trace not yet judged (infinity when none)."""
+        self.cost = CostWatch(config.max_rule_cost)
+        """Judging time per run against the rule-cost budget."""
 
     def _now(self) -> float:
         return self.clock.now()
@@ -152,8 +171,14 @@ class Pipeline:
     def check_capacity(self) -> None:
         """Raise ``Throttled`` when the buffer or a forward queue is full (back-pressure).
         A cheap test before parsing; ``ingest`` checks the request's exact size."""
-        if self.buffer.full():
+        if self.buffer.full() or self._over_bytes(0):
             raise Throttled("trace buffer full", self.config.retry_after_hint)
+        lag = self.judge_lag()
+        if lag > self.config.max_judge_lag:
+            raise Throttled(
+                f"judging is {lag:.1f}s behind (max_judge_lag {self.config.max_judge_lag:g}s)",
+                self.config.retry_after_hint,
+            )
         if self._blocked_need:
             raise Throttled(self._blocked_reason, self.config.retry_after_hint)
         for q in self.queues:
@@ -225,15 +250,23 @@ class Pipeline:
         """Refuse (``Throttled``) a request that would take the buffer or a forward queue
         past its limit, before anything of it is kept: the limits hold exactly."""
         incoming = sum(len(f.data) for f in fresh)
-        buf = self.buffer
-        used = buf.used_bytes()
-        if incoming and used and used + incoming > buf.max_bytes:
+        if incoming and self._over_bytes(incoming):
             raise Throttled("trace buffer full", self.config.retry_after_hint)
         full = self._room(sum(len(p.data) for p in direct), True)
         if full is not None:
             raise Throttled(
                 f"forward queue for {full.target.url} full", self.config.retry_after_hint
             )
+
+    def _over_bytes(self, incoming: int) -> bool:
+        """True when ``incoming`` more bytes would take buffered plus in-judging traces past
+        ``max_buffered_bytes`` (an empty collector takes one request of any size)."""
+        used = self.buffer.used_bytes() + self._inflight_bytes
+        return used > 0 and used + incoming > self.buffer.max_bytes
+
+    def judge_lag(self) -> float:
+        """Seconds the oldest due trace not yet judged is past its deadline (0 when none)."""
+        return max(0.0, self.clock.now() - self._judging_since)
 
     def _rows(self, payloads: Sequence[Payload]) -> list[tuple[TargetQueue, Item]]:
         """One queue item per payload per forward queue."""
@@ -334,7 +367,9 @@ class Pipeline:
         remembered until ``settle``, so an outcome can be thrown away (no room in a
         forward queue yet, or a failure half-way)."""
         fragments = [ResourceSpans.FromString(b) for b in trace.fragments]
+        began = time.perf_counter()
         verdicts = self._judge(trace, fragments)
+        seconds = time.perf_counter() - began
         for v in verdicts:
             if not v.rules_version:
                 v.rules_version = self.rules_version
@@ -342,11 +377,25 @@ class Pipeline:
             self.scrubber.verdict(v)
         stamped = conversation_verdicts(trace, verdicts) if trace.roots else verdicts
         pieces, decision = self.mode.decided(trace.fragments, fragments, stamped)
-        return Outcome(pieces, verdicts, decision)
+        return Outcome(pieces, verdicts, decision, seconds)
+
+    def _decide_one(self, trace: PendingTrace) -> Outcome | Exception:
+        """``decide`` on the worker thread: the outcome, or what it raised (one bad trace
+        must not take the others; ``decide_failed`` then runs on the loop, as it may touch
+        the disk queue)."""
+        try:
+            return self.decide(trace)
+        except Exception as exc:
+            return exc
+
+    def close(self) -> None:
+        """Stop the judging thread (after the last decision)."""
+        self.worker.close()
 
     def settle(self, trace: PendingTrace, outcome: Outcome) -> list[dict[str, Any]]:
         """Count a decided trace, remember its decision; returns its verdict records."""
         records = self._record(trace, outcome.verdicts)
+        self.cost.check(trace.trace_id, outcome.seconds, len(outcome.verdicts))
         ids = trace.trace_ids()
         for tid in ids:
             self.decided.put(tid, outcome.decision)
@@ -454,41 +503,61 @@ class Pipeline:
     async def decide_batch(
         self, traces: list[PendingTrace], ready: dict[bytes, float], *, limited: bool = True
     ) -> None:
-        """Decide traces in chunks, yielding to the loop between chunks.
+        """Decide traces (oldest deadline first): judged on the worker thread, settled here
+        a chunk at a time as their outcomes arrive, while the loop serves the receivers.
 
         ``limited``: a trace whose payloads do not fit a forward queue within
         ``max_queue_bytes`` is put back in the buffer with the ones after it, and
-        decisions wait until the queues have room (``_blocked_need``)."""
+        decisions wait until the queues have room (``_blocked_need``). Cancelled (the
+        collector stopping) or parked, the traces not yet settled go back to the buffer:
+        an accepted trace is never left behind in a batch."""
+        if not traces:
+            return
         for t in traces:
             for tid in t.trace_ids():
                 self._inflight.setdefault(tid, [])
-        for start in range(0, len(traces), _CHUNK):
-            parked = self._decide_chunk(traces, start, ready, limited)
-            if parked:
-                return
-            if start + _CHUNK < len(traces):
-                await asyncio.sleep(0)
+            self._inflight_bytes += t.nbytes
+        job = BatchJob(self._decide_one, traces, _CHUNK, _LEAD)
+        self.worker.start(job)
+        start = 0
+        try:
+            while start < len(traces):
+                self._judging_since = traces[start].deadline  # due() hands them oldest first
+                outcomes = await job.next()
+                if self._decide_chunk(traces, start, ready, limited, outcomes):
+                    break
+                start += len(outcomes)
+        finally:
+            job.stop()
+            self._judging_since = math.inf
+            self._park(traces[start:])  # settled ones are skipped: none left unless parked
 
     def _decide_chunk(
-        self, traces: list[PendingTrace], start: int, ready: dict[bytes, float], limited: bool
+        self,
+        traces: list[PendingTrace],
+        start: int,
+        ready: dict[bytes, float],
+        limited: bool,
+        outcomes: Sequence[Outcome | Exception],
     ) -> bool:
-        """Decide ``traces[start:start + _CHUNK]`` and enqueue them in one commit; True when
-        a trace did not fit and the rest were parked."""
+        """Settle ``traces[start:]`` from their judged ``outcomes`` (one per leading trace)
+        and enqueue them in one commit; True when a trace did not fit (the caller parks it
+        and the rest) or the worker stopped early (an empty ``outcomes``)."""
         payloads: list[Payload] = []
         records: list[dict[str, Any]] = []
         decided: list[bytes] = []
         decisions: list[Decision] = []
         size = 0
         parked = False
-        for n, t in enumerate(traces[start : start + _CHUNK]):
+        if not outcomes:
+            return True
+        for n, t in enumerate(traces[start : start + len(outcomes)]):
             if limited and self._blocked(size + max(t.nbytes, t.needed), not size):
                 parked = True
             else:
                 ready_at = ready.get(t.trace_id, t.deadline)
-                try:
-                    outcome = self.decide(t)
-                except Exception as exc:  # one bad trace must not take the tick's others
-                    outcome = self.decide_failed(t, exc)
+                judged = outcomes[n]
+                outcome = judged if isinstance(judged, Outcome) else self.decide_failed(t, judged)
                 items = self._items(outcome.pieces, ready_at)
                 held = [f for tid in t.trace_ids() for f in self._inflight.get(tid, [])]
                 items.extend(
@@ -499,12 +568,12 @@ class Pipeline:
                     t.needed = need
                     parked = True
             if parked:
-                self._park(traces[start + n :])
                 break
             size += need
             ids = t.trace_ids()
             for tid in ids:
                 self._inflight.pop(tid, None)
+            self._inflight_bytes -= t.nbytes
             records.extend(self.settle(t, outcome))
             if self.on_decided is not None:
                 self.on_decided.decided(t, outcome.verdicts)
@@ -532,14 +601,18 @@ class Pipeline:
         """Put undecided traces back in the buffer (with spans that arrived meanwhile)."""
         now = self._now()
         for t in traces:
+            if t.trace_ids()[0] not in self._inflight:
+                continue  # settled already
+            self._inflight_bytes -= t.nbytes
             if t.members and self.held is not None:
                 self.held.put_back(t)
                 for tid in t.members:
                     for frag in self._inflight.pop(tid, []):
                         self.held.add(frag, now)
                 continue
+            held = self._inflight.pop(t.trace_id, [])
             self.buffer.put_back(t)
-            for frag in self._inflight.pop(t.trace_id, []):
+            for frag in held:
                 self.buffer.add(frag, now)
 
     async def tick(self) -> None:

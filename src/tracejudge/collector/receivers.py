@@ -50,6 +50,33 @@ class BadEncoding(Exception):
     """The body is not valid gzip."""
 
 
+class InflightBytes:
+    """Request bodies being read at once, in bytes (``max_inflight_request_bytes``).
+
+    Under a burst, hundreds of bodies of up to ``max_request_bytes`` can be arriving at the
+    same time, and they were the largest part of peak memory (docs/performance.md). A
+    request reserves its Content-Length (``max_request_bytes`` when chunked) before its
+    body is read; past the limit it is answered 503 + Retry-After at once. One request
+    is always let in, whatever its size."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.nbytes = 0
+        self.refused = 0
+
+    def reserve(self, n: int) -> bool:
+        """Take ``n`` bytes of the budget; False (nothing taken) when they do not fit."""
+        if self.nbytes and self.nbytes + n > self.limit:
+            self.refused += 1
+            return False
+        self.nbytes += n
+        return True
+
+    def release(self, n: int) -> None:
+        """Give back what ``reserve`` took."""
+        self.nbytes -= n
+
+
 # --- gRPC ------------------------------------------------------------------------------
 
 
@@ -145,6 +172,7 @@ class GrpcLimits:
     max_connection_age: float | None
     max_connection_age_grace: float
     handshake_timeout: float
+    max_concurrent_streams: int = 16
 
 
 def grpc_options(max_bytes: int, limits: GrpcLimits) -> list[tuple[str, int]]:
@@ -163,6 +191,9 @@ def grpc_options(max_bytes: int, limits: GrpcLimits) -> list[tuple[str, int]]:
 
     opts = [
         ("grpc.max_receive_message_length", max_bytes),
+        # Calls in flight per connection (more wait at the client, in HTTP/2 flow control):
+        # each holds a whole message of up to ``max_bytes`` in memory.
+        ("grpc.max_concurrent_streams", limits.max_concurrent_streams),
         ("grpc.so_reuseport", 0),
         ("grpc.keepalive_time_ms", ms(limits.keepalive_time)),
         ("grpc.keepalive_timeout_ms", ms(limits.keepalive_timeout)),
@@ -301,11 +332,31 @@ status_response = _status_response
 
 
 def traces_handler(
-    pipeline: TraceConsumer, cap: int, body_timeout: float
+    pipeline: TraceConsumer, cap: int, body_timeout: float, inflight: InflightBytes | None = None
 ) -> Callable[[web.Request], Any]:
     """The ``/v1/traces`` handler."""
+    budget = InflightBytes(1 << 62) if inflight is None else inflight
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        """Reserve the body's bytes in the in-flight budget, then ``_handle`` it."""
+        length = request.content_length
+        need = cap if length is None else min(length, cap)
+        if request.method == "POST" and not budget.reserve(need):
+            pipeline.throttled()
+            return _status_response(
+                503,
+                code_pb2.UNAVAILABLE,
+                "too many request bytes in flight (max_inflight_request_bytes)",
+                request.content_type if request.content_type == JSON else PROTOBUF,
+                1.0,
+            )
+        try:
+            return await _handle(request)
+        finally:
+            if request.method == "POST":
+                budget.release(need)
+
+    async def _handle(request: web.Request) -> web.StreamResponse:
         if request.method != "POST":
             return web.Response(status=405, headers={"Allow": "POST"})
         ctype = request.content_type
@@ -432,13 +483,15 @@ def receiver_app(
     *,
     auth: Authenticator | None = None,
     management: bool = True,
+    inflight: InflightBytes | None = None,
 ) -> web.Application:
     """The OTLP/HTTP app (``/v1/traces``), with the health routes unless ``management``
     is False (a separate management listener serves them). With ``auth`` every route but
     ``/healthz`` needs a bearer token."""
     middlewares = [] if auth is None else [auth_middleware(auth, "OTLP/HTTP", _otlp_refusal)]
     app = web.Application(client_max_size=cap, middlewares=middlewares)
-    app.router.add_route("*", "/v1/traces", traces_handler(pipeline, cap, body_timeout))
+    handler = traces_handler(pipeline, cap, body_timeout, inflight)
+    app.router.add_route("*", "/v1/traces", handler)
     if management:
         health_routes(app, snapshot, gate, prometheus)
     return app

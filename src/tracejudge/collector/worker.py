@@ -1,0 +1,97 @@
+"""The judging thread: where the CPU-bound part of each decision runs, off the event loop.
+
+A rules file can cost seconds per run (1,000 CEL rules: ~2.7 s), and judged on the event
+loop that stalled every receiver and ``/healthz`` for as long. Judging runs here instead:
+the thread judges a batch of due traces one after another and hands the outcomes to the
+loop a chunk at a time, without waiting for the loop to settle one chunk before judging
+the next (under a burst the loop is busy with requests, and a round trip per chunk left
+the thread idle most of the time). It may run ``lead`` chunks ahead of the loop, no more,
+so judged-but-unsettled payloads stay bounded.
+
+Why one thread and not a process pool (measured, docs/performance.md): cel-cpp holds the
+GIL while it evaluates, but each evaluation is bounded by CEL's iteration budget (a few ms
+at most), and CPython hands the GIL to a waiting thread every switch interval, so the loop
+still answers ``/healthz`` within milliseconds while a slow trace is judged. A process
+pool would judge on another core, but every trace would cross a pipe twice (its fragments
+out, its stamped payloads and verdicts back), the judge handed to ``Collector`` would have
+to be picklable, and the one-core figures of ``bench/bench_collector.py`` would no longer
+be one core. One thread also keeps decisions in deadline order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Generic, TypeVar
+
+log = logging.getLogger("tracejudge.collector")
+
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+class BatchJob(Generic[A, R]):
+    """One batch being judged: the thread's side (``run``) and the loop's (``next``)."""
+
+    def __init__(self, fn: Callable[[A], R], items: Sequence[A], chunk: int, lead: int) -> None:
+        self._fn = fn
+        self._items = items
+        self._chunk = chunk
+        self._room = threading.Semaphore(lead)
+        self._stop = threading.Event()
+        self._loop = asyncio.get_running_loop()
+        self._ready: asyncio.Queue[list[R]] = asyncio.Queue()
+        self.done: Future[None] | None = None
+
+    def run(self) -> None:
+        """On the thread: ``fn`` over the items, posting each chunk's results to the loop.
+        Should ``fn`` raise (it is meant to return its errors), an empty chunk tells the
+        loop that no more results will come."""
+        try:
+            for start in range(0, len(self._items), self._chunk):
+                while not self._room.acquire(timeout=0.5):
+                    if self._stop.is_set():
+                        return
+                if self._stop.is_set():
+                    return
+                out = [self._fn(x) for x in self._items[start : start + self._chunk]]
+                self._loop.call_soon_threadsafe(self._ready.put_nowait, out)
+        except BaseException:
+            log.exception(
+                "judging thread failed; the batch's undecided traces go back to the buffer"
+            )
+            self._loop.call_soon_threadsafe(self._ready.put_nowait, [])
+            raise
+
+    async def next(self) -> list[R]:
+        """The next chunk's results, in order (the thread may judge ahead meanwhile)."""
+        out = await self._ready.get()
+        self._room.release()
+        return out
+
+    def stop(self) -> None:
+        """No more chunks: the thread ends after the item it is on."""
+        self._stop.set()
+        self._room.release()
+
+
+class JudgeWorker:
+    """One worker thread, started on first use."""
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+
+    def start(self, job: BatchJob[A, R]) -> None:
+        """Run ``job`` on the judging thread (its results arrive through ``job.next``)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="tracejudge-judge")
+        job.done = self._pool.submit(job.run)
+
+    def close(self) -> None:
+        """Let the thread end (what it is running finishes; nothing new starts)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None

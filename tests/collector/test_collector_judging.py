@@ -1,0 +1,296 @@
+"""Judging off the event loop: receivers and /healthz answer whatever the rules cost,
+judging that falls behind pushes clients back without losing what was accepted, and the
+rule-cost budget is checked at load and per live run.
+
+Real sockets throughout (HTTP and gRPC clients against the collector's receivers, a real
+OTLP receiver as backend). Timing bounds are generous ratios, not absolute wall clock
+figures: the machine running the tests is shared.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from tests.collector.collector_support import (
+    LoopThread,
+    StandInJudge,
+    attrs,
+    make_request,
+    make_span,
+    new_ids,
+    post,
+    wait_for,
+)
+from tracejudge import semconv as sc
+from tracejudge.collector import Collector, CollectorConfig, load_judge
+from tracejudge.collector.buffer import DecisionCache, decision_bytes
+from tracejudge.collector.config import build_config
+from tracejudge.collector.cost import RuleCostError
+from tracejudge.collector.stamp import Decision
+from tracejudge.engine.verdict import Verdict
+from tracejudge.model.spans import SpanRecord
+
+from .collector_support import Sink
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+HEAVY = "run.tools.map(t, run.tools.filter(u, u.name + t.name == 'x').size()).size() > 0"
+"""Two nested macros: steps^2 iterations. Over ~100 tool calls each evaluation runs close
+to CEL's iteration budget (a few ms, during which cel-cpp holds the GIL)."""
+
+
+def _rules(path: Path, heavy: int, cheap: int = 0) -> Path:
+    lines = ["version: 1", "rules:"]
+    for i in range(heavy):
+        lines += [f"  - id: heavy-{i}", "    layer: policy", "    check:", "      type: cel"]
+        lines += [f'      expr: "{HEAVY} || {i} < 0"']
+    for i in range(cheap):
+        lines += [f"  - id: cheap-{i}", "    layer: policy", "    check:", "      type: cel"]
+        lines += [f'      expr: "run.tools.size() >= {i}"']
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _agent_trace(tools: int) -> tuple[bytes, bytes]:
+    """An agent run: an ``invoke_agent`` root and ``tools`` tool calls; (trace id, body)."""
+    tid, rid = new_ids()
+    spans: list[Span] = [
+        make_span(
+            tid,
+            rid,
+            name="invoke_agent support",
+            attributes={sc.GEN_AI_OPERATION_NAME: "invoke_agent", sc.GEN_AI_AGENT_NAME: "support"},
+        )
+    ]
+    for i in range(tools):
+        spans.append(
+            make_span(
+                tid,
+                parent=rid,
+                name=f"execute_tool t{i % 7}",
+                attributes={
+                    sc.GEN_AI_OPERATION_NAME: "execute_tool",
+                    sc.GEN_AI_TOOL_NAME: f"t{i % 7}",
+                },
+            )
+        )
+    return tid, make_request(spans).SerializeToString()
+
+
+def _timed_get(port: int, path: str = "/healthz") -> float:
+    began = time.perf_counter()
+    status, _, _ = post(port, b"", method="GET", path=path)
+    assert status == 200
+    return time.perf_counter() - began
+
+
+def _grpc_export(port: int, body: bytes) -> float:
+    began = time.perf_counter()
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        channel.unary_unary(EXPORT, None, None)(body, timeout=30)
+    return time.perf_counter() - began
+
+
+def test_expensive_rules_do_not_stall_healthz_or_the_receivers(
+    collector_factory: Callable[..., Collector],
+    sink: Sink,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A valid rules file of many expensive CEL rules takes on the order of a second per
+    trace here; while such a trace is judged, ``/healthz`` and both receivers keep
+    answering in a small fraction of that (judged on the event loop, each waited for the
+    whole judgement). The run over the rule-cost budget is counted and logged once, with
+    its trace id; the synthetic 10-span run at load was under it."""
+    judge = load_judge(_rules(tmp_path / "heavy.yaml", heavy=150))
+    c = collector_factory(judge=judge, decision_wait_after_root=0.05, max_judge_lag=60.0)
+    assert c.rule_cost is not None
+    assert c.rule_cost.seconds < 0.1
+    assert c.pipeline is not None
+    tid, body = _agent_trace(tools=98)
+    with caplog.at_level(logging.WARNING, logger="tracejudge.collector"):
+        assert post(c.http_port, body)[0] == 200
+        wait_for(lambda: c.pipeline is not None and c.pipeline.judge_lag() > 0, what="judging")
+        healthz: list[float] = []
+        receivers: list[float] = []
+        while c.stats.traces_decided == 0:
+            healthz.append(_timed_get(c.http_port))
+            if len(healthz) % 5 == 1:
+                _, small = _agent_trace(tools=1)
+                receivers.append(_grpc_export(c.grpc_port, small))
+                status, _, _ = post(c.http_port, small)
+                assert status == 200
+            time.sleep(0.01)
+        wait_for(lambda: any(s.trace_id == tid for s in sink.spans()), what="the heavy trace")
+    judged = c.pipeline.cost.slowest
+    assert judged > 0.3, f"the rules were meant to be slow here ({judged:.3f}s per run)"
+    assert len(healthz) >= 3, healthz
+    assert max(healthz) < judged / 3, (max(healthz), judged)
+    assert max(receivers) < judged / 2, (max(receivers), judged)
+    assert c.pipeline.cost.over_budget >= 1
+    lines = [
+        r.getMessage() for r in caplog.records if "over the rule-cost budget" in r.getMessage()
+    ]
+    assert len([m for m in lines if tid.hex() in m]) == 1
+    assert c.snapshot()["judging"]["over_budget"] == c.pipeline.cost.over_budget
+
+
+def _grpc_refusal(port: int, body: bytes) -> grpc.RpcError | None:
+    """Export over gRPC; the error when refused, None when accepted."""
+    try:
+        _grpc_export(port, body)
+    except grpc.RpcError as err:
+        return err
+    return None
+
+
+class GatedJudge:
+    """The stand-in judge behind a gate the test opens: a judge that takes as long as the
+    test wants (a slow rules file without depending on this machine's speed)."""
+
+    def __init__(self) -> None:
+        self.inner = StandInJudge()
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def judge_spans(self, spans: Sequence[SpanRecord]) -> list[Verdict]:
+        self.entered.set()
+        assert self.gate.wait(30)
+        return self.inner.judge_spans(spans)
+
+
+def test_judging_behind_pushes_back_and_loses_nothing(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """While the oldest due trace has waited longer than ``max_judge_lag`` to be judged,
+    OTLP/HTTP answers 503 with Retry-After and gRPC UNAVAILABLE with RetryInfo; once judging
+    catches up requests are accepted again, and every accepted trace reaches the backend
+    judged."""
+    judge = GatedJudge()
+    c = collector_factory(judge=judge, decision_wait_after_root=0.02, max_judge_lag=0.3)
+    accepted: list[bytes] = []
+    first, first_body = _agent_trace(tools=2)
+    assert post(c.http_port, first_body)[0] == 200
+    accepted.append(first)
+    assert judge.entered.wait(10)
+    refused_http = refused_grpc = 0
+    deadline = time.monotonic() + 10
+    while (not refused_http or not refused_grpc) and time.monotonic() < deadline:
+        tid, body = _agent_trace(tools=2)
+        status, headers, answer = post(c.http_port, body)
+        if status == 200:
+            accepted.append(tid)
+            continue
+        assert status == 503
+        assert int(headers["retry-after"]) >= 1
+        assert "judging is" in status_pb2.Status.FromString(answer).message
+        refused_http += 1
+        tid, body = _agent_trace(tools=2)
+        err = _grpc_refusal(c.grpc_port, body)
+        if err is None:
+            accepted.append(tid)
+            continue
+        assert err.code() == grpc.StatusCode.UNAVAILABLE
+        details: dict[str, bytes] = dict(err.trailing_metadata())  # type: ignore[arg-type]
+        st = status_pb2.Status.FromString(details["grpc-status-details-bin"])
+        assert st.details[0].Unpack(error_details_pb2.RetryInfo())
+        refused_grpc += 1
+        time.sleep(0.02)
+    assert refused_http
+    assert refused_grpc
+    assert c.snapshot()["judging"]["lag_s"] > 0.3
+    judge.gate.set()
+    wait_for(lambda: c.pipeline is not None and c.pipeline.judge_lag() == 0, what="caught up")
+    late, body = _agent_trace(tools=2)
+    wait_for(lambda: post(c.http_port, body)[0] == 200, what="accepted again")
+    accepted.append(late)
+    want = set(accepted)
+    wait_for(lambda: {s.trace_id for s in sink.spans()} >= want, timeout=20, what="delivery")
+    roots = {s.trace_id: attrs(s) for s in sink.spans() if not s.parent_span_id}
+    assert all(sc.TRACEJUDGE_VERDICT in roots[t] for t in want)
+
+
+def test_stop_while_judging_waits_for_the_chunk_and_delivers_it(
+    lt: LoopThread, collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """A stop that arrives while a trace is being judged lets that judgement finish (it
+    used to cancel the timer mid-batch, leaving taken traces nowhere): the trace is
+    delivered judged."""
+    judge = GatedJudge()
+    c = collector_factory(judge=judge, decision_wait_after_root=0.02)
+    tid, body = _agent_trace(tools=2)
+    assert post(c.http_port, body)[0] == 200
+    assert judge.entered.wait(10)
+    threading.Timer(0.3, judge.gate.set).start()
+    lt.run(c.stop(timeout=5.0))
+    spans = [s for s in sink.spans() if s.trace_id == tid]
+    assert len(spans) == 3
+    assert [attrs(s)[sc.TRACEJUDGE_VERDICT] for s in spans if not s.parent_span_id] == ["pass"]
+
+
+def test_an_over_budget_rules_file_is_refused_naming_its_slowest_rules(tmp_path: Path) -> None:
+    """At load the rules are judged on the synthetic 10-span run; over ``max_rule_cost``
+    the collector refuses to start and names the slowest rules (the heavy ones, not the
+    cheap ones); within the budget it starts and reports the cost."""
+    rules = _rules(tmp_path / "r.yaml", heavy=100, cheap=20)
+    cfg = CollectorConfig(rules=rules, grpc_port=0, http_port=0, max_rule_cost=0.0005)
+    with pytest.raises(RuleCostError) as info:
+        Collector(cfg.validate())
+    message = str(info.value)
+    assert "over the budget of 0.5 ms (max_rule_cost)" in message
+    slowest = message.split("slowest rules: ")[1]
+    assert slowest.count("heavy-") == 5
+    assert "cheap-" not in slowest
+    relaxed = CollectorConfig(rules=rules, grpc_port=0, http_port=0, max_rule_cost=0.0)
+    assert Collector(relaxed.validate()).rule_cost is not None  # 0: no budget
+
+
+def test_serve_refuses_an_over_budget_rules_file_with_its_message(tmp_path: Path) -> None:
+    """``tracejudge serve --max-rule-cost 500us`` style refusal: exit status 2 and the
+    message on stderr, before anything listens."""
+    rules = _rules(tmp_path / "r.yaml", heavy=100)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "tracejudge"), "serve", "--rules", str(rules),
+            "--grpc-port", "0", "--http-port", "0", "--max-rule-cost", "0.0005",
+        ],
+        capture_output=True, text=True, timeout=60, env={**os.environ},
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "max_rule_cost" in proc.stderr
+    assert "heavy-" in proc.stderr
+    assert "listening on" not in proc.stderr
+
+
+def test_decided_cache_evicts_by_bytes() -> None:
+    """The decided cache holds its byte cap: plain passes are small, a decision citing many
+    spans is large and pushes out several of the oldest; recency is refreshed on a hit."""
+    passed = Decision("pass")
+    one = decision_bytes(passed)
+    cache = DecisionCache(size=1_000_000, max_bytes=10 * one)
+    ids = [os.urandom(16) for _ in range(20)]
+    for tid in ids:
+        cache.put(tid, passed)
+    assert len(cache) == 10
+    assert cache.nbytes <= 10 * one
+    assert cache.get(ids[0]) is None
+    assert cache.get(ids[10]) is passed  # now the most recent
+    big = Decision("fail", {os.urandom(8): ["F-POLICY-X"] for _ in range(4)})
+    assert 4 * one < decision_bytes(big) < 5 * one
+    cache.put(os.urandom(16), big)
+    assert cache.nbytes <= 10 * one
+    assert cache.get(ids[10]) is passed  # refreshed before: survives
+    assert cache.get(ids[11]) is None  # the least recently used went first
+    assert build_config({"decided_cache_bytes": "1MiB"}, {}).decided_cache_bytes == 1024**2
