@@ -229,6 +229,12 @@ TRACEJUDGE_VARIANT_ID: Final = "tracejudge.variant.id"
 TRACEJUDGE_TENANT_ID: Final = "tracejudge.tenant.id"
 """Tenant on whose behalf the run acts; identity-scope policies check tool arguments against it. [tracejudge; string]"""
 
+TRACEJUDGE_REQUEST_ID: Final = "tracejudge.request.id"
+"""Identifier of the user request the run answers; a shadow run carries the id of the request it mirrors, so the collector and `tracejudge eval` pair it with the stable run of the same request. [tracejudge; string]"""
+
+TRACEJUDGE_RUN_SHADOW: Final = "tracejudge.run.shadow"
+"""Set true on the agent span of a shadow run (the candidate answering a copy of a real request; its output never reaches the user). Shadow runs are compared with the stable run of the same tracejudge.request.id and never counted as user traffic. [tracejudge; boolean]"""
+
 TRACEJUDGE_CONVERSATION_END: Final = "tracejudge.conversation.end"
 """Set true on the agent span of a conversation's last turn; the collector (with --conversation-wait) judges the conversation's held traces as soon as this trace is assembled instead of waiting for the conversation to go quiet. [tracejudge; boolean]"""
 
@@ -306,6 +312,9 @@ TRACEJUDGE_JUDGED_SPAN_ID: Final = "tracejudge.judged.span_id"
 
 TRACEJUDGE_COLLECTOR_SPAN_STATE: Final = "tracejudge.collector.span.state"
 """State of spans counted by the tracejudge.collector.spans metric. [tracejudge; enum]"""
+
+TRACEJUDGE_SHADOW_OUTCOME: Final = "tracejudge.shadow.outcome"
+"""What pairing a shadow run with its stable run found (the tracejudge.shadow.pairs metric). [tracejudge; enum]"""
 
 # --- enum values -----------------------------------------------------------
 
@@ -602,6 +611,17 @@ class TracejudgeCollectorSpanStateValues:
     """Refused permanently by a forward target and kept in the dead-letter file."""
 
 
+class TracejudgeShadowOutcomeValues:
+    """Values of tracejudge.shadow.outcome."""
+
+    PAIRED: Final = "paired"
+    """Paired with the stable run of its request; the trajectories agree."""
+    DIVERGED: Final = "diverged"
+    """Paired with the stable run of its request; the trajectories differ (missing or unexpected calls, argument drift, another terminal action)."""
+    UNPAIRED: Final = "unpaired"
+    """No stable run of its request was decided within the shadow wait, or the shadow names no request id."""
+
+
 # --- events ----------------------------------------------------------------
 
 EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS: Final = "gen_ai.client.inference.operation.details"
@@ -629,6 +649,12 @@ METRIC_TRACEJUDGE_FINDINGS: Final = "tracejudge.findings"
 
 METRIC_TRACEJUDGE_HARD_GATE_FAILURES: Final = "tracejudge.hard_gate.failures"
 """Runs failed by a hard-gate policy finding (what fails the canary gate at once), by agent, variant, agent version, case slice and the first such failure code. [tracejudge]"""
+
+METRIC_TRACEJUDGE_SHADOW_RUNS: Final = "tracejudge.shadow.runs"
+"""Judged shadow runs (never counted in tracejudge.runs), by agent, variant, agent version, case slice and verdict. [tracejudge]"""
+
+METRIC_TRACEJUDGE_SHADOW_PAIRS: Final = "tracejudge.shadow.pairs"
+"""Shadow runs by what pairing them with the stable run of their request found (paired, diverged, unpaired), by the shadow's agent, variant, agent version and case slice. [tracejudge]"""
 
 METRIC_TRACEJUDGE_COLLECTOR_SPANS: Final = "tracejudge.collector.spans"
 """Spans seen by the collector, by state (received, forwarded, rejected, late, dropped, dead_lettered). [tracejudge]"""

@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tracejudge.engine import evidence, ruleschema
+from tracejudge.engine import evidence, ruleschema, shadow
 from tracejudge.engine.checks import (
     CODE_PATTERN,
     FACTORIES,
@@ -35,7 +35,7 @@ _CODE_IN_TEXT = re.compile(r"(?<![A-Za-z0-9_-])F-[A-Z]+(?:-[A-Z_]+)+(?![A-Za-z0-
 
 
 def _engine_codes() -> frozenset[str]:
-    return declared_codes() | frozenset(evidence.CODES)
+    return declared_codes() | frozenset(evidence.CODES) | frozenset(shadow.CODES)
 
 
 def _doc_rows() -> list[tuple[str, dict[str, str]]]:

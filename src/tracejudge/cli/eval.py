@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from tracejudge.engine.shadow import pair_verdicts, shadow_arguments, shadow_lines
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.run import Run
 from tracejudge.report.loading import load_runs
@@ -157,8 +158,11 @@ def eval_command(
         except Exception as exc:  # one bad run must not stop the others
             verdicts.append(error_verdict(run, f"engine error: {type(exc).__name__}: {exc}"))
     records = [VerdictRecord.from_verdict(v) for v in verdicts]
+    # shadow runs paired with the stable run of their request (the collector's comparison)
+    shadows = pair_verdicts(verdicts, shadow_arguments(ruleset))
 
     lines = [json.dumps(v.to_dict(), ensure_ascii=False, sort_keys=False) for v in verdicts]
+    lines += [json.dumps(r.to_dict(), ensure_ascii=False, sort_keys=False) for r in shadows]
     if fmt == "json":
         for line in lines:
             click.echo(line)
@@ -167,6 +171,8 @@ def eval_command(
         width = shutil.get_terminal_size().columns if tty else None
         click.echo(eval_table(records, colour=tty, width=width))
         click.echo(eval_footer(records))
+        for line in shadow_lines(shadows):
+            click.echo(line)
     if output is not None:
         _write(output, "".join(line + "\n" for line in lines))
     if html_path is not None:

@@ -104,7 +104,7 @@ def gate_command(
         echo_errors("gate", exc.errors)
         sys.exit(EXIT_INPUT)
     policy = GatePolicy(agent, variant, baseline, window, min_runs, threshold, margin)
-    runs = [run_of(r) for r in records]
+    runs = [run_of(r) for r in records if not r.shadow]  # shadows are not user traffic
     if window is not None and not any(r.time is not None for r in runs):
         echo_errors(
             "gate",

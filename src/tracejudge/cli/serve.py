@@ -119,6 +119,11 @@ from tracejudge.collector.credentials import is_reference
 @click.option(
     "--conversation-max-hold", help="Longest a conversation is held before judging (10m)."
 )
+@click.option(
+    "--shadow-wait",
+    help="How long a shadow run waits for the stable run of its request before it is "
+    "reported unpaired (default 5m).",
+)
 @click.option("--drop-content/--keep-content", default=None, help="Strip content after judging.")
 @click.option(
     "--passthrough/--no-passthrough", default=None, help="Forward at once + verdict span."

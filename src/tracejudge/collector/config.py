@@ -155,6 +155,11 @@ class CollectorConfig:
     (as ``tracejudge eval`` does). 0 (the default): off, every trace is judged alone."""
     conversation_max_hold: float = 600.0
     """Judge a held conversation at the latest this long after its first trace was held."""
+    shadow_wait: float = 300.0
+    """How long a decided shadow run waits for the stable run of its request (and a stable
+    run that names a request id for its shadows) before it is reported unpaired."""
+    shadow_max_pending: int = 10_000
+    """Requests kept waiting for a partner, per side; the oldest gives way beyond it."""
     tick: float = 0.02
     """How often the decision timer runs; latency beyond the waits is at most one tick."""
     drop_content: bool = False
@@ -284,6 +289,8 @@ class CollectorConfig:
             raise ConfigError("conversation_max_hold: must be positive")
         if self.conversation_wait > self.conversation_max_hold:
             raise ConfigError("conversation_wait must not exceed conversation_max_hold")
+        if self.shadow_wait <= 0:
+            raise ConfigError("shadow_wait: must be positive")
         if not (0 < self.tick <= 1.0):
             raise ConfigError("tick: must be in (0, 1s]")
         if self.rules is not None and not Path(self.rules).is_file():
@@ -332,6 +339,7 @@ class CollectorConfig:
             "http_max_connections_per_client",
             "metrics_max_label_values",
             "grpc_max_concurrent_streams",
+            "shadow_max_pending",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive")
@@ -351,6 +359,7 @@ _DURATIONS = {
     "decision_wait",
     "conversation_wait",
     "conversation_max_hold",
+    "shadow_wait",
     "tick",
     "forward_timeout",
     "retry_initial",
@@ -381,6 +390,7 @@ _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint", "manageme
 _STRS |= {"auth_token_env"}
 _BOOLS |= {"evaluation_logs"}
 _STRS |= {"forward_logs"}
+_INTS |= {"shadow_max_pending"}
 _PATHS = {"rules", "queue_dir", "baselines", "cases", "output", "dead_letter"}
 _PATHS |= {"auth_token_file", "tls_cert", "tls_key", "tls_client_ca", "forward_ca_file"}
 _PATHS |= {"forward_client_cert", "forward_client_key"}

@@ -52,6 +52,8 @@ def label_name(attribute: str) -> str:
 RUNS = metric_name(sc.METRIC_TRACEJUDGE_RUNS, counter=True)
 FINDINGS = metric_name(sc.METRIC_TRACEJUDGE_FINDINGS, counter=True)
 HARD_GATE_FAILURES = metric_name(sc.METRIC_TRACEJUDGE_HARD_GATE_FAILURES, counter=True)
+SHADOW_RUNS = metric_name(sc.METRIC_TRACEJUDGE_SHADOW_RUNS, counter=True)
+SHADOW_PAIRS = metric_name(sc.METRIC_TRACEJUDGE_SHADOW_PAIRS, counter=True)
 SPANS = metric_name(sc.METRIC_TRACEJUDGE_COLLECTOR_SPANS, counter=True)
 QUEUE_DEPTH = metric_name(sc.METRIC_TRACEJUDGE_COLLECTOR_QUEUE_DEPTH)
 DECISION_LATENCY = metric_name(sc.METRIC_TRACEJUDGE_COLLECTOR_DECISION_LATENCY, unit="s")
@@ -59,6 +61,7 @@ IDENTITY_LABELS = tuple(label_name(k) for k in IDENTITY_KEYS)
 VERDICT_LABEL = label_name(sc.TRACEJUDGE_VERDICT)
 CODE_LABEL = label_name(sc.TRACEJUDGE_FAILURE_CODE)
 STATE_LABEL = label_name(sc.TRACEJUDGE_COLLECTOR_SPAN_STATE)
+OUTCOME_LABEL = label_name(sc.TRACEJUDGE_SHADOW_OUTCOME)
 
 
 def wants_prometheus(accept: str | None, fmt: str | None = None) -> bool:
@@ -135,6 +138,20 @@ def render(stats: Stats) -> str:
         "Runs failed by a hard-gate policy finding (fail the canary gate at once).",
         dict(stats.hard_gate_keys),
         CODE_LABEL,
+    )
+    _identity_counter(
+        out,
+        SHADOW_RUNS,
+        "Judged shadow runs (not in the runs counter), by identity and verdict.",
+        dict(stats.shadow_run_keys),
+        VERDICT_LABEL,
+    )
+    _identity_counter(
+        out,
+        SHADOW_PAIRS,
+        "Shadow runs by what pairing them with their stable run found.",
+        dict(stats.shadow_pair_keys),
+        OUTCOME_LABEL,
     )
     _family(out, SPANS, "counter", "Spans seen by the collector, by state.")
     for state, n in stats.spans.items():

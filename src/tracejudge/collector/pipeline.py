@@ -43,6 +43,7 @@ from tracejudge.collector.otlp import (
 )
 from tracejudge.collector.payload import Payload, Piece
 from tracejudge.collector.redact import Scrubber
+from tracejudge.collector.shadow import ShadowPairs
 from tracejudge.collector.sinks import VerdictObserver, VerdictSink
 from tracejudge.collector.stamp import Decision
 from tracejudge.collector.stats import Stats
@@ -127,6 +128,9 @@ class Pipeline:
         spans arriving for them are held here and forwarded as late after the decision."""
         self.observers = list(observers)
         """Given each decided verdict object (the gate's window of recent runs)."""
+        self.shadow: ShadowPairs | None = None
+        """Shadow runs waiting for their stable run (also an observer): the timer reports
+        those that waited too long, shutdown the rest (``collector/shadow.py``)."""
         self.rules_version = ""
         self.wake = asyncio.Event()
         """Set to run the decision timer now (a trace became due before ``wake_at``)."""
@@ -631,6 +635,8 @@ class Pipeline:
             due.extend(held.due(now))
         if due:
             await self.decide_batch(due, {})
+        if self.shadow is not None:
+            self.shadow.expire(self.clock.wall())
 
     async def decide_all(self) -> None:
         """Shutdown: decide every pending trace now. With a disk queue the queue limits
@@ -645,6 +651,8 @@ class Pipeline:
         await self.decide_batch(
             traces, {t.trace_id: now for t in traces}, limited=self.durability.durable
         )
+        if self.shadow is not None:
+            self.shadow.close(self.clock.wall())
         left = len(self.buffer.traces) + self.buffer.held_traces
         if left:
             log.warning(

@@ -74,6 +74,12 @@ class Stats:
         """Findings by (identity, failure code)."""
         self.hard_gate_keys: dict[tuple[Identity, str], int] = {}
         """Runs failed by a hard-gate policy finding, by (identity, its failure code)."""
+        self.shadow_run_keys: dict[tuple[Identity, str], int] = {}
+        """Judged shadow runs by (identity, verdict): never in ``run_keys`` (not traffic)."""
+        self.shadow_pair_keys: dict[tuple[Identity, str], int] = {}
+        """Shadow runs by (identity, pairing outcome: paired, diverged, unpaired)."""
+        self.shadow_pending: Callable[[], int] = lambda: 0
+        """Shadows waiting for their stable run (set by ``collector.shadow.ShadowPairs``)."""
         meter.create_observable_counter(
             sc.METRIC_TRACEJUDGE_RUNS, callbacks=[self._observe_runs], unit="{run}"
         )
@@ -83,6 +89,14 @@ class Stats:
         meter.create_observable_counter(
             sc.METRIC_TRACEJUDGE_HARD_GATE_FAILURES,
             callbacks=[self._observe_hard_gate],
+            unit="{run}",
+        )
+        meter.create_observable_counter(
+            sc.METRIC_TRACEJUDGE_SHADOW_RUNS, callbacks=[self._observe_shadow_runs], unit="{run}"
+        )
+        meter.create_observable_counter(
+            sc.METRIC_TRACEJUDGE_SHADOW_PAIRS,
+            callbacks=[self._observe_shadow_pairs],
             unit="{run}",
         )
         meter.create_observable_counter(
@@ -109,6 +123,12 @@ class Stats:
     def _observe_hard_gate(self, _options: CallbackOptions) -> Iterable[Observation]:
         return _observations(self.hard_gate_keys, sc.TRACEJUDGE_FAILURE_CODE)
 
+    def _observe_shadow_runs(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return _observations(self.shadow_run_keys, sc.TRACEJUDGE_VERDICT)
+
+    def _observe_shadow_pairs(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return _observations(self.shadow_pair_keys, sc.TRACEJUDGE_SHADOW_OUTCOME)
+
     def _observe_spans(self, _options: CallbackOptions) -> Iterable[Observation]:
         return [
             Observation(n, {sc.TRACEJUDGE_COLLECTOR_SPAN_STATE: state})
@@ -122,7 +142,11 @@ class Stats:
             self.spans[state] += n
 
     def verdict(self, v: Verdict) -> None:
-        """Count one judged run, its findings and its hard-gate failure (bounded labels)."""
+        """Count one judged run, its findings and its hard-gate failure (bounded labels).
+        A shadow run is not user traffic: it counts in ``tracejudge.shadow.runs`` only."""
+        if v.shadow:
+            self._count_identity(self.shadow_run_keys, v, v.verdict)
+            return
         self.runs[v.verdict] = self.runs.get(v.verdict, 0) + 1
         labels = self.labels
         ident = labels.identity(v.agent, v.variant, v.agent_version, v.case_id)
@@ -138,6 +162,17 @@ class Stats:
         if hard is not None:
             hkey = (ident, labels.code(hard))
             self.hard_gate_keys[hkey] = self.hard_gate_keys.get(hkey, 0) + 1
+
+    def shadow_pair(self, v: Verdict, outcome: str) -> None:
+        """Count what pairing the shadow run ``v`` found (``tracejudge.shadow.pairs``)."""
+        self._count_identity(self.shadow_pair_keys, v, outcome)
+
+    def _count_identity(
+        self, counts: dict[tuple[Identity, str], int], v: Verdict, value: str
+    ) -> None:
+        ident = self.labels.identity(v.agent, v.variant, v.agent_version, v.case_id)
+        key = (ident, value)
+        counts[key] = counts.get(key, 0) + 1
 
     def latency(self, seconds: float) -> None:
         """Record one trace's time from finished to forwarded."""
@@ -182,6 +217,11 @@ class Stats:
             "quarantined": self.quarantined,
             "queue_depth": self.queue_depth(),
             "decision_latency_s": {"p50": p50, "p99": p99, "count": len(self._latencies)},
+            "shadow": {
+                "runs": _totals(self.shadow_run_keys),
+                "pairs": _totals(self.shadow_pair_keys),
+                "pending": self.shadow_pending(),
+            },
             **extra,
         }
 
@@ -204,6 +244,14 @@ def _observations(counts: dict[tuple[Identity, str], int], last: str) -> list[Ob
         Observation(n, {**dict(zip(IDENTITY_KEYS, ident, strict=True)), last: value})
         for (ident, value), n in list(counts.items())
     ]
+
+
+def _totals(counts: dict[tuple[Identity, str], int]) -> dict[str, int]:
+    """Counts summed over the identity labels, by their last label's value."""
+    out: dict[str, int] = {}
+    for (_ident, value), n in list(counts.items()):
+        out[value] = out.get(value, 0) + n
+    return out
 
 
 def otlp_metric_reader(endpoint: str, interval_s: float) -> MetricReader:

@@ -14,6 +14,7 @@ from tracejudge.engine.checks.case import CASE_RULE_ID, CaseCheck
 from tracejudge.engine.context import Item, Report, RunContext
 from tracejudge.engine.evidence import EVIDENCE_RULE_ID, evidence_findings
 from tracejudge.engine.rules import Rule, RuleSet, Selector
+from tracejudge.engine.trajectory import trajectory_of
 from tracejudge.engine.verdict import (
     LAYERS,
     Finding,
@@ -90,6 +91,8 @@ class Engine:
                 case_id=getattr(run, "case_id", None),
                 variant=getattr(run, "variant_id", None),
                 agent_version=getattr(run, "agent_version", None),
+                request_id=getattr(run, "request_id", None),
+                shadow=getattr(run, "shadow", False) is True,
             )
 
     def judge_spans(self, spans: Sequence[SpanRecord]) -> list[Verdict]:
@@ -119,9 +122,12 @@ class Engine:
         case_id: str | None = None,
         variant: str | None = None,
         agent_version: str | None = None,
+        request_id: str | None = None,
+        shadow: bool = False,
     ) -> Verdict:
         # The run's identity too: the gate and the verdict metrics count an error verdict
-        # against its variant (a run that did not pass).
+        # against its variant (a run that did not pass), and a shadow's stays a shadow's
+        # (never user traffic; paired as unjudgeable).
         return Verdict(
             trace_id=trace_id,
             root_span_id=root,
@@ -131,6 +137,8 @@ class Engine:
             case_id=case_id,
             variant=variant,
             agent_version=agent_version,
+            request_id=request_id,
+            shadow=shadow,
             rules_version=self.ruleset.version,
             error=clip_explanation(f"{type(exc).__name__}: {exc}"),
         )
@@ -215,6 +223,10 @@ class Engine:
             metrics=metrics,
             rules_version=self.ruleset.version,
             agent_version=run.agent_version,
+            request_id=run.request_id,
+            shadow=run.shadow,
+            # kept only for runs that can be paired: a shadow and its stable run
+            trajectory=trajectory_of(ctx) if run.request_id is not None else None,
         )
 
 

@@ -18,6 +18,10 @@ F-EVIDENCE-BAD_MESSAGES    bad_messages    a span's messages are not a JSON mess
 F-EVIDENCE-ARGS_NOT_JSON   (the steps)     tool arguments kept as text                   trajectory
 ========================== =============== ============================================= ==========
 
+``F-EVIDENCE-SHADOW_NO_REQUEST`` (note ``shadow_without_request``, trajectory): a run tagged
+``tracejudge.run.shadow`` names no usable ``tracejudge.request.id``, so it cannot be paired
+with the stable run it mirrors (``tracejudge.engine.shadow``).
+
 Notes that describe where evidence came from rather than a gap in it (the final answer's
 source, tool calls inferred from model messages or matched by name, duplicate span
 copies, several roots in a trace without agent spans, a requested tool call that never
@@ -83,6 +87,12 @@ _CLASSES: dict[NoteCode, _Class] = {
         "trajectory",
         "tool result(s) in the conversation answer no tool call the agent requested "
         "(a transcript cut or mis-paired?); what the agent acted on is uncertain",
+    ),
+    "shadow_without_request": _Class(
+        "F-EVIDENCE-SHADOW_NO_REQUEST",
+        "trajectory",
+        "shadow run without a request id; it is never paired with a stable run (nor "
+        "counted as user traffic)",
     ),
 }
 """Note code -> the finding it makes, in the order findings are listed. Note codes not

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from tracejudge.engine.trajectory import Trajectory
 from tracejudge.model.spans import reduce_by_fields
 
 Layer: TypeAlias = Literal["outcome", "trajectory", "policy", "budget"]
@@ -121,6 +122,13 @@ class Verdict:
     error: str | None = None
     agent_version: str | None = None
     """``gen_ai.agent.version`` of the run's agent (a label of the verdict metrics)."""
+    request_id: str | None = None
+    """``tracejudge.request.id`` of the run (pairs a shadow run with its stable run)."""
+    shadow: bool = False
+    """The run is a shadow: never counted as user traffic (gate window, ``tracejudge.runs``)."""
+    trajectory: Trajectory | None = None
+    """What shadow pairing compares (successful calls, terminal action), kept only for runs
+    with a request id; not part of the JSON form."""
 
     def __init__(
         self,
@@ -140,6 +148,9 @@ class Verdict:
         rules_version: str = "",
         error: str | None = None,
         agent_version: str | None = None,
+        request_id: str | None = None,
+        shadow: bool = False,
+        trajectory: Trajectory | None = None,
     ) -> None:
         self.trace_id = trace_id
         self.root_span_id = root_span_id
@@ -157,6 +168,9 @@ class Verdict:
         self.rules_version = rules_version
         self.error = error
         self.agent_version = agent_version
+        self.request_id = request_id
+        self.shadow = shadow
+        self.trajectory = trajectory
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return reduce_by_fields(self)
@@ -187,6 +201,10 @@ class Verdict:
         }
         if self.agent_version is not None:
             out["agent_version"] = self.agent_version  # additive: only when the run names one
+        if self.request_id is not None:
+            out["request_id"] = self.request_id  # additive, like agent_version
+        if self.shadow:
+            out["shadow"] = True
         if self.error is not None:
             out["error"] = self.error
         return out

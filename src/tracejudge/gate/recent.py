@@ -53,8 +53,9 @@ class RecentVerdicts:
         self._runs: deque[GateRun] = deque(maxlen=max_runs)
 
     def add(self, v: Verdict, time: float) -> None:
-        """Remember a decided verdict (runs without an agent cannot be gated: skipped)."""
-        if v.agent is None:
+        """Remember a decided verdict (runs without an agent cannot be gated, and shadow
+        runs are not user traffic: skipped)."""
+        if v.agent is None or v.shadow:
             return
         self._runs.append(run_of_verdict(v, time))
         self._expire(time)

@@ -175,6 +175,8 @@ def agent(
     variant_id: str | None = None,
     user_id: str | None = None,
     tenant_id: str | None = None,
+    request_id: str | None = None,
+    shadow: bool = False,
 ) -> AgentScope:
     """Trace one agent run as an ``invoke_agent {name}`` span.
 
@@ -183,6 +185,13 @@ def agent(
     run.set_output(answer)`` (``async with`` works too). Identity arguments become
     ``gen_ai.agent.*``, ``tracejudge.run.id`` / ``case.id`` / ``experiment.id`` /
     ``variant.id``, ``user.id`` and ``tracejudge.tenant.id``.
+
+    Shadow runs: the stable deployment passes the id of the user request it answers as
+    ``request_id``; the candidate answering a copy of that request passes the same id and
+    ``shadow=True`` (``tracejudge.request.id``, ``tracejudge.run.shadow``). The collector
+    and ``tracejudge eval`` then diff the shadow against the stable run and never count it
+    as user traffic. A shadow whose ``request_id`` is None (a header that did not arrive)
+    is still tagged a shadow, and its verdict says it could not be paired.
     """
     attrs: dict[str, AttributeValue] = {
         semconv.GEN_AI_OPERATION_NAME: _OPERATION,
@@ -198,9 +207,14 @@ def agent(
         (semconv.TRACEJUDGE_VARIANT_ID, variant_id),
         (semconv.USER_ID, user_id),
         (semconv.TRACEJUDGE_TENANT_ID, tenant_id),
+        (semconv.TRACEJUDGE_REQUEST_ID, request_id),
     ):
         if value is not None:
             if not isinstance(value, str):
                 raise TypeError(f"agent(): {key} must be a str, got {type(value).__name__}")
             attrs[key] = value
+    if not isinstance(shadow, bool):
+        raise TypeError(f"agent(): shadow must be a bool, got {type(shadow).__name__}")
+    if shadow:
+        attrs[semconv.TRACEJUDGE_RUN_SHADOW] = True
     return AgentScope(name, attrs)

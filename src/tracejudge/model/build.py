@@ -308,6 +308,7 @@ def _build_run(trace: _Trace, root_id: str, ids: list[str], *, agent: bool) -> R
     run.user_id = _s(_lookup(root, ordered, sc.USER_ID))
     run.tenant_id = _s(_lookup(root, ordered, sc.TRACEJUDGE_TENANT_ID))
     run.conversation_id = _s(_lookup(root, ordered, sc.GEN_AI_CONVERSATION_ID, sc.SESSION_ID))
+    _shadow_identity(run, root, ordered, notes)
     _final_answer(run, root if agent else None, notes)
     return run
 
@@ -320,6 +321,37 @@ def _below_a_tool(trace: _Trace, span_id: str) -> bool:
             return True
         pid = trace.parent[pid]
     return False
+
+
+def _shadow_identity(
+    run: Run, root: SpanRecord, ordered: list[SpanRecord], notes: list[Note]
+) -> None:
+    """``tracejudge.request.id`` and ``tracejudge.run.shadow``. A shadow that names no
+    request cannot be paired with its stable run: a note (``F-EVIDENCE-SHADOW_NO_REQUEST``)
+    says so rather than the shadow going unreported; it is still a shadow, never traffic."""
+    request = _lookup(root, ordered, sc.TRACEJUDGE_REQUEST_ID)
+    if isinstance(request, int) and not isinstance(request, bool):
+        request = str(request)  # an integer id is an id; true/false or a list is not
+    run.request_id = request.strip() if isinstance(request, str) and request.strip() else None
+    flag = _lookup(root, ordered, sc.TRACEJUDGE_RUN_SHADOW)
+    # a bool from our instrumentation; "true" from a header copied by a proxy or a config
+    run.shadow = flag is True or (isinstance(flag, str) and flag.strip().lower() == "true")
+    if run.shadow and run.request_id is None:
+        what = "no" if request is None else f"an unusable ({short_repr(request)})"
+        notes.append(
+            Note(
+                "shadow_without_request",
+                (run.root_span_id,),
+                f"shadow run with {what} {sc.TRACEJUDGE_REQUEST_ID}: it cannot be paired "
+                "with the stable run of its request",
+            )
+        )
+
+
+def short_repr(value: Any) -> str:
+    """A value quoted for a note, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _infer_tool_calls(steps: list[Step], notes: list[Note]) -> list[Step]:

@@ -26,6 +26,7 @@ NoteCode: TypeAlias = Literal[
     "unjudged_steps",
     "bad_messages",
     "orphan_tool_result",
+    "shadow_without_request",
     # where evidence came from, or a repair rules already see: recorded, no finding
     "args_not_json",
     "result_error",
@@ -331,6 +332,11 @@ class Run:
     are merged into one run."""
     conversation_built: bool = False
     """Whether ``turns`` has been built (see ``turns_of``)."""
+    request_id: str | None = None
+    """``tracejudge.request.id``: the user request the run answers (a shadow run and the
+    stable run of the same request share it; see ``tracejudge.engine.shadow``)."""
+    shadow: bool = False
+    """``tracejudge.run.shadow``: the run is a shadow (never user-facing traffic)."""
 
     def __init__(
         self,
@@ -357,6 +363,8 @@ class Run:
         turns: list[Turn] | None = None,
         conversation_id: str | None = None,
         conversation_built: bool = False,
+        request_id: str | None = None,
+        shadow: bool = False,
     ) -> None:
         self.trace_id = trace_id
         self.root_span_id = root_span_id
@@ -381,6 +389,8 @@ class Run:
         self.turns = [] if turns is None else turns
         self.conversation_id = conversation_id
         self.conversation_built = conversation_built
+        self.request_id = request_id
+        self.shadow = shadow
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return reduce_by_fields(self)

@@ -19,6 +19,8 @@ from typing import Any
 from tracejudge.engine.verdict import Verdict
 
 VERDICT_VALUES = ("pass", "warn", "fail", "error")
+SHADOW_RECORD = "shadow"
+"""``record`` of a shadow pairing line (``engine.shadow.ShadowReport``), skipped here."""
 _HEX = re.compile(r"[0-9a-f]+")
 
 
@@ -68,6 +70,9 @@ class VerdictRecord:
     error: str | None = None
     decided_at: float | None = None
     """When the collector decided the run (Unix seconds; absent from ``eval`` output)."""
+    request_id: str | None = None
+    shadow: bool = False
+    """A shadow run: never user traffic, so the gate and pass rates leave it out."""
 
     @property
     def passed(self) -> bool:
@@ -142,6 +147,8 @@ def parse_record(data: Any, where: str) -> VerdictRecord:
         findings=findings,
         error=_str(data, "error", where),
         decided_at=_time(data, "decided_at", where),
+        request_id=_str(data, "request_id", where),
+        shadow=data.get("shadow") is True,
     )
 
 
@@ -164,7 +171,10 @@ def read_records(path: Path) -> list[VerdictRecord]:
             continue
         where = f"{path}:{number}"
         try:
-            records.append(parse_record(json.loads(line), where))
+            data = json.loads(line)
+            if isinstance(data, dict) and data.get("record") == SHADOW_RECORD:
+                continue  # a shadow pairing report beside the verdicts, not a run
+            records.append(parse_record(data, where))
         except json.JSONDecodeError as exc:
             if not records and not errors:
                 whole = _whole_document_error(path, text)

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracejudge.engine.baseline import BaselineError, terminal_action
-from tracejudge.engine.checks.base import Check, CheckSpec, check_params, ref, short
+from tracejudge.engine.baseline import BaselineError
+from tracejudge.engine.checks.base import Check, CheckSpec, check_params, ref
 from tracejudge.engine.compile import Compiler
-from tracejudge.engine.context import Report, RunContext, ToolMeta, canonical, ok
-from tracejudge.model.run import ToolCall
-
-ArgRule = str | float  # "ignore" or a relative tolerance
+from tracejudge.engine.context import Report, RunContext, ToolMeta
+from tracejudge.engine.trajectory import ArgRule, DivergenceKind, diff_trajectory, trajectory_of
 
 
 class BaselineDiff:
@@ -53,90 +51,27 @@ class BaselineDiff:
                 "F-EVIDENCE-NO_BASELINE", ctx.root, f"no baseline recorded for case {run.case_id}"
             )
             return
-        actual = [(i, c) for i, c in ctx.tool_index if ok(c)]
-        expected: list[dict[str, Any]] = [c for c in base["calls"] if isinstance(c, dict)]
-        cursor = 0
-        matched: set[int] = set()
-        n = len(actual)
-        for e in expected:
-            name = e.get("tool")
-            pos = cursor
-            while pos < n and actual[pos][1].name != name:
-                pos += 1
-            if pos == n:
-                at = actual[cursor][0] if cursor < len(actual) else ctx.final_index
-                report.fail(
-                    "F-BASELINE-MISSING_CALL",
-                    ctx.root,
-                    f"baseline call {name} is missing from the run",
-                    at,
-                    absent=True,
-                )
-                continue
-            matched.add(pos)
-            cursor = pos + 1
-            i, call = actual[pos]
-            self._drift(report, i, call, e.get("arguments"))
-        for p, (i, call) in enumerate(actual):
-            if p not in matched:
-                report.fail(
-                    "F-BASELINE-UNEXPECTED_CALL",
-                    (call.span_id,),
-                    f"{call.name} is not in the baseline",
-                    i,
-                    soft=True,
-                )
-        kinds = [(c, ctx.kinds[i]) for i, c in actual]
-        got = terminal_action(kinds, ctx.tools)
-        want = base.get("terminal_action")
-        if want is not None and got != want:
-            last = next(((i, c) for i, c in reversed(actual) if ctx.kinds[i] == "mutate"), None)
-            sid, at = ((last[1].span_id,), last[0]) if last else (ctx.root, ctx.final_index)
+        # one diff for baselines and shadow runs (tracejudge.engine.trajectory)
+        calls = base["calls"]
+        for d in diff_trajectory(
+            trajectory_of(ctx), calls, base.get("terminal_action"), self.arguments, "baseline"
+        ):
             report.fail(
-                "F-BASELINE-TERMINAL_ACTION",
-                sid,
-                f"terminal action {got!r}, baseline {want!r}",
-                at,
-                absent=last is None,
-            )
-
-    def _drift(self, report: Report, i: int, call: ToolCall, expected: Any) -> None:
-        actual = call.arguments
-        if actual == expected:
-            return
-        rules = self.arguments.get(call.name, {})
-        if isinstance(expected, dict) and isinstance(actual, dict):
-            for key in sorted(set(expected) | set(actual)):
-                rule = rules.get(key)
-                if rule == "ignore":
-                    continue
-                a, b = actual.get(key), expected.get(key)
-                if _same(a, b, rule):
-                    continue
-                report.fail(
-                    "F-BASELINE-ARG_DRIFT",
-                    (call.span_id,),
-                    f"{call.name}.{key}={short(a, 40)}, baseline {short(b, 40)}",
-                    i,
-                    soft=True,
-                )
-        elif canonical(actual) != canonical(expected):
-            report.fail(
-                "F-BASELINE-ARG_DRIFT",
-                (call.span_id,),
-                f"{call.name} arguments {short(actual, 40)}, baseline {short(expected, 40)}",
-                i,
-                soft=True,
+                _CODES[d.kind],
+                d.span_ids,
+                d.explanation,
+                d.step_index,
+                soft=d.soft,
+                absent=d.absent,
             )
 
 
-def _same(a: Any, b: Any, rule: ArgRule | None) -> bool:
-    num = (int, float)
-    if isinstance(rule, float) and isinstance(a, num) and isinstance(b, num):
-        if isinstance(a, bool) or isinstance(b, bool):
-            return a == b
-        return abs(a - b) <= rule * abs(b)
-    return bool(a == b) or canonical(a) == canonical(b)
+_CODES: dict[DivergenceKind, str] = {
+    "missing_call": "F-BASELINE-MISSING_CALL",
+    "unexpected_call": "F-BASELINE-UNEXPECTED_CALL",
+    "arg_drift": "F-BASELINE-ARG_DRIFT",
+    "terminal_action": "F-BASELINE-TERMINAL_ACTION",
+}
 
 
 def build_baseline(
