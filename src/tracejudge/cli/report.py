@@ -29,6 +29,13 @@ class _ReportCommand(click.Command):
         return super().parse_args(ctx, spread_option(args, "--traces"))
 
 
+def shadow_summary(judged: int, outcomes: list[str]) -> str:
+    """One line on the shadow runs the summary above leaves out, and their pairing."""
+    counts = {o: outcomes.count(o) for o in ("paired", "diverged", "unpaired")}
+    pairs = ", ".join(f"{n} {o}" for o, n in counts.items())
+    return f"shadow runs (not counted above): {judged} judged; pairing: {pairs}"
+
+
 def spread_option(args: list[str], option: str) -> list[str]:
     """Rewrite ``OPTION a b c`` as ``OPTION a OPTION b OPTION c``.
 
@@ -94,16 +101,21 @@ def report_command(
     """Summarize judged runs from VERDICTS (JSON lines, gzipped or not)."""
     if variants is not None and variants[0] == variants[1]:
         raise click.BadParameter("name two different variants", param_hint="--variants")
+    pairing: list[str] = []
     try:
-        records = read_all(verdicts)
+        records = read_all(verdicts, pairing)
     except VerdictFileError as exc:
         echo_errors("report", exc.errors)
         sys.exit(EXIT_INPUT)
+    shadows = [r for r in records if r.shadow]
+    records = [r for r in records if not r.shadow]  # shadow runs are not user traffic
     if not records:
         echo_errors("report", ["no verdicts in the given files"])
         sys.exit(EXIT_INPUT)
     summary = summarize(records, variants=variants or None, ks=tuple(sorted(set(ks))) or DEFAULT_KS)
     click.echo(summary_text(summary, colour=sys.stdout.isatty()))
+    if shadows or pairing:
+        click.echo(shadow_summary(len(shadows), pairing))
     status = EXIT_OK
     if html_path is not None:
         from tracejudge.report.html import render_html

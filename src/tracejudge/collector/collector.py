@@ -41,13 +41,12 @@ from tracejudge.collector.receivers import (
     start_grpc,
 )
 from tracejudge.collector.redact import LogScrubber
-from tracejudge.collector.shadow import ShadowPairs
-from tracejudge.collector.sinks import JsonlSink, VerdictObserver, VerdictSink, WebhookSink
+from tracejudge.collector.shadow import attach_shadow_pairs
+from tracejudge.collector.sinks import JsonlSink, VerdictSink, WebhookSink
 from tracejudge.collector.stats import Stats, otlp_metric_reader
 from tracejudge.collector.store import DiskStore, QueuedTarget
 from tracejudge.collector.targets import TargetSpec, split_forward, target_specs
 from tracejudge.engine.engine import Engine
-from tracejudge.engine.shadow import shadow_arguments
 from tracejudge.gate.recent import RecentVerdicts
 
 log = logging.getLogger("tracejudge.collector")
@@ -257,19 +256,10 @@ class Collector:
             sinks.append(JsonlSink(cfg.verdicts_jsonl))
         if cfg.webhook:
             sinks.append(WebhookSink(cfg.webhook, self.stats))
-        shadow = ShadowPairs(
-            cfg.shadow_wait,
-            self.stats,
-            sinks,
-            shadow_arguments(getattr(self.judge, "ruleset", None)),
-            max_pending=cfg.shadow_max_pending,
-        )
-        observers: list[VerdictObserver] = [self.recent, shadow]
         self.pipeline = Pipeline(
-            cfg, self.judge, queues, sinks, self.stats, self.store, self.clock, observers
+            cfg, self.judge, queues, sinks, self.stats, self.store, self.clock, [self.recent]
         )
-        self.pipeline.shadow = shadow
-        shadow.scrub = self.pipeline.scrubber.text  # shadow findings quote arguments
+        attach_shadow_pairs(self.pipeline, getattr(self.judge, "ruleset", None))
         # Log lines can quote span content (exception texts, backend answers).
         self._log_filter = LogScrubber(self.pipeline.scrubber)
         log.addFilter(self._log_filter)

@@ -23,12 +23,23 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from tracejudge.collector.sinks import VerdictSink
 from tracejudge.collector.stats import Stats
-from tracejudge.engine.shadow import ShadowReport, compare, no_request, unpaired
+from tracejudge.engine.rules import RuleSet
+from tracejudge.engine.shadow import (
+    ShadowReport,
+    compare,
+    no_request,
+    shadow_arguments,
+    unpaired,
+)
 from tracejudge.engine.trajectory import ArgRule
 from tracejudge.engine.verdict import Verdict
+
+if TYPE_CHECKING:
+    from tracejudge.collector.pipeline import Pipeline
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -140,6 +151,25 @@ class ShadowPairs:
         record["decided_at"] = round(now, 3)
         for sink in self.sinks:
             sink.emit([record])
+
+
+def attach_shadow_pairs(pipeline: Pipeline, ruleset: RuleSet | None) -> ShadowPairs:
+    """Pair the pipeline's shadow runs: an observer of its verdicts, reporting to its
+    sinks and stats, expired by its timer (``Pipeline.tick``) and closed at shutdown
+    (``Pipeline.decide_all``); findings scrubbed like verdicts (they quote arguments).
+    The argument allowances are those of the rule set's ``baseline`` rule, if any."""
+    cfg = pipeline.config
+    pairs = ShadowPairs(
+        cfg.shadow_wait,
+        pipeline.stats,
+        pipeline.sinks,
+        shadow_arguments(ruleset),
+        max_pending=cfg.shadow_max_pending,
+        scrub=pipeline.scrubber.text,
+    )
+    pipeline.observers.append(pairs)
+    pipeline.shadow = pairs
+    return pairs
 
 
 _FULL = "the shadow pairing table was full ({n} requests waiting); the oldest gave way"

@@ -152,8 +152,9 @@ def parse_record(data: Any, where: str) -> VerdictRecord:
     )
 
 
-def read_records(path: Path) -> list[VerdictRecord]:
-    """Read a JSON-lines verdict file (gzipped or not); blank lines are skipped.
+def read_records(path: Path, shadows: list[str] | None = None) -> list[VerdictRecord]:
+    """Read a JSON-lines verdict file (gzipped or not); blank lines are skipped, and so are
+    shadow pairing lines (their ``outcome`` is appended to ``shadows`` when given).
 
     Every bad line is reported (not just the first), each as ``path:line: problem``.
     """
@@ -173,7 +174,10 @@ def read_records(path: Path) -> list[VerdictRecord]:
         try:
             data = json.loads(line)
             if isinstance(data, dict) and data.get("record") == SHADOW_RECORD:
-                continue  # a shadow pairing report beside the verdicts, not a run
+                # a shadow pairing report beside the verdicts, not a run
+                if shadows is not None:
+                    shadows.append(str(data.get("outcome")))
+                continue
             records.append(parse_record(data, where))
         except json.JSONDecodeError as exc:
             if not records and not errors:
@@ -204,13 +208,14 @@ def _whole_document_error(path: Path, text: str) -> str | None:
     return f"{path}: one JSON document, not verdict JSON lines (one verdict object per line)"
 
 
-def read_all(paths: Iterable[Path]) -> list[VerdictRecord]:
-    """Records of several files in order; raises one error listing every file's problems."""
+def read_all(paths: Iterable[Path], shadows: list[str] | None = None) -> list[VerdictRecord]:
+    """Records of several files in order; raises one error listing every file's problems.
+    ``shadows`` collects the outcomes of the shadow pairing lines (see ``read_records``)."""
     records: list[VerdictRecord] = []
     errors: list[str] = []
     for path in paths:
         try:
-            records.extend(read_records(path))
+            records.extend(read_records(path, shadows))
         except VerdictFileError as exc:
             errors.extend(exc.errors)
     if errors:
