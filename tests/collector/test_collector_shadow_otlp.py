@@ -7,11 +7,13 @@ test_collector_shadow.py; a real-time wait here would only be a sleep.)"""
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -83,10 +85,17 @@ def test_stable_and_shadow_traces_pair_over_otlp(
     assert total(SHADOW_RUNS) == 2
     assert total(RUNS) == 2  # the stable runs only: shadows are not user traffic
     assert total(RUNS, tracejudge_variant_id="v2") == 0
-    gate = json.loads(
-        urllib.request.urlopen(
-            f"http://127.0.0.1:{c.http_port}/v1/gate?agent=support&variant=v2&min_runs=1",
-            timeout=5,
-        ).read()
-    )
-    assert gate["runs"] == 0  # the gate's window never saw the shadows
+    base = f"http://127.0.0.1:{c.http_port}/v1/gate?agent=support&variant=v2&min_runs=1"
+
+    def gate(query: str) -> dict[str, Any]:
+        with urllib.request.urlopen(base + query, timeout=5) as resp:
+            answer: dict[str, Any] = json.loads(resp.read())
+            return answer
+
+    assert gate("")["runs"] == 0  # the gate's window never counts shadows as traffic...
+    with_shadows = gate("&shadow=include")  # ...unless asked to read them as evidence
+    assert (with_shadows["runs"], with_shadows["passes"]) == (2, 1)  # r-1's divergence is hard
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        gate("&shadow=maybe")
+    assert refused.value.code == 400
+    assert "shadow" in refused.value.read().decode()

@@ -259,7 +259,7 @@ class Collector:
         self.pipeline = Pipeline(
             cfg, self.judge, queues, sinks, self.stats, self.store, self.clock, [self.recent]
         )
-        attach_shadow_pairs(self.pipeline, getattr(self.judge, "ruleset", None))
+        attach_shadow_pairs(self.pipeline, getattr(self.judge, "ruleset", None), self.recent)
         # Log lines can quote span content (exception texts, backend answers).
         self._log_filter = LogScrubber(self.pipeline.scrubber)
         log.addFilter(self._log_filter)

@@ -37,6 +37,7 @@ from tracejudge.engine.shadow import (
 )
 from tracejudge.engine.trajectory import ArgRule
 from tracejudge.engine.verdict import Verdict
+from tracejudge.gate.recent import RecentVerdicts
 
 if TYPE_CHECKING:
     from tracejudge.collector.pipeline import Pipeline
@@ -58,6 +59,7 @@ class ShadowPairs:
         *,
         max_pending: int = DEFAULT_MAX_PENDING,
         scrub: Callable[[str], str] | None = None,
+        gate: RecentVerdicts | None = None,
     ) -> None:
         self.wait = wait
         self.stats = stats
@@ -67,6 +69,8 @@ class ShadowPairs:
         self.scrub = scrub
         """Applied to the explanations of shadow findings (they quote arguments), as the
         pipeline scrubs verdicts: set by the collector to its scrubber's ``text``."""
+        self.gate = gate
+        """The gate's window, given paired shadows (used with ``/v1/gate?shadow=include``)."""
         self._shadows: OrderedDict[str, list[tuple[Verdict, float]]] = OrderedDict()
         """Request id -> decided shadows of it waiting for the stable run (oldest first)."""
         self._stable: OrderedDict[str, tuple[Verdict, float]] = OrderedDict()
@@ -145,6 +149,9 @@ class ShadowPairs:
             report.findings = [replace(f, explanation=scrub(f.explanation)) for f in findings]
             report.reason = scrub(report.reason)
         self.stats.shadow_pair(report.shadow, report.outcome)
+        if self.gate is not None and report.outcome != "unpaired":
+            hard = any(f.severity == "fail" for f in report.findings)
+            self.gate.add_shadow(report.shadow, hard, now)
         if not self.sinks:
             return
         record = report.to_dict()
@@ -153,11 +160,14 @@ class ShadowPairs:
             sink.emit([record])
 
 
-def attach_shadow_pairs(pipeline: Pipeline, ruleset: RuleSet | None) -> ShadowPairs:
+def attach_shadow_pairs(
+    pipeline: Pipeline, ruleset: RuleSet | None, gate: RecentVerdicts | None = None
+) -> ShadowPairs:
     """Pair the pipeline's shadow runs: an observer of its verdicts, reporting to its
     sinks and stats, expired by its timer (``Pipeline.tick``) and closed at shutdown
     (``Pipeline.decide_all``); findings scrubbed like verdicts (they quote arguments).
-    The argument allowances are those of the rule set's ``baseline`` rule, if any."""
+    The argument allowances are those of the rule set's ``baseline`` rule, if any; paired
+    shadows go to ``gate`` as evidence the gate reads only when asked (``shadow=include``)."""
     cfg = pipeline.config
     pairs = ShadowPairs(
         cfg.shadow_wait,
@@ -166,6 +176,7 @@ def attach_shadow_pairs(pipeline: Pipeline, ruleset: RuleSet | None) -> ShadowPa
         shadow_arguments(ruleset),
         max_pending=cfg.shadow_max_pending,
         scrub=pipeline.scrubber.text,
+        gate=gate,
     )
     pipeline.observers.append(pairs)
     pipeline.shadow = pairs

@@ -80,6 +80,9 @@ class GatePolicy:
     min_runs: int = 20
     threshold: float = 0.9
     margin: float = 0.05
+    shadow: bool = False
+    """Also count the candidate's shadow runs paired with the stable run of their request
+    (``GET /v1/gate?shadow=include``): a hard divergence counts as a failed run."""
 
     def __post_init__(self) -> None:
         if self.min_runs < 1:

@@ -44,9 +44,10 @@ def _number(name: str, text: str, low: float, high: float) -> float:
 
 def policy_from_query(query: Mapping[str, str]) -> GatePolicy:
     """A ``GatePolicy`` from ``GET /v1/gate`` parameters (``agent``, ``variant`` required;
-    ``baseline``, ``window``, ``min_runs``, ``threshold``, ``margin`` optional).
+    ``baseline``, ``window``, ``min_runs``, ``threshold``, ``margin``, ``shadow`` optional).
     ``ParamError`` names the first bad or missing parameter."""
     known = {"agent", "variant", "baseline", "window", "min_runs", "threshold", "margin"}
+    known.add("shadow")
     for key in query:
         if key not in known:
             raise ParamError(key, f"unknown parameter (known: {', '.join(sorted(known))})")
@@ -76,6 +77,9 @@ def policy_from_query(query: Mapping[str, str]) -> GatePolicy:
     margin = defaults.margin
     if "margin" in query:
         margin = _number("margin", query["margin"], 0.0, 1.0)
+    shadow = query.get("shadow", "exclude").strip()
+    if shadow not in ("include", "exclude"):
+        raise ParamError("shadow", f"must be include or exclude, got {shadow!r}")
     if baseline == fields["variant"]:
         raise ParamError("baseline", "must differ from variant")
     return GatePolicy(
@@ -86,4 +90,5 @@ def policy_from_query(query: Mapping[str, str]) -> GatePolicy:
         min_runs=min_runs,
         threshold=threshold,
         margin=margin,
+        shadow=shadow == "include",
     )

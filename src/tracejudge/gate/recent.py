@@ -51,6 +51,8 @@ class RecentVerdicts:
     def __init__(self, max_runs: int = DEFAULT_MAX_RUNS, max_age: float = DEFAULT_MAX_AGE) -> None:
         self.max_age = max_age
         self._runs: deque[GateRun] = deque(maxlen=max_runs)
+        self._shadow: deque[GateRun] = deque(maxlen=max_runs)
+        """Paired shadow runs, as the candidate's evidence for ``shadow=include`` only."""
 
     def add(self, v: Verdict, time: float) -> None:
         """Remember a decided verdict (runs without an agent cannot be gated, and shadow
@@ -60,10 +62,20 @@ class RecentVerdicts:
         self._runs.append(run_of_verdict(v, time))
         self._expire(time)
 
+    def add_shadow(self, v: Verdict, diverged_hard: bool, time: float) -> None:
+        """Remember a shadow run paired with its stable run: it passed unless pairing
+        found a hard divergence (a missing call, another terminal action). Unpaired
+        shadows are no evidence either way and are never added."""
+        if v.agent is None:
+            return
+        run = GateRun(v.agent, v.variant, not diverged_hard, None, time, v.trace_id)
+        self._shadow.append(run)
+        self._expire(time)
+
     def _expire(self, now: float) -> None:
-        runs = self._runs
-        while runs and (runs[0].time or 0.0) < now - self.max_age:
-            runs.popleft()
+        for runs in (self._runs, self._shadow):
+            while runs and (runs[0].time or 0.0) < now - self.max_age:
+                runs.popleft()
 
     def __len__(self) -> int:
         return len(self._runs)
@@ -74,4 +86,5 @@ class RecentVerdicts:
         policy = policy_from_query(query)
         self._expire(now)
         runs = list(self._runs)
-        return decide(runs, runs, policy, now=now)
+        candidate = [*runs, *self._shadow] if policy.shadow else runs
+        return decide(candidate, runs, policy, now=now)
