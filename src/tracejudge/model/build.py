@@ -308,7 +308,7 @@ def _build_run(trace: _Trace, root_id: str, ids: list[str], *, agent: bool) -> R
     run.user_id = _s(_lookup(root, ordered, sc.USER_ID))
     run.tenant_id = _s(_lookup(root, ordered, sc.TRACEJUDGE_TENANT_ID))
     run.conversation_id = _s(_lookup(root, ordered, sc.GEN_AI_CONVERSATION_ID, sc.SESSION_ID))
-    _shadow_identity(run, root, ordered, notes)
+    _shadow_identity(run, root, notes)
     _final_answer(run, root if agent else None, notes)
     return run
 
@@ -323,17 +323,18 @@ def _below_a_tool(trace: _Trace, span_id: str) -> bool:
     return False
 
 
-def _shadow_identity(
-    run: Run, root: SpanRecord, ordered: list[SpanRecord], notes: list[Note]
-) -> None:
+def _shadow_identity(run: Run, root: SpanRecord, notes: list[Note]) -> None:
     """``tracejudge.request.id`` and ``tracejudge.run.shadow``. A shadow that names no
     request cannot be paired with its stable run: a note (``F-EVIDENCE-SHADOW_NO_REQUEST``)
     says so rather than the shadow going unreported; it is still a shadow, never traffic."""
-    request = _lookup(root, ordered, sc.TRACEJUDGE_REQUEST_ID)
+    # the agent span (or its resource) only, as the tags are defined: no scan of the run's
+    # spans, so the runs that carry no tag (nearly all) pay two dict lookups
+    attrs, resource = root.attributes, root.resource
+    request = attrs.get(sc.TRACEJUDGE_REQUEST_ID, resource.get(sc.TRACEJUDGE_REQUEST_ID))
     if isinstance(request, int) and not isinstance(request, bool):
         request = str(request)  # an integer id is an id; true/false or a list is not
     run.request_id = request.strip() if isinstance(request, str) and request.strip() else None
-    flag = _lookup(root, ordered, sc.TRACEJUDGE_RUN_SHADOW)
+    flag = attrs.get(sc.TRACEJUDGE_RUN_SHADOW, resource.get(sc.TRACEJUDGE_RUN_SHADOW))
     # a bool from our instrumentation; "true" from a header copied by a proxy or a config
     run.shadow = flag is True or (isinstance(flag, str) and flag.strip().lower() == "true")
     if run.shadow and run.request_id is None:
