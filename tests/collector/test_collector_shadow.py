@@ -22,6 +22,7 @@ from tests.support import shadow_runs
 from tests.support.shadow_runs import Shape, run_once
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.clock import ManualClock
+from tracejudge.collector.config import ConfigError, build_config
 from tracejudge.collector.exposition import render
 from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.shadow import attach_shadow_pairs
@@ -205,3 +206,14 @@ def test_a_full_table_gives_way_with_a_report(span_exporter: InMemorySpanExporte
     assert line["request_id"] == "r-5"
     assert "pairing table was full" in line["reason"]
     assert rig.pairs.pending() == 1
+
+
+def test_shadow_wait_is_a_checked_duration() -> None:
+    """``--shadow-wait 5m`` (or ``shadow_wait:`` in the file) is a duration; zero is refused
+    (a shadow must get some time to meet its stable run); the default is five minutes."""
+    assert build_config({}, {}).shadow_wait == 300.0
+    assert build_config({"shadow_wait": "90s"}, {"shadow_wait": "5m"}).shadow_wait == 300.0
+    with pytest.raises(ConfigError, match="shadow_wait: must be positive"):
+        build_config({}, {"shadow_wait": "0s"})
+    with pytest.raises(ConfigError, match="shadow_max_pending: must be positive"):
+        build_config({"shadow_max_pending": 0}, {})
