@@ -63,14 +63,18 @@ def test_promtool_checks_and_unit_tests_the_shipped_rules() -> None:
 
 def test_promtool_accepts_the_exposition() -> None:
     """promtool's exposition parser and linter find nothing wrong with what serve writes,
-    label values needing escapes included."""
+    label values needing escapes and the shadow series included."""
     stats = Stats([], MetricLabels({"refunds": ["refund-*"]}))
     policy = Finding("F-POLICY-UNAUTHORIZED_TOOL", "fail", "policy", "p", ("01" * 8,), "no")
     stats.verdict(Verdict("ab" * 16, "01" * 8, "fail", {"policy": "fail"}, agent="a",
                           variant='q"\\\n', case_id="refund-1", findings=[policy]))  # fmt: skip
     stats.verdict(Verdict("cd" * 16, "02" * 8, "pass", {}, agent="a", variant="v"))
+    shadow = Verdict("ef" * 16, "03" * 8, "pass", {}, agent="a", variant="v2", shadow=True)
+    stats.verdict(shadow)  # the shadow series, with samples
+    stats.shadow_pair(shadow, "diverged")
     stats.latency(0.03)
     text = render(stats)
+    assert "tracejudge_shadow_pairs_total{" in text
     result = _promtool("check", "metrics", stdin=text)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip() == "", result.stdout  # no lint findings either
