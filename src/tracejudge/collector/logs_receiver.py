@@ -28,15 +28,7 @@ from tracejudge.collector.logs import (
     parse_logs_request,
 )
 from tracejudge.collector.otlp import status_bytes
-from tracejudge.collector.receivers import (
-    JSON,
-    PROTOBUF,
-    BadEncoding,
-    BodyTimeout,
-    TooLarge,
-    read_body,
-    status_response,
-)
+from tracejudge.collector.receivers import JSON, PROTOBUF, read_otlp_body, status_response
 from tracejudge.model.decode_json import parse_json_document
 
 __all__ = ["LogsConsumer", "logs_grpc_handler", "logs_http_handler"]
@@ -116,35 +108,10 @@ def logs_http_handler(
     """The ``/v1/logs`` handler."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        if request.method != "POST":
-            return web.Response(status=405, headers={"Allow": "POST"})
-        ctype = request.content_type
-        if ctype not in (PROTOBUF, JSON):
-            return status_response(
-                415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Type {ctype!r}", PROTOBUF
-            )
-        encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
-        if encoding not in ("gzip", "identity", ""):
-            return status_response(
-                415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}", ctype
-            )
-        try:
-            consumer.check_capacity()
-        except Throttled as exc:
-            consumer.throttled()
-            return status_response(503, code_pb2.UNAVAILABLE, str(exc), ctype, exc.retry_after)
-        try:
-            body = await read_body(request, encoding == "gzip", cap, body_timeout)
-        except BodyTimeout as exc:
-            resp = status_response(408, code_pb2.DEADLINE_EXCEEDED, str(exc), ctype)
-            resp.force_close()
-            return resp
-        except TooLarge:
-            return status_response(
-                413, code_pb2.RESOURCE_EXHAUSTED, f"request body exceeds {cap} bytes", ctype
-            )
-        except BadEncoding as exc:
-            return status_response(400, code_pb2.INVALID_ARGUMENT, str(exc), ctype)
+        got = await read_otlp_body(request, consumer, cap, body_timeout)
+        if isinstance(got, web.StreamResponse):
+            return got
+        body, ctype = got
         try:
             if ctype == JSON:
                 parsed, rejects = logs_from_json(parse_json_document(body))

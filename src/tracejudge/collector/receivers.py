@@ -17,7 +17,7 @@ import socket
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import grpc
 import grpc.aio
@@ -331,6 +331,53 @@ status_response = _status_response
 """A ``google.rpc.Status`` answer in the request's encoding (the logs receiver's too)."""
 
 
+class _Admits(Protocol):
+    """What the OTLP/HTTP intake asks of a consumer (traces or logs)."""
+
+    def check_capacity(self) -> None: ...
+
+    def throttled(self) -> None: ...
+
+
+async def read_otlp_body(
+    request: web.Request, consumer: _Admits, cap: int, body_timeout: float
+) -> tuple[bytes, str] | web.StreamResponse:
+    """An OTLP/HTTP request's body and content type, or the answer that refuses it: the
+    method (405), the encodings (415), capacity (503 + Retry-After, before the body is
+    read), the body's time, size and gzip (408, 413, 400). One intake for ``/v1/traces``
+    and ``/v1/logs``, so both signals answer bad input alike."""
+    if request.method != "POST":
+        return web.Response(status=405, headers={"Allow": "POST"})
+    ctype = request.content_type
+    if ctype not in (PROTOBUF, JSON):
+        return _status_response(
+            415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Type {ctype!r}", PROTOBUF
+        )
+    encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding not in ("gzip", "identity", ""):
+        return _status_response(
+            415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}", ctype
+        )
+    try:
+        consumer.check_capacity()
+    except Throttled as exc:
+        consumer.throttled()
+        return _status_response(503, code_pb2.UNAVAILABLE, str(exc), ctype, exc.retry_after)
+    try:
+        body = await read_body(request, encoding == "gzip", cap, body_timeout)
+    except BodyTimeout as exc:
+        resp = _status_response(408, code_pb2.DEADLINE_EXCEEDED, str(exc), ctype)
+        resp.force_close()  # the rest of the body may still come: drop the connection
+        return resp
+    except TooLarge:
+        return _status_response(
+            413, code_pb2.RESOURCE_EXHAUSTED, f"request body exceeds {cap} bytes", ctype
+        )
+    except BadEncoding as exc:
+        return _status_response(400, code_pb2.INVALID_ARGUMENT, str(exc), ctype)
+    return body, ctype
+
+
 def traces_handler(
     pipeline: TraceConsumer, cap: int, body_timeout: float, inflight: InflightBytes | None = None
 ) -> Callable[[web.Request], Any]:
@@ -357,35 +404,10 @@ def traces_handler(
                 budget.release(need)
 
     async def _handle(request: web.Request) -> web.StreamResponse:
-        if request.method != "POST":
-            return web.Response(status=405, headers={"Allow": "POST"})
-        ctype = request.content_type
-        if ctype not in (PROTOBUF, JSON):
-            return _status_response(
-                415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Type {ctype!r}", PROTOBUF
-            )
-        encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
-        if encoding not in ("gzip", "identity", ""):
-            return _status_response(
-                415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}", ctype
-            )
-        try:
-            pipeline.check_capacity()
-        except Throttled as exc:
-            pipeline.throttled()
-            return _status_response(503, code_pb2.UNAVAILABLE, str(exc), ctype, exc.retry_after)
-        try:
-            body = await read_body(request, encoding == "gzip", cap, body_timeout)
-        except BodyTimeout as exc:
-            resp = _status_response(408, code_pb2.DEADLINE_EXCEEDED, str(exc), ctype)
-            resp.force_close()  # the rest of the body may still come: drop the connection
-            return resp
-        except TooLarge:
-            return _status_response(
-                413, code_pb2.RESOURCE_EXHAUSTED, f"request body exceeds {cap} bytes", ctype
-            )
-        except BadEncoding as exc:
-            return _status_response(400, code_pb2.INVALID_ARGUMENT, str(exc), ctype)
+        got = await read_otlp_body(request, pipeline, cap, body_timeout)
+        if isinstance(got, web.StreamResponse):
+            return got
+        body, ctype = got
         try:
             if ctype == JSON:
                 # Spans the converter cannot represent (bad ids, values nested deeper than
