@@ -38,7 +38,9 @@ from tracejudge.collector import Collector, CollectorConfig, load_judge
 from tracejudge.collector.buffer import DecisionCache, decision_bytes
 from tracejudge.collector.config import build_config
 from tracejudge.collector.cost import RuleCostError
+from tracejudge.collector.pipeline import LOOP_JUDGING_LIMIT
 from tracejudge.collector.stamp import Decision
+from tracejudge.collector.worker import AdaptiveJudging
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.spans import SpanRecord
 
@@ -119,6 +121,9 @@ def test_expensive_rules_do_not_stall_healthz_or_the_receivers(
     assert c.rule_cost is not None
     assert c.rule_cost.seconds < 0.1
     assert c.pipeline is not None
+    # measured costlier than the loop's limit at load: judged on the thread from the start
+    assert c.rule_cost.seconds > LOOP_JUDGING_LIMIT
+    assert c.pipeline.worker.on_thread
     tid, body = _agent_trace(tools=98)
     with caplog.at_level(logging.WARNING, logger="tracejudge.collector"):
         assert post(c.http_port, body)[0] == 200
@@ -294,3 +299,30 @@ def test_decided_cache_evicts_by_bytes() -> None:
     assert cache.get(ids[10]) is passed  # refreshed before: survives
     assert cache.get(ids[11]) is None  # the least recently used went first
     assert build_config({"decided_cache_bytes": "1MiB"}, {}).decided_cache_bytes == 1024**2
+
+
+def test_cheap_rules_are_judged_on_the_loop_until_a_run_is_slow(
+    collector_factory: Callable[..., Collector], sink: Sink, tmp_path: Path
+) -> None:
+    """The thread costs more than it saves for cheap rules (GIL hand-offs and a cross-thread
+    wake-up per chunk: ~50% more collector CPU per 10-span trace, bench/bench_collector.py),
+    so a rules file measured cheap at load is judged on the loop; one live run slower than
+    the limit moves judging to the thread for good, and nothing is lost on the way."""
+    judge = load_judge(_rules(tmp_path / "cheap.yaml", heavy=0, cheap=3))
+    c = collector_factory(judge=judge, decision_wait_after_root=0.05)
+    assert c.rule_cost is not None
+    assert c.rule_cost.seconds < LOOP_JUDGING_LIMIT
+    assert c.pipeline is not None
+    assert not c.pipeline.worker.on_thread
+    tid, body = _agent_trace(tools=3)
+    assert post(c.http_port, body)[0] == 200
+    wait_for(lambda: any(s.trace_id == tid for s in sink.spans()), what="the cheap trace")
+    assert not c.pipeline.worker.on_thread  # cheap live runs keep it on the loop
+    worker = AdaptiveJudging(LOOP_JUDGING_LIMIT, start_on_thread=False)
+    worker.observe(LOOP_JUDGING_LIMIT / 2)
+    assert not worker.on_thread
+    worker.observe(LOOP_JUDGING_LIMIT * 2)
+    assert worker.on_thread
+    worker.observe(0.0)
+    assert worker.on_thread  # for good
+    worker.close()

@@ -48,7 +48,7 @@ from tracejudge.collector.sinks import VerdictObserver, VerdictSink
 from tracejudge.collector.stamp import Decision
 from tracejudge.collector.stats import Stats
 from tracejudge.collector.store import DiskStore
-from tracejudge.collector.worker import BatchJob, JudgeWorker
+from tracejudge.collector.worker import AdaptiveJudging, BatchJob
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.log_events import join_serialized_logs
 
@@ -59,6 +59,9 @@ __all__ = ["IngestResult", "Outcome", "Payload", "Piece", "Pipeline", "Throttled
 _CHUNK = 8
 """Traces the worker hands over at once, settled and enqueued to forwarders in one commit."""
 _LEAD = 32
+LOOP_JUDGING_LIMIT = 0.005
+"""A trace judged slower than this (5 ms) moves judging off the loop (``AdaptiveJudging``):
+a chunk of ``_CHUNK`` such traces stalls the receivers for at most ~40 ms."""
 """Chunks the worker may judge ahead of the loop settling them."""
 
 
@@ -142,7 +145,7 @@ class Pipeline:
         self._blocked_reason = ""
         self.on_decided: DecidedHook | None = None
         """The logs side (``logs_intake.py``), when ``serve`` receives logs."""
-        self.worker = JudgeWorker()
+        self.worker = AdaptiveJudging(LOOP_JUDGING_LIMIT, start_on_thread=False)
         """The judging thread (see ``worker``)."""
         self._inflight_bytes = 0
         """Bytes of traces taken from the buffer and not yet settled: they still count
@@ -400,6 +403,7 @@ class Pipeline:
         """Count a decided trace, remember its decision; returns its verdict records."""
         records = self._record(trace, outcome.verdicts)
         self.cost.check(trace.trace_id, outcome.seconds, len(outcome.verdicts))
+        self.worker.observe(outcome.seconds)
         ids = trace.trace_ids()
         for tid in ids:
             self.decided.put(tid, outcome.decision)

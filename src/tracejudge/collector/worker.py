@@ -45,6 +45,9 @@ class BatchJob(Generic[A, R]):
         self._loop = asyncio.get_running_loop()
         self._ready: asyncio.Queue[list[R]] = asyncio.Queue()
         self.done: Future[None] | None = None
+        self.on_loop = False
+        """Set by ``LoopJudging``: ``next`` judges the next chunk itself, on the loop."""
+        self._pos = 0
 
     def run(self) -> None:
         """On the thread: ``fn`` over the items, posting each chunk's results to the loop.
@@ -67,7 +70,15 @@ class BatchJob(Generic[A, R]):
             raise
 
     async def next(self) -> list[R]:
-        """The next chunk's results, in order (the thread may judge ahead meanwhile)."""
+        """The next chunk's results, in order (the thread may judge ahead meanwhile; on the
+        loop, the receivers get their turn before each chunk is judged)."""
+        if self.on_loop:
+            await asyncio.sleep(0)
+            if self._stop.is_set() or self._pos >= len(self._items):
+                return []
+            chunk = self._items[self._pos : self._pos + self._chunk]
+            self._pos += len(chunk)
+            return [self._fn(x) for x in chunk]
         out = await self._ready.get()
         self._room.release()
         return out
@@ -79,7 +90,10 @@ class BatchJob(Generic[A, R]):
 
 
 class JudgeWorker:
-    """One worker thread, started on first use."""
+    """One worker thread, started on first use.
+
+    Used when judging can stall the loop: a rules file measured at load as costlier than
+    ``AdaptiveJudging.loop_limit`` per run, or a live run that took longer."""
 
     def __init__(self) -> None:
         self._pool: ThreadPoolExecutor | None = None
@@ -95,3 +109,45 @@ class JudgeWorker:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
             self._pool = None
+
+
+class AdaptiveJudging:
+    """Where batches are judged: on the event loop while judging is cheap, on the worker
+    thread once it is not.
+
+    Measured (bench/bench_collector.py, docs/performance.md): for a rules file that judges a
+    run in well under a millisecond, the thread costs more than it saves. The loop and the
+    thread contend for the GIL (each C call that releases it, re2's matcher or protobuf's,
+    waits up to a switch interval to get it back) and every chunk crosses threads through
+    the loop's self-pipe, so a 10-span trace took ~50% more collector CPU. A cheap chunk
+    on the loop stalls the receivers for less than ``loop_limit`` x chunk size, so
+    ``/healthz`` stays responsive either way; an expensive rules file (measured at load)
+    starts on the thread, and a live run slower than ``loop_limit`` moves judging there
+    for good (logged once).
+    """
+
+    def __init__(self, loop_limit: float, start_on_thread: bool) -> None:
+        self.loop_limit = loop_limit
+        self.on_thread = start_on_thread
+        self._thread = JudgeWorker()
+
+    def start(self, job: BatchJob[A, R]) -> None:
+        """Judge ``job`` on the thread, or let it judge itself chunk by chunk on the loop."""
+        if self.on_thread:
+            self._thread.start(job)
+        else:
+            job.on_loop = True
+
+    def observe(self, seconds: float) -> None:
+        """One trace's judging time: too slow for the loop moves judging to the thread."""
+        if not self.on_thread and seconds > self.loop_limit:
+            self.on_thread = True
+            log.info(
+                "judging a trace took %.1f ms: judging moves off the event loop to the "
+                "worker thread",
+                seconds * 1000,
+            )
+
+    def close(self) -> None:
+        """Stop the thread, if it ever started."""
+        self._thread.close()
