@@ -91,4 +91,4 @@ bench-accuracy: bootstrap
 	$(PY) bench/bench_accuracy.py
 
 # Every benchmark, one after the other; results belong in docs/performance.md.
-bench: bench-instrumentation bench-langgraph bench-decode bench-engine bench-collector bench-accuracy
+bench: bench-instrumentation bench-langgraph bench-frameworks bench-decode bench-engine bench-collector bench-accuracy
