@@ -11,7 +11,7 @@ malformed ids. They hand parsed requests to a ``LogsConsumer`` (``logs_intake.py
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, Protocol
+from typing import Any, Protocol
 
 import grpc
 import grpc.aio
@@ -27,8 +27,14 @@ from tracejudge.collector.logs import (
     logs_response_json,
     parse_logs_request,
 )
-from tracejudge.collector.otlp import status_bytes
-from tracejudge.collector.receivers import JSON, PROTOBUF, read_otlp_body, status_response
+from tracejudge.collector.receivers import (
+    JSON,
+    PROTOBUF,
+    admit_grpc,
+    grpc_unavailable,
+    read_otlp_body,
+    status_response,
+)
 from tracejudge.model.decode_json import parse_json_document
 
 __all__ = ["LogsConsumer", "logs_grpc_handler", "logs_http_handler"]
@@ -62,19 +68,7 @@ def logs_grpc_handler(
     (on HTTP the OTLP app's middleware covers ``/v1/logs``)."""
 
     async def export(data: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
-        if auth is not None:
-            header = None
-            for key, value in context.invocation_metadata() or ():
-                if key == "authorization" and isinstance(value, str):
-                    header = value
-                    break
-            reason = auth.check(header, "OTLP/gRPC", context.peer())
-            if reason is not None:
-                await context.abort(grpc.StatusCode.UNAUTHENTICATED, reason)
-        try:
-            consumer.check_capacity()
-        except Throttled as exc:
-            await _unavailable(consumer, context, exc)
+        await admit_grpc(context, consumer, auth)
         try:
             request = parse_logs_request(data)
         except ValueError as exc:
@@ -82,24 +76,11 @@ def logs_grpc_handler(
         try:
             result = consumer.ingest_logs(request)
         except Throttled as exc:
-            await _unavailable(consumer, context, exc)
+            await grpc_unavailable(consumer, context, exc)
         return logs_response_bytes(result.rejected, result.error_message)
 
     handler = grpc.unary_unary_rpc_method_handler(export)
     return grpc.method_handlers_generic_handler(_SERVICE, {"Export": handler})
-
-
-async def _unavailable(
-    consumer: LogsConsumer, context: grpc.aio.ServicerContext[bytes, bytes], exc: Throttled
-) -> NoReturn:
-    consumer.throttled()
-    details = status_bytes(code_pb2.UNAVAILABLE, str(exc), exc.retry_after)
-    await context.abort(
-        grpc.StatusCode.UNAVAILABLE,
-        str(exc),
-        trailing_metadata=(("grpc-status-details-bin", details),),
-    )
-    raise AssertionError("abort returned")  # pragma: no cover - abort always raises
 
 
 def logs_http_handler(

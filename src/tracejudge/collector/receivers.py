@@ -89,20 +89,7 @@ def grpc_handler(
     answered UNAUTHENTICATED before anything else (its bytes are never parsed)."""
 
     async def export(data: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
-        if auth is not None:
-            header = None
-            for key, value in context.invocation_metadata() or ():
-                if key == "authorization" and isinstance(value, str):
-                    header = value
-                    break
-            reason = auth.check(header, "OTLP/gRPC", context.peer())
-            if reason is not None:
-                await context.abort(grpc.StatusCode.UNAUTHENTICATED, reason)
-        # Capacity first: a throttled request costs no parsing.
-        try:
-            pipeline.check_capacity()
-        except Throttled as exc:
-            await _unavailable(pipeline, context, exc)
+        await admit_grpc(context, pipeline, auth)
         try:
             request = parse_request(data)
         except ValueError as exc:
@@ -110,7 +97,7 @@ def grpc_handler(
         try:
             result = pipeline.ingest(request, data)
         except Throttled as exc:  # this request's exact size, or the disk queue refused it
-            await _unavailable(pipeline, context, exc)
+            await grpc_unavailable(pipeline, context, exc)
         return response_bytes(result.rejected, result.error_message)
 
     handler = grpc.unary_unary_rpc_method_handler(export)
@@ -148,11 +135,40 @@ def _reason(exc: OSError) -> str:
     return os.strerror(exc.errno) if exc.errno else str(exc)
 
 
-async def _unavailable(
-    pipeline: TraceConsumer, context: grpc.aio.ServicerContext[bytes, bytes], exc: Throttled
+class _Admits(Protocol):
+    """What the OTLP intake (HTTP and gRPC) asks of a consumer (traces or logs)."""
+
+    def check_capacity(self) -> None: ...
+
+    def throttled(self) -> None: ...
+
+
+async def admit_grpc(
+    context: grpc.aio.ServicerContext[bytes, bytes], consumer: _Admits, auth: Authenticator | None
+) -> None:
+    """Before a gRPC Export's bytes are parsed (traces or logs): with ``auth``, a call
+    without a valid ``authorization: Bearer`` entry is UNAUTHENTICATED; then capacity, so
+    a throttled request costs no parsing (UNAVAILABLE with ``RetryInfo``)."""
+    if auth is not None:
+        header = None
+        for key, value in context.invocation_metadata() or ():
+            if key == "authorization" and isinstance(value, str):
+                header = value
+                break
+        reason = auth.check(header, "OTLP/gRPC", context.peer())
+        if reason is not None:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, reason)
+    try:
+        consumer.check_capacity()
+    except Throttled as exc:
+        await grpc_unavailable(consumer, context, exc)
+
+
+async def grpc_unavailable(
+    consumer: _Admits, context: grpc.aio.ServicerContext[bytes, bytes], exc: Throttled
 ) -> NoReturn:
     """Refuse with UNAVAILABLE and ``RetryInfo`` (the OTLP "retry later" for gRPC)."""
-    pipeline.throttled()
+    consumer.throttled()
     details = status_bytes(code_pb2.UNAVAILABLE, str(exc), exc.retry_after)
     await context.abort(
         grpc.StatusCode.UNAVAILABLE,
@@ -329,14 +345,6 @@ def _status_response(
 
 status_response = _status_response
 """A ``google.rpc.Status`` answer in the request's encoding (the logs receiver's too)."""
-
-
-class _Admits(Protocol):
-    """What the OTLP/HTTP intake asks of a consumer (traces or logs)."""
-
-    def check_capacity(self) -> None: ...
-
-    def throttled(self) -> None: ...
 
 
 async def read_otlp_body(
