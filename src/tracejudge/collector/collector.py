@@ -32,7 +32,7 @@ from tracejudge.collector.judge import Judge, load_judge
 from tracejudge.collector.logs_intake import LogsIntake, logs_intake_for
 from tracejudge.collector.logs_receiver import logs_grpc_handler, logs_http_handler
 from tracejudge.collector.metric_labels import MetricLabels
-from tracejudge.collector.pipeline import LOOP_JUDGING_LIMIT, Pipeline
+from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.receivers import (
     GrpcLimits,
     InflightBytes,
@@ -258,10 +258,6 @@ class Collector:
             sinks.append(WebhookSink(cfg.webhook, self.stats))
         self.pipeline = Pipeline(
             cfg, self.judge, queues, sinks, self.stats, self.store, self.clock, [self.recent]
-        )
-        # Cheap rules are judged on the loop, costly (or unmeasured) ones on the thread.
-        self.pipeline.worker.on_thread = (
-            self.rule_cost is None or self.rule_cost.seconds > LOOP_JUDGING_LIMIT
         )
         attach_shadow_pairs(self.pipeline, getattr(self.judge, "ruleset", None), self.recent)
         # Log lines can quote span content (exception texts, backend answers).

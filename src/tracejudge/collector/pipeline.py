@@ -60,8 +60,9 @@ _CHUNK = 8
 """Traces the worker hands over at once, settled and enqueued to forwarders in one commit."""
 _LEAD = 32
 LOOP_JUDGING_LIMIT = 0.005
-"""A trace judged slower than this (5 ms) moves judging off the loop (``AdaptiveJudging``):
-a chunk of ``_CHUNK`` such traces stalls the receivers for at most ~40 ms."""
+"""A trace judged slower than this (5 ms) moves judging off the loop (``AdaptiveJudging``)."""
+CHEAP_JUDGING = 0.001
+"""Traces judged in under this (1 ms), many in a row, move judging onto the loop."""
 """Chunks the worker may judge ahead of the loop settling them."""
 
 
@@ -145,7 +146,7 @@ class Pipeline:
         self._blocked_reason = ""
         self.on_decided: DecidedHook | None = None
         """The logs side (``logs_intake.py``), when ``serve`` receives logs."""
-        self.worker = AdaptiveJudging(LOOP_JUDGING_LIMIT, start_on_thread=False)
+        self.worker = AdaptiveJudging(CHEAP_JUDGING, LOOP_JUDGING_LIMIT)
         """The judging thread (see ``worker``)."""
         self._inflight_bytes = 0
         """Bytes of traces taken from the buffer and not yet settled: they still count

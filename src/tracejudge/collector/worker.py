@@ -112,23 +112,28 @@ class JudgeWorker:
 
 
 class AdaptiveJudging:
-    """Where batches are judged: on the event loop while judging is cheap, on the worker
-    thread once it is not.
+    """Where batches are judged: on the worker thread until judging has shown itself cheap,
+    then on the event loop, and back on the thread as soon as one trace is not.
 
-    Measured (bench/bench_collector.py, docs/performance.md): for a rules file that judges a
-    run in well under a millisecond, the thread costs more than it saves. The loop and the
+    Measured (bench/bench_collector.py, docs/performance.md): for rules that judge a trace
+    in well under a millisecond, the thread costs more than it saves. The loop and the
     thread contend for the GIL (each C call that releases it, re2's matcher or protobuf's,
     waits up to a switch interval to get it back) and every chunk crosses threads through
-    the loop's self-pipe, so a 10-span trace took ~50% more collector CPU. A cheap chunk
-    on the loop stalls the receivers for less than ``loop_limit`` x chunk size, so
-    ``/healthz`` stays responsive either way; an expensive rules file (measured at load)
-    starts on the thread, and a live run slower than ``loop_limit`` moves judging there
-    for good (logged once).
+    the loop's self-pipe, so a 10-span trace took ~50% more collector CPU. The decision is
+    made on live traces, not on the rules' cost at load: a synthetic 10-span run can cost
+    3 ms for rules that take a second on a 100-tool trace. Judging starts on the thread;
+    after ``settle_runs`` traces in a row each judged in under ``cheap`` it moves to the
+    loop (a chunk of such traces stalls the receivers for a few milliseconds); one trace
+    slower than ``loop_limit`` moves it back (that trace was judged on the loop: the price
+    of measuring instead of guessing, paid once per switch, logged).
     """
 
-    def __init__(self, loop_limit: float, start_on_thread: bool) -> None:
+    def __init__(self, cheap: float, loop_limit: float, settle_runs: int = 64) -> None:
+        self.cheap = cheap
         self.loop_limit = loop_limit
-        self.on_thread = start_on_thread
+        self.settle_runs = settle_runs
+        self.on_thread = True
+        self._cheap_in_a_row = 0
         self._thread = JudgeWorker()
 
     def start(self, job: BatchJob[A, R]) -> None:
@@ -139,14 +144,21 @@ class AdaptiveJudging:
             job.on_loop = True
 
     def observe(self, seconds: float) -> None:
-        """One trace's judging time: too slow for the loop moves judging to the thread."""
-        if not self.on_thread and seconds > self.loop_limit:
-            self.on_thread = True
-            log.info(
-                "judging a trace took %.1f ms: judging moves off the event loop to the "
-                "worker thread",
-                seconds * 1000,
-            )
+        """One trace's judging time."""
+        if not self.on_thread:
+            if seconds > self.loop_limit:
+                self.on_thread = True
+                self._cheap_in_a_row = 0
+                log.info(
+                    "judging a trace took %.1f ms: judging moves off the event loop to the "
+                    "worker thread",
+                    seconds * 1000,
+                )
+            return
+        self._cheap_in_a_row = self._cheap_in_a_row + 1 if seconds < self.cheap else 0
+        if self._cheap_in_a_row >= self.settle_runs:
+            self.on_thread = False
+            self._cheap_in_a_row = 0
 
     def close(self) -> None:
         """Stop the thread, if it ever started."""
