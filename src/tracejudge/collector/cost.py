@@ -12,6 +12,7 @@ budget (real runs can be far larger than the synthetic one).
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -143,12 +144,15 @@ def _per_rule(engine: Engine, run: Run) -> list[tuple[str, float]]:
     for rule in rs.rules:
         if rule.selector is not None and not rule.selector.matches(run, names):
             continue
-        began = time.perf_counter()
-        try:
-            rule.check.evaluate(ctx, Report())
-        except Exception:  # the engine turns these into error verdicts; still a cost
-            log.debug("rule %s raised on the synthetic run", rule.id, exc_info=True)
-        out.append((rule.id, time.perf_counter() - began))
+        best = math.inf
+        for _ in range(2):  # the better of two: a preempted timing must not name a cheap rule
+            began = time.perf_counter()
+            try:
+                rule.check.evaluate(ctx, Report())
+            except Exception:  # the engine turns these into error verdicts; still a cost
+                log.debug("rule %s raised on the synthetic run", rule.id, exc_info=True)
+            best = min(best, time.perf_counter() - began)
+        out.append((rule.id, best))
     out.sort(key=lambda x: -x[1])
     return out
 

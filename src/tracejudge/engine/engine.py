@@ -7,6 +7,7 @@ run, whatever else passed; soft findings can only make it ``warn``. Nothing is a
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from tracejudge.model.spans import SpanRecord
 
 log = logging.getLogger(__name__)
+_GIL_SLICE = 0.002
+"""Judging longer than this (2 ms) offers the GIL to other threads between rules."""
 _LAYER_RANK = {"trajectory": 0, "policy": 1, "outcome": 2, "budget": 3}
 
 
@@ -160,11 +163,19 @@ class Engine:
         ranks = dict.fromkeys(LAYERS, 0)  # 0 not_applicable, 1 pass, 2 warn, 3 fail
         report = Report()
         add = outcomes.append
+        clock = time.perf_counter
+        yield_at = clock() + _GIL_SLICE
         for rule_id, layer, selector, evaluate, rule, prefix in self._steps():
             if selector is not None and not selector.matches(run, tool_names):
                 add(RuleOutcome(rule_id, layer, "not_applicable", root))
                 continue
             evaluate(ctx, report)
+            if clock() > yield_at:
+                # Compiled, this loop and cel-cpp never reach the interpreter's switch
+                # points: judged on the collector's worker thread, costly rules would hold
+                # the GIL for the whole run and stall the receivers. Offer it every slice.
+                time.sleep(0)
+                yield_at = clock() + _GIL_SLICE
             if report.metrics:
                 if prefix:
                     metrics.update({prefix + k: v for k, v in report.metrics.items()})
