@@ -265,7 +265,7 @@ class Collector:
         log.addFilter(self._log_filter)
         if self.dead_letter is not None:  # a backend's refusal text may quote span content
             self.dead_letter.scrub = self.pipeline.scrubber.text
-        self.pipeline.rules_version = str(
+        self.pipeline.decider.rules_version = str(
             getattr(getattr(self.judge, "ruleset", None), "version", "")
         )
         self.stats.queue_depth = self.pipeline.queue_depth

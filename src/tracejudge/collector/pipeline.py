@@ -13,24 +13,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
 from tracejudge.collector.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.clock import Clock, SystemClock
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.consumer import IngestResult, Throttled
-from tracejudge.collector.conversations import (
-    ConversationBuffer,
-    conversation_trace_ids,
-    conversation_verdicts,
-)
+from tracejudge.collector.conversations import ConversationBuffer, conversation_trace_ids
 from tracejudge.collector.cost import CostWatch
+from tracejudge.collector.decide import Decider, Outcome, payloads_for
 from tracejudge.collector.durability import decision_from_json, durability_for
 from tracejudge.collector.forward import Item, TargetQueue
 from tracejudge.collector.judge import Judge
@@ -39,7 +33,6 @@ from tracejudge.collector.otlp import (
     TraceFragment,
     fragment_info,
     split_by_trace,
-    to_records,
 )
 from tracejudge.collector.payload import Payload, Piece
 from tracejudge.collector.redact import Scrubber
@@ -50,7 +43,6 @@ from tracejudge.collector.stats import Stats
 from tracejudge.collector.store import DiskStore
 from tracejudge.collector.worker import AdaptiveJudging, BatchJob
 from tracejudge.engine.verdict import Verdict
-from tracejudge.model.log_events import join_serialized_logs
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -59,23 +51,11 @@ __all__ = ["IngestResult", "Outcome", "Payload", "Piece", "Pipeline", "Throttled
 _CHUNK = 8
 """Traces the worker hands over at once, settled and enqueued to forwarders in one commit."""
 _LEAD = 32
+"""Chunks the worker may judge ahead of the loop settling them."""
 LOOP_JUDGING_LIMIT = 0.005
 """A trace judged slower than this (5 ms) moves judging off the loop (``AdaptiveJudging``)."""
 CHEAP_JUDGING = 0.001
 """Traces judged in under this (1 ms), many in a row, move judging onto the loop."""
-"""Chunks the worker may judge ahead of the loop settling them."""
-
-
-@dataclass(slots=True)
-class Outcome:
-    """A decided but not yet settled trace (see ``Pipeline.decide``)."""
-
-    pieces: list[Piece]
-    """Framed fragments with their span counts."""
-    verdicts: list[Verdict]
-    decision: Decision
-    seconds: float = 0.0
-    """Time the judge took on this trace (the rule-cost budget is checked against it)."""
 
 
 class DecidedHook(Protocol):
@@ -135,7 +115,8 @@ class Pipeline:
         self.shadow: ShadowPairs | None = None
         """Shadow runs waiting for their stable run (also an observer): the timer reports
         those that waited too long, shutdown the rest (``collector/shadow.py``)."""
-        self.rules_version = ""
+        self.decider = Decider(judge, self.scrubber, self.mode, self.durability, stats)
+        """Decides one trace (on the judging thread); ``rules_version`` lives there."""
         self.wake = asyncio.Event()
         """Set to run the decision timer now (a trace became due before ``wake_at``)."""
         self.wake_at = math.inf
@@ -346,56 +327,6 @@ class Pipeline:
         for q, item in rows:
             q.put(item)
 
-    def _judge(self, trace: PendingTrace, fragments: list[ResourceSpans]) -> list[Verdict]:
-        try:
-            records = to_records(fragments)
-            if trace.logs:  # events that came as OTLP log records join their spans
-                join_serialized_logs(records, trace.logs)
-            verdicts = self.judge.judge_spans(records)
-        except Exception as exc:  # the judge must never take the collector down
-            self.stats.judge_errors += 1
-            log.exception("judging trace %s failed", trace.trace_id.hex())
-            root = next((r for r in to_records_safe(fragments) if r.parent_span_id is None), None)
-            if root is None:
-                return []
-            return [
-                Verdict(
-                    trace_id=trace.trace_id.hex(),
-                    root_span_id=root.span_id,
-                    verdict="error",
-                    layers={},
-                    error=f"{type(exc).__name__}: {exc}",
-                )
-            ]
-        return verdicts
-
-    def decide(self, trace: PendingTrace) -> Outcome:
-        """Judge and stamp one trace: its framed fragments with their span counts (payload
-        pieces), its verdicts and what late spans will get. Nothing is counted or
-        remembered until ``settle``, so an outcome can be thrown away (no room in a
-        forward queue yet, or a failure half-way)."""
-        fragments = [ResourceSpans.FromString(b) for b in trace.fragments]
-        began = time.perf_counter()
-        verdicts = self._judge(trace, fragments)
-        seconds = time.perf_counter() - began
-        for v in verdicts:
-            if not v.rules_version:
-                v.rules_version = self.rules_version
-            # Before anything is written: explanations quote arguments and results.
-            self.scrubber.verdict(v)
-        stamped = conversation_verdicts(trace, verdicts) if trace.roots else verdicts
-        pieces, decision = self.mode.decided(trace.fragments, fragments, stamped)
-        return Outcome(pieces, verdicts, decision, seconds)
-
-    def _decide_one(self, trace: PendingTrace) -> Outcome | Exception:
-        """``decide`` on the worker thread: the outcome, or what it raised (one bad trace
-        must not take the others; ``decide_failed`` then runs on the loop, as it may touch
-        the disk queue)."""
-        try:
-            return self.decide(trace)
-        except Exception as exc:
-            return exc
-
     def close(self) -> None:
         """Stop the judging thread (after the last decision)."""
         self.worker.close()
@@ -439,76 +370,6 @@ class Pipeline:
             records.append(rec)
         return records
 
-    def decide_failed(self, trace: PendingTrace, exc: BaseException) -> Outcome:
-        """The fallback when ``decide`` raised: only this trace is affected.
-
-        The trace is forwarded unjudged with ``tracejudge.verdict = error`` on its root
-        spans, one error verdict goes to the sinks, the failure is counted in
-        ``decision_errors`` and logged once with the trace id. Fragments that do not parse
-        at all are not forwarded (see below).
-        """
-        self.stats.decision_errors += 1
-        message = self.scrubber.text(f"deciding the trace failed: {type(exc).__name__}: {exc}")
-        pieces: list[Piece] = []
-        unparsed: list[bytes] = []
-        parsed_spans = 0
-        root_id = ""
-        for raw in trace.fragments:
-            try:
-                rs = ResourceSpans.FromString(raw)
-            except Exception:
-                unparsed.append(raw)
-                continue
-            parsed_spans += sum(len(ss.spans) for ss in rs.scope_spans)
-            piece, marked = self.mode.failed(rs, message)
-            root_id = root_id or marked
-            if piece is not None:
-                pieces.append(piece)
-        note = ""
-        if unparsed and not self.mode.forwards_on_arrival:
-            # Bytes nothing can parse are never forwarded: batched with other traces'
-            # payloads they would make the backend refuse those too. They are kept in a
-            # quarantine file when there is a disk queue, and counted as dropped.
-            lost = max(0, trace.spans - parsed_spans)
-            self.stats.count("dropped", lost)
-            note = f"; {len(unparsed)} unparseable fragments ({lost} spans) not forwarded"
-            note += self.durability.keep_unparsed(trace.trace_id, unparsed)
-        log.error(
-            "deciding trace %s failed (%s: %s); forwarded unjudged with verdict error%s",
-            trace.trace_id.hex(),
-            type(exc).__name__,
-            exc,
-            note,
-            exc_info=exc,
-        )
-        verdict = Verdict(
-            trace_id=trace.trace_id.hex(),
-            root_span_id=root_id,
-            verdict="error",
-            layers={},
-            rules_version=self.rules_version,
-            error=message,
-        )
-        return Outcome(pieces, [verdict], Decision(verdict="error"))
-
-    def _items(self, pieces: list[Piece], ready_at: float) -> list[Payload]:
-        """Group a trace's pieces into payloads of at most ``max_batch_bytes`` (a big trace
-        becomes several requests, so no single forward exceeds a backend's message limit);
-        the last one counts the trace as finished."""
-        out: list[Payload] = []
-        group: list[bytes] = []
-        size = spans = 0
-        for piece in pieces:
-            if group and size + len(piece.data) > self.config.max_batch_bytes:
-                out.append(Payload(b"".join(group), spans, 0, ready_at))
-                group, size, spans = [], 0, 0
-            group.append(piece.data)
-            size += len(piece.data)
-            spans += piece.spans
-        if group:
-            out.append(Payload(b"".join(group), spans, 1, ready_at))
-        return out
-
     async def decide_batch(
         self, traces: list[PendingTrace], ready: dict[bytes, float], *, limited: bool = True
     ) -> None:
@@ -526,7 +387,7 @@ class Pipeline:
             for tid in t.trace_ids():
                 self._inflight.setdefault(tid, [])
             self._inflight_bytes += t.nbytes
-        job = BatchJob(self._decide_one, traces, _CHUNK, _LEAD)
+        job = BatchJob(self.decider.decide_safely, traces, _CHUNK, _LEAD)
         self.worker.start(job)
         start = 0
         try:
@@ -566,8 +427,8 @@ class Pipeline:
             else:
                 ready_at = ready.get(t.trace_id, t.deadline)
                 judged = outcomes[n]
-                outcome = judged if isinstance(judged, Outcome) else self.decide_failed(t, judged)
-                items = self._items(outcome.pieces, ready_at)
+                outcome = judged if isinstance(judged, Outcome) else self.decider.failed(t, judged)
+                items = payloads_for(outcome.pieces, ready_at, self.config.max_batch_bytes)
                 held = [f for tid in t.trace_ids() for f in self._inflight.get(tid, [])]
                 items.extend(
                     Payload(self._late_payload(f.data, outcome.decision), f.spans, 0) for f in held
@@ -680,11 +541,3 @@ class Pipeline:
 
 def _valid_trace_id(tid: bytes) -> bool:
     return len(tid) == 16 and tid != bytes(16)
-
-
-def to_records_safe(fragments: Sequence[ResourceSpans]) -> list[Any]:
-    """Decode for the error path; an undecodable trace yields no records."""
-    try:
-        return to_records(fragments)
-    except Exception:
-        return []
