@@ -21,7 +21,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from tests.collector.collector_support import make_request, make_span, new_ids
 from tracejudge.collector.consumer import IngestResult, Throttled, TraceConsumer
-from tracejudge.collector.receivers import GrpcLimits, receiver_app, start_grpc
+from tracejudge.collector.grpc_receiver import GrpcLimits, start_grpc
+from tracejudge.collector.receivers import receiver_app
 
 
 class CountingConsumer:

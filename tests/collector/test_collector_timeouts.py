@@ -25,7 +25,7 @@ from tests.collector.collector_support import (
     wait_for,
 )
 from tracejudge.collector import Collector
-from tracejudge.collector.receivers import GrpcLimits, grpc_options
+from tracejudge.collector.grpc_receiver import GrpcLimits, grpc_options
 
 FAST = {
     "http_idle_timeout": 0.6,

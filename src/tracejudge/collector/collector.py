@@ -27,19 +27,15 @@ from tracejudge.collector.dead_letter import DeadLetterFile
 from tracejudge.collector.exposition import render as render_prometheus
 from tracejudge.collector.file_target import FileTarget
 from tracejudge.collector.forward import ForwardTarget, Item, TargetQueue, make_target
+from tracejudge.collector.grpc_receiver import GrpcLimits, start_grpc
 from tracejudge.collector.http_guard import GuardLimits, GuardStats, HttpServer, start_guarded
+from tracejudge.collector.inflight import InflightBytes
 from tracejudge.collector.judge import Judge, load_judge
 from tracejudge.collector.logs_intake import LogsIntake, logs_intake_for
 from tracejudge.collector.logs_receiver import logs_grpc_handler, logs_http_handler
 from tracejudge.collector.metric_labels import MetricLabels
 from tracejudge.collector.pipeline import Pipeline
-from tracejudge.collector.receivers import (
-    GrpcLimits,
-    InflightBytes,
-    management_app,
-    receiver_app,
-    start_grpc,
-)
+from tracejudge.collector.receivers import management_app, receiver_app
 from tracejudge.collector.redact import LogScrubber
 from tracejudge.collector.shadow import attach_shadow_pairs
 from tracejudge.collector.sinks import JsonlSink, VerdictSink, WebhookSink

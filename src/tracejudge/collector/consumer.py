@@ -53,3 +53,11 @@ class TraceConsumer(Protocol):
     def throttled(self) -> None:
         """Count a request the receiver refused with "retry later"."""
         ...
+
+
+class Admits(Protocol):
+    """What the OTLP intake (HTTP and gRPC) asks of a consumer (traces or logs)."""
+
+    def check_capacity(self) -> None: ...
+
+    def throttled(self) -> None: ...

@@ -21,20 +21,14 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 
 from tracejudge.collector.auth import Authenticator
 from tracejudge.collector.consumer import IngestResult, Throttled
+from tracejudge.collector.grpc_receiver import admit_grpc, grpc_unavailable
 from tracejudge.collector.logs import (
     logs_from_json,
     logs_response_bytes,
     logs_response_json,
     parse_logs_request,
 )
-from tracejudge.collector.receivers import (
-    JSON,
-    PROTOBUF,
-    admit_grpc,
-    grpc_unavailable,
-    read_otlp_body,
-    status_response,
-)
+from tracejudge.collector.receivers import JSON, PROTOBUF, read_otlp_body, status_response
 from tracejudge.model.decode_json import parse_json_document
 
 __all__ = ["LogsConsumer", "logs_grpc_handler", "logs_http_handler"]

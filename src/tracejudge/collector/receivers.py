@@ -1,11 +1,11 @@
-"""OTLP receivers: gRPC ``TraceService/Export`` and HTTP ``POST /v1/traces``, plus health.
+"""OTLP/HTTP receiver: ``POST /v1/traces``, plus health, metrics and the gate's routes.
 
-Both take raw bytes and hand a parsed request to a ``TraceConsumer`` (the pipeline in
-``serve``); they know nothing else of it. The HTTP side follows the
-OTLP/HTTP rules exactly: protobuf or JSON in, the answer in the request's encoding, gzip
-decompressed as a stream with a cap (a zip bomb gets 413, not an OOM), 400 with a
-``google.rpc.Status`` body for undecodable data, 415 / 405 for wrong type / method, and
-503 + Retry-After when the collector is full. gRPC answers UNAVAILABLE with ``RetryInfo``.
+It takes raw bytes and hands a parsed request to a ``TraceConsumer`` (the pipeline in
+``serve``); it knows nothing else of it. It follows the OTLP/HTTP rules exactly: protobuf
+or JSON in, the answer in the request's encoding, gzip decompressed as a stream with a cap
+(a zip bomb gets 413, not an OOM), 400 with a ``google.rpc.Status`` body for undecodable
+data, 415 / 405 for wrong type / method, and 503 + Retry-After when the collector is full.
+The gRPC receiver is ``grpc_receiver.py``.
 """
 
 from __future__ import annotations
@@ -15,22 +15,20 @@ import logging
 import os
 import socket
 import zlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, NoReturn, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any
 
-import grpc
-import grpc.aio
 from aiohttp import web
 from google.protobuf import json_format
 from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from tracejudge.collector.auth import Authenticator, auth_middleware
-from tracejudge.collector.consumer import Throttled, TraceConsumer
+from tracejudge.collector.consumer import Admits, Throttled, TraceConsumer
 from tracejudge.collector.exposition import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE
 from tracejudge.collector.exposition import wants_prometheus
 from tracejudge.collector.flagger import add_flagger_routes
+from tracejudge.collector.inflight import InflightBytes
 from tracejudge.collector.otlp import parse_request, response_bytes, status_bytes
 from tracejudge.gate.params import ParamError
 from tracejudge.model.decode_json import json_to_proto_partial, parse_json_document
@@ -50,58 +48,7 @@ class BadEncoding(Exception):
     """The body is not valid gzip."""
 
 
-class InflightBytes:
-    """Request bodies being read at once, in bytes (``max_inflight_request_bytes``).
-
-    Under a burst, hundreds of bodies of up to ``max_request_bytes`` can be arriving at the
-    same time, and they were the largest part of peak memory (docs/performance.md). A
-    request reserves its Content-Length (``max_request_bytes`` when chunked) before its
-    body is read; past the limit it is answered 503 + Retry-After at once. One request
-    is always let in, whatever its size."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.nbytes = 0
-        self.refused = 0
-
-    def reserve(self, n: int) -> bool:
-        """Take ``n`` bytes of the budget; False (nothing taken) when they do not fit."""
-        if self.nbytes and self.nbytes + n > self.limit:
-            self.refused += 1
-            return False
-        self.nbytes += n
-        return True
-
-    def release(self, n: int) -> None:
-        """Give back what ``reserve`` took."""
-        self.nbytes -= n
-
-
-# --- gRPC ------------------------------------------------------------------------------
-
-
-def grpc_handler(
-    pipeline: TraceConsumer, auth: Authenticator | None = None
-) -> grpc.GenericRpcHandler[bytes, bytes]:
-    """A generic handler for Export that receives raw bytes (we parse them ourselves).
-
-    With ``auth``, a call without a valid ``authorization: Bearer`` metadata entry is
-    answered UNAUTHENTICATED before anything else (its bytes are never parsed)."""
-
-    async def export(data: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
-        await admit_grpc(context, pipeline, auth)
-        try:
-            request = parse_request(data)
-        except ValueError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        try:
-            result = pipeline.ingest(request, data)
-        except Throttled as exc:  # this request's exact size, or the disk queue refused it
-            await grpc_unavailable(pipeline, context, exc)
-        return response_bytes(result.rejected, result.error_message)
-
-    handler = grpc.unary_unary_rpc_method_handler(export)
-    return grpc.method_handlers_generic_handler(_SERVICE, {"Export": handler})
+# --- sockets ---------------------------------------------------------------------------
 
 
 def bind_problem(host: str, port: int) -> str | None:
@@ -133,134 +80,6 @@ def bind_problem(host: str, port: int) -> str | None:
 def _reason(exc: OSError) -> str:
     """``Address already in use`` rather than aiohttp's or asyncio's longer wrapping."""
     return os.strerror(exc.errno) if exc.errno else str(exc)
-
-
-class _Admits(Protocol):
-    """What the OTLP intake (HTTP and gRPC) asks of a consumer (traces or logs)."""
-
-    def check_capacity(self) -> None: ...
-
-    def throttled(self) -> None: ...
-
-
-async def admit_grpc(
-    context: grpc.aio.ServicerContext[bytes, bytes], consumer: _Admits, auth: Authenticator | None
-) -> None:
-    """Before a gRPC Export's bytes are parsed (traces or logs): with ``auth``, a call
-    without a valid ``authorization: Bearer`` entry is UNAUTHENTICATED; then capacity, so
-    a throttled request costs no parsing (UNAVAILABLE with ``RetryInfo``)."""
-    if auth is not None:
-        header = None
-        for key, value in context.invocation_metadata() or ():
-            if key == "authorization" and isinstance(value, str):
-                header = value
-                break
-        reason = auth.check(header, "OTLP/gRPC", context.peer())
-        if reason is not None:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, reason)
-    try:
-        consumer.check_capacity()
-    except Throttled as exc:
-        await grpc_unavailable(consumer, context, exc)
-
-
-async def grpc_unavailable(
-    consumer: _Admits, context: grpc.aio.ServicerContext[bytes, bytes], exc: Throttled
-) -> NoReturn:
-    """Refuse with UNAVAILABLE and ``RetryInfo`` (the OTLP "retry later" for gRPC)."""
-    consumer.throttled()
-    details = status_bytes(code_pb2.UNAVAILABLE, str(exc), exc.retry_after)
-    await context.abort(
-        grpc.StatusCode.UNAVAILABLE,
-        str(exc),
-        trailing_metadata=(("grpc-status-details-bin", details),),
-    )
-    raise AssertionError("abort returned")  # pragma: no cover - abort always raises
-
-
-@dataclass(slots=True)
-class GrpcLimits:
-    """gRPC connection settings (seconds; None: no limit). See ``grpc_options``."""
-
-    keepalive_time: float
-    keepalive_timeout: float
-    max_connection_idle: float | None
-    max_connection_age: float | None
-    max_connection_age_grace: float
-    handshake_timeout: float
-    max_concurrent_streams: int = 16
-
-
-def grpc_options(max_bytes: int, limits: GrpcLimits) -> list[tuple[str, int]]:
-    """The grpc-core channel arguments for the receiver.
-
-    The server pings an idle connection every ``keepalive_time`` and drops it when no
-    answer comes within ``keepalive_timeout`` (a dead client or NAT); a connection with no
-    call for ``max_connection_idle`` is closed, and one older than ``max_connection_age``
-    gets a GOAWAY (calls in flight get ``max_connection_age_grace``), which spreads
-    clients over new instances behind a load balancer; a connection that has not finished
-    its HTTP/2 handshake within ``handshake_timeout`` is dropped.
-    """
-
-    def ms(seconds: float) -> int:
-        return max(1, int(seconds * 1000))
-
-    opts = [
-        ("grpc.max_receive_message_length", max_bytes),
-        # Calls in flight per connection (more wait at the client, in HTTP/2 flow control):
-        # each holds a whole message of up to ``max_bytes`` in memory.
-        ("grpc.max_concurrent_streams", limits.max_concurrent_streams),
-        ("grpc.so_reuseport", 0),
-        ("grpc.keepalive_time_ms", ms(limits.keepalive_time)),
-        ("grpc.keepalive_timeout_ms", ms(limits.keepalive_timeout)),
-        ("grpc.server_handshake_timeout_ms", ms(limits.handshake_timeout)),
-        # Clients may ping as often as every 10 s without a call (OTel SDKs ping at 30 s+).
-        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
-        ("grpc.keepalive_permit_without_calls", 1),
-    ]
-    if limits.max_connection_idle is not None:
-        opts.append(("grpc.max_connection_idle_ms", ms(limits.max_connection_idle)))
-    if limits.max_connection_age is not None:
-        opts.append(("grpc.max_connection_age_ms", ms(limits.max_connection_age)))
-        opts.append(("grpc.max_connection_age_grace_ms", ms(limits.max_connection_age_grace)))
-    return opts
-
-
-async def start_grpc(
-    pipeline: TraceConsumer,
-    host: str,
-    port: int,
-    max_bytes: int,
-    limits: GrpcLimits,
-    auth: Authenticator | None = None,
-    credentials: grpc.ServerCredentials | None = None,
-    extra: Sequence[grpc.GenericRpcHandler[bytes, bytes]] = (),
-) -> tuple[Any, int]:
-    """Start the gRPC server; returns it and the bound port (0 picks a free one). With
-    ``credentials`` the port speaks TLS only. ``extra``: more services on the same port
-    (the logs receiver), which check ``auth`` themselves."""
-    server = grpc.aio.server(options=grpc_options(max_bytes, limits))
-    server.add_generic_rpc_handlers((grpc_handler(pipeline, auth), *extra))
-    # Try the address with a plain socket first: when grpc's C core fails to bind, it
-    # writes its own log line (``E... add_port.cc ... Failed to add port``) straight to
-    # the process's stderr before Python hears of it, ahead of our one-line error.
-    taken = bind_problem(host, port)
-    if taken is not None:
-        raise OSError(f"cannot bind OTLP/gRPC on {host}:{port}: {taken}")
-    reason = "port in use or not allowed"
-    try:
-        address = f"{host}:{port}"
-        if credentials is not None:
-            bound = server.add_secure_port(address, credentials)
-        else:
-            bound = server.add_insecure_port(address)
-    except RuntimeError as exc:  # grpc reports a failed bind as RuntimeError
-        bound = 0
-        reason = str(exc).split(";")[0]
-    if bound == 0:
-        raise OSError(f"cannot bind OTLP/gRPC on {host}:{port}: {reason}")
-    await server.start()
-    return server, bound
 
 
 # --- HTTP ------------------------------------------------------------------------------
@@ -348,7 +167,7 @@ status_response = _status_response
 
 
 async def read_otlp_body(
-    request: web.Request, consumer: _Admits, cap: int, body_timeout: float
+    request: web.Request, consumer: Admits, cap: int, body_timeout: float
 ) -> tuple[bytes, str] | web.StreamResponse:
     """An OTLP/HTTP request's body and content type, or the answer that refuses it: the
     method (405), the encodings (415), capacity (503 + Retry-After, before the body is
