@@ -8,7 +8,10 @@ map their answers to OTLP statuses.
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from collections.abc import Sequence
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -22,6 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from tests.collector.collector_support import make_request, make_span, new_ids
 from tracejudge.collector.consumer import IngestResult, Throttled, TraceConsumer
 from tracejudge.collector.grpc_receiver import GrpcLimits, start_grpc
+from tracejudge.collector.inflight import InflightBytes
 from tracejudge.collector.receivers import receiver_app
 
 
@@ -103,3 +107,95 @@ def test_grpc_receiver_needs_only_the_consumer_protocol() -> None:
     asyncio.run(go())
     assert len(consumer.requests) == 1
     assert consumer.refused == 1
+
+
+class _Marker:
+    """Something weakly referable that lives in ``ingest``'s frame."""
+
+
+class RefusingConsumer(CountingConsumer):
+    """Admits every call, then refuses each request once parsed (the exact-size check)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.markers: list[weakref.ref[_Marker]] = []
+
+    def ingest(
+        self,
+        request: ExportTraceServiceRequest,
+        raw: bytes | None = None,
+        decode_rejects: Sequence[str] = (),
+    ) -> IngestResult:
+        marker = _Marker()  # held by this frame, as the parsed request is
+        self.markers.append(weakref.ref(marker))
+        raise Throttled("trace buffer full", 1.0)
+
+
+def _export(channel: grpc.aio.Channel) -> Any:
+    return channel.unary_unary(
+        "/opentelemetry.proto.collector.trace.v1.TraceService/Export", None, None
+    )
+
+
+def test_a_refused_grpc_request_is_freed_at_once_not_by_the_cyclic_gc() -> None:
+    """A request refused after parsing must not outlive its call.
+
+    The refusal used to be raised (``context.abort``) inside the frames that held the
+    message and its parsed request; grpc kept that exception in a reference cycle, so each
+    refused request stayed in memory until the cyclic GC ran, and a burst of large
+    requests over gRPC took the collector to 850 MiB (``bench/bench_memory.py``). With the
+    GC off, nothing of a refused call's frames may be left once it is answered."""
+    consumer = RefusingConsumer()
+    limits = GrpcLimits(30.0, 10.0, None, None, 5.0, 5.0)
+
+    async def go() -> None:
+        server, port = await start_grpc(consumer, "127.0.0.1", 0, 1 << 20, limits)
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                for _ in range(3):
+                    with pytest.raises(grpc.aio.AioRpcError) as refused:
+                        await _export(channel)(_request(), timeout=5)
+                    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        finally:
+            await server.stop(0)
+
+    gc.collect()
+    gc.disable()
+    try:
+        asyncio.run(go())
+        assert len(consumer.markers) == 3
+        assert [m() for m in consumer.markers] == [None, None, None]
+    finally:
+        gc.enable()
+    assert consumer.refused == 3
+
+
+def test_grpc_calls_share_the_inflight_budget_with_http() -> None:
+    """A gRPC call reserves ``max_request_bytes`` of the in-flight budget before its
+    message is read: while the budget is taken (here by a request that holds it), the call
+    waits, then gets UNAVAILABLE with the reason; once given back, calls go through."""
+    consumer = CountingConsumer()
+    limits = GrpcLimits(30.0, 10.0, None, None, 5.0, 5.0)
+    budget = InflightBytes(2 << 20)
+
+    async def go() -> None:
+        server, port = await start_grpc(consumer, "127.0.0.1", 0, 1 << 20, limits, budget=budget)
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                assert budget.reserve(2 << 20)  # an HTTP body being read takes it all
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await _export(channel)(_request(), timeout=5)
+                assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+                assert "max_inflight_request_bytes" in (refused.value.details() or "")
+                waiting = asyncio.ensure_future(_export(channel)(_request(), timeout=5))
+                await asyncio.sleep(0.2)
+                assert not waiting.done()  # waits for room rather than being refused
+                budget.release(2 << 20)
+                await waiting
+                assert budget.nbytes == 0  # the call gave its reservation back
+        finally:
+            await server.stop(0)
+
+    asyncio.run(go())
+    assert len(consumer.requests) == 1
+    assert budget.refused == 1

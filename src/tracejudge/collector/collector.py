@@ -100,7 +100,7 @@ class Collector:
         self._grpc: Any = None
         self._runners: list[HttpServer] = []
         self.inflight = InflightBytes(config.max_inflight_request_bytes)
-        """OTLP/HTTP request bytes being read (``max_inflight_request_bytes``)."""
+        """OTLP request bytes being read, over HTTP and gRPC (``max_inflight_request_bytes``)."""
         self.http_guard = GuardStats()
         """Connections the OTLP/HTTP (and health) listeners closed or refused."""
         self._timer: asyncio.Task[None] | None = None
@@ -361,6 +361,7 @@ class Collector:
             max_connection_age_grace=cfg.grpc_max_connection_age_grace,
             handshake_timeout=cfg.grpc_handshake_timeout,
             max_concurrent_streams=cfg.grpc_max_concurrent_streams,
+            bdp_probe=cfg.grpc_bdp_probe,
         )
         auth = None
         if cfg.tokens_configured():
@@ -375,7 +376,10 @@ class Collector:
             grpc_limits,
             auth,
             None if tls is None else tls.grpc_credentials(),
-            [logs_grpc_handler(self.logs, auth)] if self.logs is not None else [],
+            [logs_grpc_handler(self.logs, self.inflight, cfg.max_request_bytes, auth)]
+            if self.logs is not None
+            else [],
+            budget=self.inflight,
         )
         ssl_context = None if tls is None else tls.ssl_context()
         limits = GuardLimits(

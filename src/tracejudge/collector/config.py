@@ -186,9 +186,16 @@ class CollectorConfig:
     max_queue_bytes: int = 64 * 1024**2
     """Per backend, in memory; held exactly (decisions wait while a queue lacks room)."""
     max_inflight_request_bytes: int = 32 * 1024**2
-    """OTLP/HTTP request bodies being read at once; beyond it 503 + Retry-After."""
-    grpc_max_concurrent_streams: int = 16
-    """OTLP/gRPC calls in flight per connection (more wait at the client)."""
+    """OTLP request bodies being read at once (HTTP and gRPC); beyond it 503 + Retry-After
+    / UNAVAILABLE."""
+    grpc_max_concurrent_streams: int = 4
+    """OTLP/gRPC calls in flight per connection (more wait at the client). Each may hold a
+    message of up to ``max_request_bytes`` in grpc-core before the collector reads it; 4
+    took no throughput in ``bench/bench_memory.py`` (docs/collector.md, Memory)."""
+    grpc_bdp_probe: bool = False
+    """grpc-core's BDP probing, which grows each stream's flow-control window so a client
+    can send whole messages before they are read. Off, a stream has a 64 KiB window and
+    unread messages wait at the client; turn it on for clients on high-latency links."""
     max_disk_queue_bytes: int | None = None
     """Cap on the disk queue's database file (SQLite ``max_page_count``); None: the disk."""
     max_batch_bytes: int = 4 * 1024**2
@@ -385,7 +392,7 @@ _INTS = {"grpc_port", "http_port", "management_port", "max_traces", "max_spans_p
 _INTS |= {"decided_cache_size", "http_max_connections_per_client", "metrics_max_label_values"}
 _INTS |= {"grpc_max_concurrent_streams"}
 _BOOLS = {"drop_content", "passthrough", "redact_attributes", "insecure_no_auth"}
-_BOOLS |= {"forward_insecure_skip_verify"}
+_BOOLS |= {"forward_insecure_skip_verify", "grpc_bdp_probe"}
 _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint", "management_host"}
 _STRS |= {"auth_token_env"}
 _BOOLS |= {"evaluation_logs"}

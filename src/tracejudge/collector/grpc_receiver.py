@@ -7,7 +7,7 @@ UNAVAILABLE with ``RetryInfo``, the OTLP "retry later" for gRPC.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -17,12 +17,17 @@ from google.rpc import code_pb2  # type: ignore[import-untyped]
 
 from tracejudge.collector.auth import Authenticator
 from tracejudge.collector.consumer import Admits, Throttled, TraceConsumer
+from tracejudge.collector.inflight import InflightBytes
 from tracejudge.collector.otlp import parse_request, response_bytes, status_bytes
 from tracejudge.collector.receivers import bind_problem
 
 __all__ = [
+    "GRPC_BUDGET_WAIT",
+    "ExportHandler",
     "GrpcLimits",
+    "Refusal",
     "admit_grpc",
+    "export_method",
     "grpc_handler",
     "grpc_options",
     "grpc_unavailable",
@@ -32,28 +37,102 @@ __all__ = [
 _SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
+GRPC_BUDGET_WAIT = 1.0
+"""Seconds a gRPC call waits for room in the in-flight budget before UNAVAILABLE."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why an Export is refused, in plain values. Not the exception that said so: its
+    traceback would keep the parsed request alive (see ``export_method``)."""
+
+    code: grpc.StatusCode
+    message: str
+    retry_after: float | None = None
+    """Set for "retry later" (UNAVAILABLE with ``RetryInfo``)."""
+
+    @classmethod
+    def throttled(cls, exc: Throttled) -> Refusal:
+        """The refusal for a ``Throttled`` (the request's exact size, the disk queue)."""
+        return cls(grpc.StatusCode.UNAVAILABLE, str(exc), exc.retry_after)
+
+
+ExportHandler = Callable[[bytes], "bytes | Refusal"]
+"""Parses and ingests one Export message (raw bytes): the serialized response, or why not."""
+
+
+def export_method(
+    consumer: Admits,
+    auth: Authenticator | None,
+    budget: InflightBytes,
+    cap: int,
+    handle: ExportHandler,
+) -> grpc.RpcMethodHandler[bytes, bytes]:
+    """An OTLP ``Export`` method that reads its message only once the call is admitted,
+    and refuses only once nothing refers to the message any more.
+
+    Export is unary, but it is registered as request-streaming: a unary handler runs after
+    grpc has read the whole message into Python. Here a call is checked (the bearer token,
+    capacity), reserves ``cap`` bytes of the in-flight budget the HTTP receiver also draws
+    on (waiting up to ``GRPC_BUDGET_WAIT`` for room), and only then reads its one message;
+    the reservation shrinks to the message's size and is given back when the call ends.
+    Clients see no difference: on the wire a unary call is a client stream of one message.
+
+    ``handle`` runs to completion before any abort. A refusal raised from inside the frames
+    that hold the message and its parsed request (``context.abort`` raises) kept both alive
+    in grpc's reference cycles until the cyclic GC came by: under a burst of large requests
+    over gRPC that was most of the collector's peak memory (docs/collector.md, Memory)."""
+
+    async def export(_requests: object, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+        await admit_grpc(context, consumer, auth)
+        if not await budget.reserve_waiting(cap, GRPC_BUDGET_WAIT):
+            reason = "too many request bytes in flight (max_inflight_request_bytes)"
+            await grpc_unavailable(consumer, context, reason, 1.0)
+        held = cap
+        try:
+            data: object = await context.read()
+            if isinstance(data, bytes):
+                budget.release(held - len(data))
+                held = len(data)
+                answer = handle(data)
+            else:  # grpc.aio.EOF: the client sent no message
+                answer = Refusal(grpc.StatusCode.INVALID_ARGUMENT, "Export without a request")
+            del data
+        finally:
+            budget.release(held)
+        if isinstance(answer, bytes):
+            return answer
+        if answer.retry_after is not None:
+            await grpc_unavailable(consumer, context, answer.message, answer.retry_after)
+        await context.abort(answer.code, answer.message)
+        raise AssertionError("abort returned")  # pragma: no cover - abort always raises
+
+    return grpc.stream_unary_rpc_method_handler(export)
+
+
 def grpc_handler(
-    pipeline: TraceConsumer, auth: Authenticator | None = None
+    pipeline: TraceConsumer,
+    budget: InflightBytes,
+    cap: int,
+    auth: Authenticator | None = None,
 ) -> grpc.GenericRpcHandler[bytes, bytes]:
-    """A generic handler for Export that receives raw bytes (we parse them ourselves).
+    """``TraceService/Export`` on raw bytes (we parse them ourselves), admitted by
+    ``export_method``: with ``auth``, a call without a valid ``authorization: Bearer``
+    metadata entry is answered UNAUTHENTICATED before its message is even read."""
 
-    With ``auth``, a call without a valid ``authorization: Bearer`` metadata entry is
-    answered UNAUTHENTICATED before anything else (its bytes are never parsed)."""
-
-    async def export(data: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
-        await admit_grpc(context, pipeline, auth)
+    def handle(data: bytes) -> bytes | Refusal:
         try:
             request = parse_request(data)
         except ValueError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            return Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         try:
             result = pipeline.ingest(request, data)
         except Throttled as exc:  # this request's exact size, or the disk queue refused it
-            await grpc_unavailable(pipeline, context, exc)
+            return Refusal.throttled(exc)
         return response_bytes(result.rejected, result.error_message)
 
-    handler = grpc.unary_unary_rpc_method_handler(export)
-    return grpc.method_handlers_generic_handler(_SERVICE, {"Export": handler})
+    method = export_method(pipeline, auth, budget, cap, handle)
+    return grpc.method_handlers_generic_handler(_SERVICE, {"Export": method})
 
 
 async def admit_grpc(
@@ -74,18 +153,24 @@ async def admit_grpc(
     try:
         consumer.check_capacity()
     except Throttled as exc:
-        await grpc_unavailable(consumer, context, exc)
+        reason, retry_after = str(exc), exc.retry_after
+    else:
+        return
+    await grpc_unavailable(consumer, context, reason, retry_after)
 
 
 async def grpc_unavailable(
-    consumer: Admits, context: grpc.aio.ServicerContext[bytes, bytes], exc: Throttled
+    consumer: Admits,
+    context: grpc.aio.ServicerContext[bytes, bytes],
+    reason: str,
+    retry_after: float,
 ) -> NoReturn:
     """Refuse with UNAVAILABLE and ``RetryInfo`` (the OTLP "retry later" for gRPC)."""
     consumer.throttled()
-    details = status_bytes(code_pb2.UNAVAILABLE, str(exc), exc.retry_after)
+    details = status_bytes(code_pb2.UNAVAILABLE, reason, retry_after)
     await context.abort(
         grpc.StatusCode.UNAVAILABLE,
-        str(exc),
+        reason,
         trailing_metadata=(("grpc-status-details-bin", details),),
     )
     raise AssertionError("abort returned")  # pragma: no cover - abort always raises
@@ -101,7 +186,8 @@ class GrpcLimits:
     max_connection_age: float | None
     max_connection_age_grace: float
     handshake_timeout: float
-    max_concurrent_streams: int = 16
+    max_concurrent_streams: int = 4
+    bdp_probe: bool = False
 
 
 def grpc_options(max_bytes: int, limits: GrpcLimits) -> list[tuple[str, int]]:
@@ -120,9 +206,12 @@ def grpc_options(max_bytes: int, limits: GrpcLimits) -> list[tuple[str, int]]:
 
     opts = [
         ("grpc.max_receive_message_length", max_bytes),
-        # Calls in flight per connection (more wait at the client, in HTTP/2 flow control):
-        # each holds a whole message of up to ``max_bytes`` in memory.
+        # Calls in flight per connection (more wait at the client, in HTTP/2 flow control).
         ("grpc.max_concurrent_streams", limits.max_concurrent_streams),
+        # BDP probing lets each stream's window grow to whole messages, which then sat in
+        # grpc-core, unread and outside every limit of ours: most of the peak memory of a
+        # burst of large requests over gRPC (docs/collector.md, Memory).
+        ("grpc.http2.bdp_probe", int(limits.bdp_probe)),
         ("grpc.so_reuseport", 0),
         ("grpc.keepalive_time_ms", ms(limits.keepalive_time)),
         ("grpc.keepalive_timeout_ms", ms(limits.keepalive_timeout)),
@@ -148,12 +237,16 @@ async def start_grpc(
     auth: Authenticator | None = None,
     credentials: grpc.ServerCredentials | None = None,
     extra: Sequence[grpc.GenericRpcHandler[bytes, bytes]] = (),
+    *,
+    budget: InflightBytes | None = None,
 ) -> tuple[Any, int]:
     """Start the gRPC server; returns it and the bound port (0 picks a free one). With
     ``credentials`` the port speaks TLS only. ``extra``: more services on the same port
-    (the logs receiver), which check ``auth`` themselves."""
+    (the logs receiver), which check ``auth`` and draw on ``budget`` themselves.
+    ``budget``: the in-flight request bytes shared with the HTTP receiver (None: no limit)."""
+    inflight = InflightBytes(1 << 62) if budget is None else budget
     server = grpc.aio.server(options=grpc_options(max_bytes, limits))
-    server.add_generic_rpc_handlers((grpc_handler(pipeline, auth), *extra))
+    server.add_generic_rpc_handlers((grpc_handler(pipeline, inflight, max_bytes, auth), *extra))
     # Try the address with a plain socket first: when grpc's C core fails to bind, it
     # writes its own log line (``E... add_port.cc ... Failed to add port``) straight to
     # the process's stderr before Python hears of it, ahead of our one-line error.

@@ -2,31 +2,68 @@
 
 from __future__ import annotations
 
+import asyncio
+
 __all__ = ["InflightBytes"]
 
 
 class InflightBytes:
-    """Request bodies being read at once, in bytes (``max_inflight_request_bytes``).
+    """Request bodies being read at once, in bytes (``max_inflight_request_bytes``), over
+    both receivers.
 
     Under a burst, hundreds of bodies of up to ``max_request_bytes`` can be arriving at the
-    same time, and they were the largest part of peak memory (docs/performance.md). A
-    request reserves its Content-Length (``max_request_bytes`` when chunked) before its
-    body is read; past the limit it is answered 503 + Retry-After at once. One request
-    is always let in, whatever its size."""
+    same time, and they were the largest part of peak memory (docs/collector.md, Memory).
+    An OTLP/HTTP request reserves its Content-Length (``max_request_bytes`` when chunked)
+    before its body is read; past the limit it is answered 503 + Retry-After at once. A
+    gRPC call's size is unknown until its message is read, so it reserves
+    ``max_request_bytes``, waits a moment for room when there is none (the read takes
+    milliseconds), and keeps only its message's size once read. One request is always let
+    in, whatever its size."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.nbytes = 0
         self.refused = 0
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def _fits(self, n: int) -> bool:
+        return not self.nbytes or self.nbytes + n <= self.limit
 
     def reserve(self, n: int) -> bool:
         """Take ``n`` bytes of the budget; False (nothing taken) when they do not fit."""
-        if self.nbytes and self.nbytes + n > self.limit:
+        if not self._fits(n):
             self.refused += 1
             return False
         self.nbytes += n
         return True
 
+    async def reserve_waiting(self, n: int, timeout: float) -> bool:
+        """``reserve``, waiting up to ``timeout`` seconds for room; False when none came."""
+        if self._fits(n):
+            self.nbytes += n
+            return True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while (remaining := deadline - loop.time()) > 0:
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                await asyncio.wait_for(waiter, remaining)
+            except TimeoutError:
+                pass
+            finally:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+            if self._fits(n):
+                self.nbytes += n
+                return True
+        self.refused += 1
+        return False
+
     def release(self, n: int) -> None:
-        """Give back what ``reserve`` took."""
+        """Give back ``n`` of what ``reserve`` took; wakes the calls waiting for room."""
         self.nbytes -= n
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)

@@ -21,7 +21,8 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 
 from tracejudge.collector.auth import Authenticator
 from tracejudge.collector.consumer import IngestResult, Throttled
-from tracejudge.collector.grpc_receiver import admit_grpc, grpc_unavailable
+from tracejudge.collector.grpc_receiver import Refusal, export_method
+from tracejudge.collector.inflight import InflightBytes
 from tracejudge.collector.logs import (
     logs_from_json,
     logs_response_bytes,
@@ -55,26 +56,26 @@ class LogsConsumer(Protocol):
 
 
 def logs_grpc_handler(
-    consumer: LogsConsumer, auth: Authenticator | None = None
+    consumer: LogsConsumer, budget: InflightBytes, cap: int, auth: Authenticator | None = None
 ) -> grpc.GenericRpcHandler[bytes, bytes]:
-    """A generic handler for ``LogsService/Export`` on raw bytes; with ``auth``, a call
-    without a valid bearer token is UNAUTHENTICATED before anything else, as for traces
-    (on HTTP the OTLP app's middleware covers ``/v1/logs``)."""
+    """A generic handler for ``LogsService/Export`` on raw bytes, admitted like the trace
+    service's (``grpc_receiver.export_method``: the bearer token, capacity and the in-flight
+    budget before the message is read; on HTTP the OTLP app's middleware covers
+    ``/v1/logs``)."""
 
-    async def export(data: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
-        await admit_grpc(context, consumer, auth)
+    def handle(data: bytes) -> bytes | Refusal:
         try:
             request = parse_logs_request(data)
         except ValueError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            return Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         try:
             result = consumer.ingest_logs(request)
         except Throttled as exc:
-            await grpc_unavailable(consumer, context, exc)
+            return Refusal.throttled(exc)
         return logs_response_bytes(result.rejected, result.error_message)
 
-    handler = grpc.unary_unary_rpc_method_handler(export)
-    return grpc.method_handlers_generic_handler(_SERVICE, {"Export": handler})
+    method = export_method(consumer, auth, budget, cap, handle)
+    return grpc.method_handlers_generic_handler(_SERVICE, {"Export": method})
 
 
 def logs_http_handler(
