@@ -8,9 +8,10 @@ map their answers to OTLP statuses.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import weakref
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import grpc
@@ -60,6 +61,25 @@ def _request() -> bytes:
     return make_request([make_span(tid, sid)]).SerializeToString()
 
 
+LIMITS = GrpcLimits(30.0, 10.0, None, None, 5.0, 5.0)
+
+
+@contextlib.asynccontextmanager
+async def grpc_export(
+    consumer: TraceConsumer, budget: InflightBytes | None = None
+) -> AsyncIterator[Any]:
+    """A real gRPC receiver on a free port in front of ``consumer``, and a client's
+    ``Export`` call (raw bytes in and out)."""
+    server, port = await start_grpc(consumer, "127.0.0.1", 0, 1 << 20, LIMITS, budget=budget)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            yield channel.unary_unary(
+                "/opentelemetry.proto.collector.trace.v1.TraceService/Export", None, None
+            )
+    finally:
+        await server.stop(0)
+
+
 def test_http_receiver_needs_only_the_consumer_protocol() -> None:
     """Accepted: 200 with the consumer's partial-success answer; full: 503 + Retry-After
     from ``Throttled.retry_after``, counted through ``throttled()``."""
@@ -87,22 +107,14 @@ def test_http_receiver_needs_only_the_consumer_protocol() -> None:
 def test_grpc_receiver_needs_only_the_consumer_protocol() -> None:
     """The gRPC receiver: OK with the consumer's answer, UNAVAILABLE when it is full."""
     consumer = CountingConsumer()
-    limits = GrpcLimits(30.0, 10.0, None, None, 5.0, 5.0)
 
     async def go() -> None:
-        server, port = await start_grpc(consumer, "127.0.0.1", 0, 1 << 20, limits)
-        try:
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                export = channel.unary_unary(
-                    "/opentelemetry.proto.collector.trace.v1.TraceService/Export", None, None
-                )
+        async with grpc_export(consumer) as export:
+            await export(_request(), timeout=5)
+            consumer.full = True
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
                 await export(_request(), timeout=5)
-                consumer.full = True
-                with pytest.raises(grpc.aio.AioRpcError) as refused:
-                    await export(_request(), timeout=5)
-                assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
-        finally:
-            await server.stop(0)
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
 
     asyncio.run(go())
     assert len(consumer.requests) == 1
@@ -131,12 +143,6 @@ class RefusingConsumer(CountingConsumer):
         raise Throttled("trace buffer full", 1.0)
 
 
-def _export(channel: grpc.aio.Channel) -> Any:
-    return channel.unary_unary(
-        "/opentelemetry.proto.collector.trace.v1.TraceService/Export", None, None
-    )
-
-
 def test_a_refused_grpc_request_is_freed_at_once_not_by_the_cyclic_gc() -> None:
     """A request refused after parsing must not outlive its call.
 
@@ -146,18 +152,13 @@ def test_a_refused_grpc_request_is_freed_at_once_not_by_the_cyclic_gc() -> None:
     requests over gRPC took the collector to 850 MiB (``bench/bench_memory.py``). With the
     GC off, nothing of a refused call's frames may be left once it is answered."""
     consumer = RefusingConsumer()
-    limits = GrpcLimits(30.0, 10.0, None, None, 5.0, 5.0)
 
     async def go() -> None:
-        server, port = await start_grpc(consumer, "127.0.0.1", 0, 1 << 20, limits)
-        try:
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                for _ in range(3):
-                    with pytest.raises(grpc.aio.AioRpcError) as refused:
-                        await _export(channel)(_request(), timeout=5)
-                    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
-        finally:
-            await server.stop(0)
+        async with grpc_export(consumer) as export:
+            for _ in range(3):
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await export(_request(), timeout=5)
+                assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
 
     gc.collect()
     gc.disable()
@@ -175,26 +176,21 @@ def test_grpc_calls_share_the_inflight_budget_with_http() -> None:
     message is read: while the budget is taken (here by a request that holds it), the call
     waits, then gets UNAVAILABLE with the reason; once given back, calls go through."""
     consumer = CountingConsumer()
-    limits = GrpcLimits(30.0, 10.0, None, None, 5.0, 5.0)
     budget = InflightBytes(2 << 20)
 
     async def go() -> None:
-        server, port = await start_grpc(consumer, "127.0.0.1", 0, 1 << 20, limits, budget=budget)
-        try:
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                assert budget.reserve(2 << 20)  # an HTTP body being read takes it all
-                with pytest.raises(grpc.aio.AioRpcError) as refused:
-                    await _export(channel)(_request(), timeout=5)
-                assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
-                assert "max_inflight_request_bytes" in (refused.value.details() or "")
-                waiting = asyncio.ensure_future(_export(channel)(_request(), timeout=5))
-                await asyncio.sleep(0.2)
-                assert not waiting.done()  # waits for room rather than being refused
-                budget.release(2 << 20)
-                await waiting
-                assert budget.nbytes == 0  # the call gave its reservation back
-        finally:
-            await server.stop(0)
+        async with grpc_export(consumer, budget) as export:
+            assert budget.reserve(2 << 20)  # an HTTP body being read takes it all
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await export(_request(), timeout=5)
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert "max_inflight_request_bytes" in (refused.value.details() or "")
+            waiting = asyncio.ensure_future(export(_request(), timeout=5))
+            await asyncio.sleep(0.2)
+            assert not waiting.done()  # waits for room rather than being refused
+            budget.release(2 << 20)
+            await waiting
+            assert budget.nbytes == 0  # the call gave its reservation back
 
     asyncio.run(go())
     assert len(consumer.requests) == 1

@@ -9,21 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import grpc
 import grpc.aio
 from google.rpc import code_pb2  # type: ignore[import-untyped]
 
 from tracejudge.collector.auth import Authenticator
-from tracejudge.collector.consumer import Admits, Throttled, TraceConsumer
+from tracejudge.collector.consumer import Admits, IngestResult, Throttled, TraceConsumer
 from tracejudge.collector.inflight import InflightBytes
 from tracejudge.collector.otlp import parse_request, response_bytes, status_bytes
 from tracejudge.collector.receivers import bind_problem
 
 __all__ = [
     "GRPC_BUDGET_WAIT",
-    "ExportHandler",
     "GrpcLimits",
     "Refusal",
     "admit_grpc",
@@ -57,8 +56,7 @@ class Refusal:
         return cls(grpc.StatusCode.UNAVAILABLE, str(exc), exc.retry_after)
 
 
-ExportHandler = Callable[[bytes], "bytes | Refusal"]
-"""Parses and ingests one Export message (raw bytes): the serialized response, or why not."""
+Request = TypeVar("Request")
 
 
 def export_method(
@@ -66,7 +64,9 @@ def export_method(
     auth: Authenticator | None,
     budget: InflightBytes,
     cap: int,
-    handle: ExportHandler,
+    parse: Callable[[bytes], Request],
+    ingest: Callable[[Request, bytes], IngestResult],
+    respond: Callable[[int, str], bytes],
 ) -> grpc.RpcMethodHandler[bytes, bytes]:
     """An OTLP ``Export`` method that reads its message only once the call is admitted,
     and refuses only once nothing refers to the message any more.
@@ -78,7 +78,9 @@ def export_method(
     the reservation shrinks to the message's size and is given back when the call ends.
     Clients see no difference: on the wire a unary call is a client stream of one message.
 
-    ``handle`` runs to completion before any abort. A refusal raised from inside the frames
+    ``parse`` (ValueError: INVALID_ARGUMENT) and ``ingest`` (``Throttled``: UNAVAILABLE)
+    the message; ``respond`` serializes the partial-success answer. They run to completion
+    before any abort. A refusal raised from inside the frames
     that hold the message and its parsed request (``context.abort`` raises) kept both alive
     in grpc's reference cycles until the cyclic GC came by: under a burst of large requests
     over gRPC that was most of the collector's peak memory (docs/collector.md, Memory)."""
@@ -94,7 +96,7 @@ def export_method(
             if isinstance(data, bytes):
                 budget.release(held - len(data))
                 held = len(data)
-                answer = handle(data)
+                answer = _answer(data, parse, ingest, respond)
             else:  # grpc.aio.EOF: the client sent no message
                 answer = Refusal(grpc.StatusCode.INVALID_ARGUMENT, "Export without a request")
             del data
@@ -110,6 +112,24 @@ def export_method(
     return grpc.stream_unary_rpc_method_handler(export)
 
 
+def _answer(
+    data: bytes,
+    parse: Callable[[bytes], Request],
+    ingest: Callable[[Request, bytes], IngestResult],
+    respond: Callable[[int, str], bytes],
+) -> bytes | Refusal:
+    """Parse and ingest one message: the serialized response, or why not (plain values)."""
+    try:
+        request = parse(data)
+    except ValueError as exc:
+        return Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+    try:
+        result = ingest(request, data)
+    except Throttled as exc:  # this request's exact size, or the disk queue refused it
+        return Refusal.throttled(exc)
+    return respond(result.rejected, result.error_message)
+
+
 def grpc_handler(
     pipeline: TraceConsumer,
     budget: InflightBytes,
@@ -119,19 +139,9 @@ def grpc_handler(
     """``TraceService/Export`` on raw bytes (we parse them ourselves), admitted by
     ``export_method``: with ``auth``, a call without a valid ``authorization: Bearer``
     metadata entry is answered UNAUTHENTICATED before its message is even read."""
-
-    def handle(data: bytes) -> bytes | Refusal:
-        try:
-            request = parse_request(data)
-        except ValueError as exc:
-            return Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        try:
-            result = pipeline.ingest(request, data)
-        except Throttled as exc:  # this request's exact size, or the disk queue refused it
-            return Refusal.throttled(exc)
-        return response_bytes(result.rejected, result.error_message)
-
-    method = export_method(pipeline, auth, budget, cap, handle)
+    method = export_method(
+        pipeline, auth, budget, cap, parse_request, pipeline.ingest, response_bytes
+    )
     return grpc.method_handlers_generic_handler(_SERVICE, {"Export": method})
 
 

@@ -21,7 +21,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 
 from tracejudge.collector.auth import Authenticator
 from tracejudge.collector.consumer import IngestResult, Throttled
-from tracejudge.collector.grpc_receiver import Refusal, export_method
+from tracejudge.collector.grpc_receiver import export_method
 from tracejudge.collector.inflight import InflightBytes
 from tracejudge.collector.logs import (
     logs_from_json,
@@ -63,18 +63,12 @@ def logs_grpc_handler(
     budget before the message is read; on HTTP the OTLP app's middleware covers
     ``/v1/logs``)."""
 
-    def handle(data: bytes) -> bytes | Refusal:
-        try:
-            request = parse_logs_request(data)
-        except ValueError as exc:
-            return Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        try:
-            result = consumer.ingest_logs(request)
-        except Throttled as exc:
-            return Refusal.throttled(exc)
-        return logs_response_bytes(result.rejected, result.error_message)
+    def ingest(request: ExportLogsServiceRequest, _raw: bytes) -> IngestResult:
+        return consumer.ingest_logs(request)
 
-    method = export_method(consumer, auth, budget, cap, handle)
+    method = export_method(
+        consumer, auth, budget, cap, parse_logs_request, ingest, logs_response_bytes
+    )
     return grpc.method_handlers_generic_handler(_SERVICE, {"Export": method})
 
 
