@@ -330,3 +330,43 @@ def test_cheap_rules_are_judged_on_the_loop_until_a_run_is_slow(
     worker.observe(LOOP_JUDGING_LIMIT * 2)
     assert worker.on_thread  # one slow trace moves it back
     worker.close()
+
+
+class WaitingJudge(StandInJudge):
+    """Spends ``wait`` seconds of each judgement waiting, not computing: what a judge on
+    the worker thread does while another thread of the process holds the GIL."""
+
+    def __init__(self, wait: float) -> None:
+        super().__init__()
+        self.wait = wait
+
+    def judge_spans(self, spans: Sequence[SpanRecord]) -> list[Verdict]:
+        time.sleep(self.wait)
+        return super().judge_spans(spans)
+
+
+def test_a_runs_judging_time_is_the_judges_cpu_not_its_waits(
+    collector_factory: Callable[..., Collector], sink: Sink
+) -> None:
+    """Judging time (adaptive judging, the rule-cost budget, ``/metrics``) is the judge's
+    CPU time on its thread, not wall time.
+
+    On the judging thread the wall clock also counted the waits for the GIL while the loop
+    ran: under load every trace looked slower than the cheap limit, judging never moved to
+    the loop, and the collector spent ~40% more CPU per trace than before the thread existed
+    (bench/bench_collector.py). A judge that waits 20 ms per run must still count as cheap
+    and move judging to the loop."""
+    c = collector_factory(judge=WaitingJudge(0.02), decision_wait_after_root=0.05)
+    assert c.pipeline is not None
+    c.pipeline.worker.settle_runs = 3
+    sent = []
+    for _ in range(4):
+        tid, body = _agent_trace(tools=2)
+        assert post(c.http_port, body)[0] == 200
+        sent.append(tid)
+    wait_for(lambda: {s.trace_id for s in sink.spans()} >= set(sent), what="the traces")
+    judging = c.snapshot()["judging"]
+    assert judging["runs"] == 4
+    assert judging["max_ms"] < 10  # each run waited 20 ms; its CPU was well under that
+    assert judging["on"] == "loop"
+    assert judging["moves"] == 1

@@ -193,9 +193,13 @@ class Collector:
             "mean_ms": None,
             "max_ms": None,
             "over_budget": 0,
+            "on": None,
+            "moves": 0,
         }
         p = self.pipeline
         if p is not None:
+            out["on"] = "thread" if p.worker.on_thread else "loop"
+            out["moves"] = p.worker.moves
             watch = p.cost
             out["lag_s"] = round(p.judge_lag(), 3)
             out["runs"] = watch.runs

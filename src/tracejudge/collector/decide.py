@@ -37,14 +37,15 @@ __all__ = ["Decider", "Outcome", "payloads_for"]
 
 @dataclass(slots=True)
 class Outcome:
-    """A decided but not yet settled trace (see ``Pipeline.decide``)."""
+    """A decided but not yet settled trace (see ``Decider.decide``)."""
 
     pieces: list[Piece]
     """Framed fragments with their span counts."""
     verdicts: list[Verdict]
     decision: Decision
     seconds: float = 0.0
-    """Time the judge took on this trace (the rule-cost budget is checked against it)."""
+    """CPU time the judge took on this trace (the rule-cost budget and adaptive judging
+    are checked against it)."""
 
 
 class Decider:
@@ -96,9 +97,12 @@ class Decider:
         remembered until ``settle``, so an outcome can be thrown away (no room in a
         forward queue yet, or a failure half-way)."""
         fragments = [ResourceSpans.FromString(b) for b in trace.fragments]
-        began = time.perf_counter()
+        # CPU time of this thread, not wall time: on the judging thread the wall clock also
+        # counts the waits for the GIL while the loop runs, which made every trace look
+        # slow under load and kept judging off the loop for good (docs/performance.md).
+        began = time.thread_time()
         verdicts = self._judge(trace, fragments)
-        seconds = time.perf_counter() - began
+        seconds = time.thread_time() - began
         for v in verdicts:
             if not v.rules_version:
                 v.rules_version = self.rules_version

@@ -54,8 +54,8 @@ _LEAD = 32
 """Chunks the worker may judge ahead of the loop settling them."""
 LOOP_JUDGING_LIMIT = 0.005
 """A trace judged slower than this (5 ms) moves judging off the loop (``AdaptiveJudging``)."""
-CHEAP_JUDGING = 0.001
-"""Traces judged in under this (1 ms), many in a row, move judging onto the loop."""
+CHEAP_JUDGING = 0.0025
+"""Traces judged in under this (2.5 ms of CPU), 64 in a row, move judging onto the loop."""
 
 
 class DecidedHook(Protocol):

@@ -133,6 +133,8 @@ class AdaptiveJudging:
         self.loop_limit = loop_limit
         self.settle_runs = settle_runs
         self.on_thread = True
+        self.moves = 0
+        """Times judging moved between the thread and the loop (``/metrics`` ``judging``)."""
         self._cheap_in_a_row = 0
         self._thread = JudgeWorker()
 
@@ -148,6 +150,7 @@ class AdaptiveJudging:
         if not self.on_thread:
             if seconds > self.loop_limit:
                 self.on_thread = True
+                self.moves += 1
                 self._cheap_in_a_row = 0
                 log.info(
                     "judging a trace took %.1f ms: judging moves off the event loop to the "
@@ -158,6 +161,7 @@ class AdaptiveJudging:
         self._cheap_in_a_row = self._cheap_in_a_row + 1 if seconds < self.cheap else 0
         if self._cheap_in_a_row >= self.settle_runs:
             self.on_thread = False
+            self.moves += 1
             self._cheap_in_a_row = 0
 
     def close(self) -> None:
