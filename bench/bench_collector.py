@@ -181,8 +181,10 @@ def throughput(sink: SinkThread, templates: list[Path], transport: str, seconds:
         gen = loadgen(f"{scheme}://127.0.0.1:{port}", templates, "--seconds", str(seconds))
         time.sleep(seconds / 4)
         m0, t0, c0 = metrics(serve.http), time.monotonic(), cpu_seconds(serve.proc.pid)
+        r0 = sink.requests
         time.sleep(seconds / 2)
         m1, t1, c1 = metrics(serve.http), time.monotonic(), cpu_seconds(serve.proc.pid)
+        forwards = sink.requests - r0
         sent = json.loads(gen.communicate(timeout=seconds + 60)[0])
         dt = t1 - t0
         decided = m1["traces_decided"] - m0["traces_decided"]
@@ -207,6 +209,10 @@ def throughput(sink: SinkThread, templates: list[Path], transport: str, seconds:
             "cpu_us_per_trace": round((c1 - c0) / max(1, decided) * 1e6),
             "spans_per_cpu_second": round(decided * spans_per_trace / max(1e-9, c1 - c0)),
             "throttled_requests": sent["throttled"],
+            "forward_requests_per_s": round(forwards / dt),
+            # where judging ran at the end of the window and how often it moved (adaptive
+            # judging; absent in builds before it)
+            "judging": {k: m1.get("judging", {}).get(k) for k in ("on", "moves")},
             "loadgen": sent,
         }
     finally:
