@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import SecretStr
 
 import tracejudge
+from tests.frameworks.lifecycle_support import TRACED, names, ours
 from tracejudge.demo.model_server import ScriptedModelServer
 from tracejudge.demo.script import Reply, Script, ToolRequest
 from tracejudge.instrumentation import SupportedVersions, active_patchers
@@ -68,27 +69,6 @@ def run_agent(name: str = "run", config: Any = None) -> str:
         agent = react_agent(model, [lookup_order], prompt="Answer.", name="orders")
         out = agent.invoke({"messages": [("user", "Is B-1 paid?")]}, config=config)
     return str(out["messages"][-1].content)
-
-
-def ours(caplog: pytest.LogCaptureFixture) -> list[str]:
-    """tracejudge's warnings (other libraries' log records are not ours to count)."""
-    return [
-        r.getMessage()
-        for r in caplog.records
-        if r.name.startswith("tracejudge") and r.levelno >= logging.WARNING
-    ]
-
-
-def names(exporter: InMemorySpanExporter) -> list[str]:
-    return [s.name for s in exporter.get_finished_spans()]
-
-
-TRACED = [
-    "chat gpt-4o-mini",
-    "execute_tool lookup_order",
-    "chat gpt-4o-mini",
-    "invoke_agent orders",
-]
 
 
 @pytest.fixture(autouse=True)

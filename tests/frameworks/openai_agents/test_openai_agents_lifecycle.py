@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracejudge
+from tests.frameworks.lifecycle_support import TRACED, names, ours
 from tracejudge.demo.model_server import ScriptedModelServer
 from tracejudge.demo.script import Reply, Script, ToolRequest
 from tracejudge.instrumentation import SupportedVersions, active_patchers
@@ -72,27 +73,6 @@ def run_with(tool: Any, script: Script) -> str:
 
     with ScriptedModelServer([script]) as server:
         return asyncio.run(main(server))
-
-
-def ours(caplog: pytest.LogCaptureFixture) -> list[str]:
-    """tracejudge's warnings (other libraries' log records are not ours to count)."""
-    return [
-        r.getMessage()
-        for r in caplog.records
-        if r.name.startswith("tracejudge") and r.levelno >= logging.WARNING
-    ]
-
-
-def names(exporter: InMemorySpanExporter) -> list[str]:
-    return [s.name for s in exporter.get_finished_spans()]
-
-
-TRACED = [
-    "chat gpt-4o-mini",
-    "execute_tool lookup_order",
-    "chat gpt-4o-mini",
-    "invoke_agent orders",
-]
 
 
 @pytest.fixture
