@@ -26,7 +26,7 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from tracejudge.instrumentation._context import should_skip_model_span
 from tracejudge.instrumentation._genai import ModelCallTelemetry
@@ -82,19 +82,20 @@ class Target:
     """False: a resource some SDK releases lack (a beta API); its absence is no error."""
 
 
-class CallScope:
-    """Entered around the SDK call while the span is current (default: nothing)."""
+class CallScope(Protocol):
+    """Entered around the SDK call while the span is current (``ProviderSpec.scope``)."""
 
     def enter(self) -> object:
         """Called before the SDK call; the return value is handed to ``exit``."""
-        return None
+        ...
 
     def exit(self, token: object) -> None:
         """Called after the SDK call returned or raised (same thread/task)."""
+        ...
 
 
-class Extension:
-    """Provider-specific patches beyond the spec's targets (default: none).
+class Extension(Protocol):
+    """Provider-specific patches beyond the spec's targets (``ProviderSpec.extension``).
 
     ``install`` may raise ``AttributeError``/``ImportError``/``TypeError`` when the
     SDK moved; ``uninstall`` must undo a partial install.
@@ -102,9 +103,11 @@ class Extension:
 
     def install(self, runtime: Runtime, patches: MethodPatches, spec: ProviderSpec) -> None:
         """Add patches (record methods in ``patches`` so unpatching is exact)."""
+        ...
 
     def uninstall(self) -> None:
         """Undo what ``install`` did beyond ``patches``."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

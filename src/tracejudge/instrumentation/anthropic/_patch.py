@@ -28,9 +28,7 @@ from typing import Any, Final
 from tracejudge.instrumentation._genai import ModelCallTelemetry
 from tracejudge.instrumentation._patcher import MethodPatches
 from tracejudge.instrumentation._provider import (
-    CallScope,
     Endpoint,
-    Extension,
     ProviderPatcher,
     ProviderSpec,
     Target,
@@ -54,7 +52,7 @@ _ACTIVE = "_tracejudge_active"
 MESSAGES = Endpoint(_messages.start, _messages.finish, MessageAccumulator)
 
 
-class _SdkSpanOff(CallScope):
+class _SdkSpanOff:
     """Switch the SDK's own span off while our call is in flight (see ``_suppress``)."""
 
     def enter(self) -> object:
@@ -200,7 +198,7 @@ def _wrap_stream(runtime: Runtime, spec: ProviderSpec, *, is_async: bool) -> Cal
     return make
 
 
-class _StreamManagers(Extension):
+class _StreamManagers:
     """``messages.stream()`` on both resources, and the SDK-span suppressor."""
 
     def __init__(self) -> None:
