@@ -11,9 +11,11 @@ carry.
    OpenInference, OpenLLMetry). Cost: two context lookups and one attribute-dict lookup.
 
 2. Linking tool executions to the model's tool-call ids. After each model response the
-   patcher calls ``record_requested_tool_calls()``; ``@tool`` then claims the matching
-   id with ``claim_tool_call_id()``. The ledger is a mutable object placed in context by
-   ``agent()`` (so tasks/threads spawned inside the agent share it) or created lazily.
+   patcher calls ``record_requested_tool_calls()`` (with the request's tool definitions);
+   a ``ToolInvocation`` (``_invocation``) then claims the matching id with
+   ``claim_tool_call_id()`` and reads its tool's description. The ledger is a mutable
+   object placed in context by an ``AgentInvocation`` (so tasks/threads spawned inside the
+   agent share it) or created lazily.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from tracejudge import semconv
+from tracejudge.instrumentation._shapes import get
 
 SUPPRESS_KEY: Final = otel_context.create_key("tracejudge-suppress-model-spans")
 
@@ -80,11 +83,20 @@ class ToolCallLedger:
 
     calls: list[PendingToolCall] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    offered: Any = None
+    """The tool definitions the latest response's request offered, as the SDK took them
+    (read only when a tool span needs its tool's description; see ``description``)."""
 
-    def replace(self, calls: Iterable[PendingToolCall]) -> None:
+    def replace(self, calls: Iterable[PendingToolCall], offered: Any = None) -> None:
         """Forget older requests; the latest response is the one being executed."""
         with self.lock:
             self.calls = list(calls)
+            self.offered = offered
+
+    def description(self, names: tuple[str, ...]) -> str | None:
+        """The description the request gave the tool called one of ``names`` (None when
+        it gave none, or offered no such tool)."""
+        return offered_description(self.offered, names)
 
     def claim_id(self, call_id: str) -> None:
         """Mark the pending call with this id claimed (an id given explicitly), so the
@@ -126,33 +138,47 @@ _LEDGER: contextvars.ContextVar[ToolCallLedger | None] = contextvars.ContextVar(
 
 
 def new_ledger() -> contextvars.Token[ToolCallLedger | None]:
-    """Start a fresh ledger for an agent run; returns the token to ``reset_ledger``."""
+    """Start a fresh ledger for an agent run; returns the token that restores the one
+    before (``AgentInvocation`` gives it back)."""
     return _LEDGER.set(ToolCallLedger())
 
 
-def reset_ledger(token: contextvars.Token[ToolCallLedger | None]) -> None:
-    """Restore the ledger that was current before ``new_ledger``."""
-    try:
-        _LEDGER.reset(token)
-    except ValueError:  # reset from another context (generator finalised elsewhere)
-        _LEDGER.set(None)
+def offered_description(offered: Any, names: tuple[str, ...]) -> str | None:
+    """The description of the tool named one of ``names`` in a request's ``tools``: the
+    providers' shapes alike (Chat Completions ``{"type": "function", "function": {...}}``,
+    Responses and Anthropic ``{"name", "description", ...}``, as dicts or SDK objects)."""
+    if not isinstance(offered, (list, tuple)):
+        return None
+    for tool in offered:
+        function = get(tool, "function")
+        spec = tool if function is None else function
+        if get(spec, "name") in names:
+            text = get(spec, "description")
+            return text if isinstance(text, str) and text else None
+    return None
 
 
-def record_requested_tool_calls(calls: Sequence[PendingToolCall]) -> None:
-    """Called by patchers after every chat-style response (an empty list clears)."""
+def record_requested_tool_calls(calls: Sequence[PendingToolCall], offered: Any = None) -> None:
+    """Called by patchers after every chat-style response (an empty list clears);
+    ``offered``: the request's tool definitions (their descriptions go on tool spans)."""
     ledger = _LEDGER.get()
     if ledger is None:
         if not calls:
             return  # nothing pending and nothing to clear: skip the allocation
         ledger = ToolCallLedger()
         _LEDGER.set(ledger)
-    ledger.replace(calls)
+    ledger.replace(calls, offered)
+
+
+def current_ledger() -> ToolCallLedger | None:
+    """The tool-call ledger of this logical flow, if any."""
+    return _LEDGER.get()
 
 
 def claim_tool_call_id(names: tuple[str, ...], arguments: Any) -> str | None:
     """The model's tool-call id for a tool now executing under one of ``names``: the one
     given with ``tool_call_id()`` if a scope is open, else the ledger's match."""
-    explicit = _take_explicit_call_id()
+    explicit = take_explicit_call_id()
     if explicit is not None:
         mark_tool_call_id_claimed(explicit)
         return explicit
@@ -179,7 +205,8 @@ _EXPLICIT: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
 )
 
 
-def _take_explicit_call_id() -> str | None:
+def take_explicit_call_id() -> str | None:
+    """The open ``tool_call_id()`` scope's id, taken (None: no scope, or taken)."""
     holder = _EXPLICIT.get()
     if not holder:
         return None
@@ -244,8 +271,3 @@ class AgentState:
 AGENT_STATE: contextvars.ContextVar[AgentState | None] = contextvars.ContextVar(
     "tracejudge_agent", default=None
 )
-
-
-def current_agent_state() -> AgentState | None:
-    """The innermost running agent's state (``None`` outside ``agent()``)."""
-    return AGENT_STATE.get()
