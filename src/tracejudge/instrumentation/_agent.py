@@ -14,42 +14,18 @@ import functools
 import inspect
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Final, TypeVar, cast
+from typing import Any, TypeVar, cast
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from tracejudge import semconv
-from tracejudge.instrumentation._content import ContentStats
-from tracejudge.instrumentation._context import AGENT_STATE as _AGENT
-from tracejudge.instrumentation._context import AgentState, new_ledger, reset_ledger
-from tracejudge.instrumentation._genai import message, set_error, text_part
-from tracejudge.instrumentation._runtime import Runtime, get_runtime
+from tracejudge.instrumentation._invocation import AgentInvocation
+from tracejudge.instrumentation._runtime import get_runtime
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_OPERATION: Final = semconv.GenAiOperationNameValues.INVOKE_AGENT
-
-
-class AgentRun:
-    """Handle of a running agent: set the final answer, reach the span."""
-
-    __slots__ = ("_output", "span")
-
-    def __init__(self, span: Span) -> None:
-        self.span = span
-        self._output: str | None = None
-
-    def set_output(self, text: str) -> None:
-        """Record the agent's final answer to the user (what the judge checks)."""
-        self._output = text
-
-    @property
-    def output(self) -> str | None:
-        """The final answer set so far."""
-        return self._output
+AgentRun = AgentInvocation
+"""The handle of a running agent: ``set_output(answer)``, ``output``, ``span``."""
 
 
 class AgentScope:
@@ -64,9 +40,8 @@ class AgentScope:
             raise ValueError("agent() needs a non-empty name")
         self._name = name
         self._attributes = attributes
-        self._runtime: Runtime | None = None
-        self._run: AgentRun | None = None
-        self._tokens: tuple[object, Any, Any] | None = None
+        self._run: AgentInvocation | None = None
+        self._entered = False
 
     def _fresh(self) -> AgentScope:
         return AgentScope(self._name, self._attributes)
@@ -74,16 +49,10 @@ class AgentScope:
     # --- context manager -------------------------------------------------------
 
     def __enter__(self) -> AgentRun:
-        if self._run is not None:
+        if self._entered:
             raise RuntimeError("an agent() scope can be entered only once; call agent() again")
-        rt = self._runtime = get_runtime()
-        attrs = dict(self._attributes)
-        span = rt.tracer.start_span(
-            f"{_OPERATION} {self._name}", kind=SpanKind.INTERNAL, attributes=attrs
-        )
-        self._run = AgentRun(span)
-        ctx_token = otel_context.attach(trace.set_span_in_context(span))
-        self._tokens = (ctx_token, new_ledger(), _AGENT.set(AgentState(self._name)))
+        self._entered = True
+        self._run = AgentInvocation(get_runtime(), self._name, self._attributes)
         return self._run
 
     def __exit__(
@@ -92,39 +61,13 @@ class AgentScope:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        run, rt, tokens = self._run, self._runtime, self._tokens
-        if run is None or rt is None or tokens is None:
+        run, self._run = self._run, None
+        if run is None:
             return
-        self._tokens = None
-        ctx_token, ledger_token, agent_token = tokens
-        state = _AGENT.get()
-        try:
-            _AGENT.reset(agent_token)
-        except ValueError:
-            _AGENT.set(None)
-        reset_ledger(ledger_token)
-        otel_context.detach(ctx_token)  # type: ignore[arg-type]
-        try:
-            with rt.guard:
-                self._finish(rt, run, state, exc)
-        finally:
-            run.span.end()  # a second end() is a no-op (the SDK only warns at debug level)
-
-    def _finish(
-        self, rt: Runtime, run: AgentRun, state: AgentState | None, exc: BaseException | None
-    ) -> None:
-        span = run.span
-        if state is not None and len(state.providers) == 1:
-            span.set_attribute(semconv.GEN_AI_PROVIDER_NAME, next(iter(state.providers)))
-        if run.output is not None and rt.capture_evidence:
-            stats = ContentStats()
-            span.set_attribute(
-                semconv.GEN_AI_OUTPUT_MESSAGES,
-                rt.encode_content([message("assistant", [text_part(run.output)], "stop")], stats),
-            )
-            rt.stamp_content_stats(span, stats)
         if exc is not None:
-            set_error(span, exc)
+            run.fail(exc)
+        else:
+            run.stop()
 
     async def __aenter__(self) -> AgentRun:
         return self.__enter__()
@@ -193,10 +136,7 @@ def agent(
     as user traffic. A shadow whose ``request_id`` is None (a header that did not arrive)
     is still tagged a shadow, and its verdict says it could not be paired.
     """
-    attrs: dict[str, AttributeValue] = {
-        semconv.GEN_AI_OPERATION_NAME: _OPERATION,
-        semconv.GEN_AI_AGENT_NAME: name,
-    }
+    attrs: dict[str, AttributeValue] = {}
     for key, value in (
         (semconv.GEN_AI_AGENT_ID, id),
         (semconv.GEN_AI_AGENT_VERSION, version),

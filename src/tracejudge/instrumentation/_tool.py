@@ -20,61 +20,25 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Final, TypeVar, cast, overload
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from tracejudge import semconv
-from tracejudge.instrumentation._content import ContentStats
-from tracejudge.instrumentation._context import (
-    AGENT_STATE,
-    claim_tool_call_id,
-    mark_tool_call_id_claimed,
-)
-from tracejudge.instrumentation._genai import set_error
+from tracejudge.instrumentation._invocation import UNSET, ToolInvocation
 from tracejudge.instrumentation._runtime import Runtime, get_runtime
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 EFFECTS: Final = frozenset({"read", "write", "notify", "unknown"})
-_OPERATION: Final = semconv.GenAiOperationNameValues.EXECUTE_TOOL
-_UNSET: Final = object()
 
-
-class ToolRun:
-    """Handle of a running tool (context-manager form): record arguments and result."""
-
-    __slots__ = ("_arguments", "_result", "span")
-
-    def __init__(self, span: Span, arguments: Any) -> None:
-        self.span = span
-        self._arguments = arguments
-        self._result: Any = _UNSET
-
-    def set_result(self, value: Any) -> None:
-        """Record what the tool returned."""
-        self._result = value
-
-    def set_arguments(self, value: Any) -> None:
-        """Record (or replace) the tool's arguments, e.g. once they are known."""
-        self._arguments = value
-
-    @property
-    def arguments(self) -> Any:
-        """The arguments recorded so far (a sentinel object when none)."""
-        return self._arguments
-
-    @property
-    def result(self) -> Any:
-        """The result recorded so far (a sentinel object when none)."""
-        return self._result
+ToolRun = ToolInvocation
+"""The handle of a running tool (context-manager form): ``set_result``, ``set_arguments``,
+``span``."""
 
 
 class _ToolSpec:
     """Static settings of one tool (validated once)."""
 
-    __slots__ = ("description", "effect", "idempotency_key", "name")
+    __slots__ = ("attributes", "description", "effect", "name")
 
     def __init__(
         self, name: str | None, effect: str, description: str | None, idempotency_key: str | None
@@ -85,60 +49,28 @@ class _ToolSpec:
             raise ValueError("tool name must be a non-empty string")
         self.name = name
         self.effect = effect
-        self.description = description
-        self.idempotency_key = idempotency_key
+        self.description = description or None
+        self.attributes: dict[str, AttributeValue] = {semconv.TRACEJUDGE_TOOL_EFFECT: effect}
+        if idempotency_key:
+            self.attributes[semconv.TRACEJUDGE_TOOL_IDEMPOTENCY_KEY] = idempotency_key
 
-
-def _start(
-    rt: Runtime,
-    spec: _ToolSpec,
-    name: str,
-    aliases: tuple[str, ...],
-    arguments: Any,
-    call_id: str | None,
-) -> Span:
-    attrs: dict[str, AttributeValue] = {
-        semconv.GEN_AI_OPERATION_NAME: _OPERATION,
-        semconv.GEN_AI_TOOL_NAME: name,
-        semconv.GEN_AI_TOOL_TYPE: "function",
-        semconv.TRACEJUDGE_TOOL_EFFECT: spec.effect,
-    }
-    if spec.description:
-        attrs[semconv.GEN_AI_TOOL_DESCRIPTION] = spec.description
-    if spec.idempotency_key:
-        attrs[semconv.TRACEJUDGE_TOOL_IDEMPOTENCY_KEY] = spec.idempotency_key
-    state = AGENT_STATE.get()
-    if state is not None:
-        attrs[semconv.GEN_AI_AGENT_NAME] = state.name
-    if call_id is None:
-        call_id = claim_tool_call_id(aliases, arguments)
-    else:
-        mark_tool_call_id_claimed(call_id)
-    if call_id is not None:
-        attrs[semconv.GEN_AI_TOOL_CALL_ID] = call_id
-    return rt.tracer.start_span(f"{_OPERATION} {name}", kind=SpanKind.INTERNAL, attributes=attrs)
-
-
-def _finish(
-    rt: Runtime, span: Span, arguments: Any, result: Any, exc: BaseException | None
-) -> None:
-    """Stamp content and status; never raises (guarded), always ends the span."""
-    try:
-        with rt.guard:
-            stats = ContentStats()
-            if arguments is not _UNSET and rt.capture_evidence:
-                span.set_attribute(
-                    semconv.GEN_AI_TOOL_CALL_ARGUMENTS, rt.encode_content(arguments, stats)
-                )
-            if exc is not None:
-                set_error(span, exc)
-            elif result is not _UNSET and rt.capture_evidence:
-                span.set_attribute(
-                    semconv.GEN_AI_TOOL_CALL_RESULT, rt.encode_content(result, stats)
-                )
-            rt.stamp_content_stats(span, stats)
-    finally:
-        span.end()
+    def start(
+        self,
+        rt: Runtime,
+        name: str,
+        aliases: tuple[str, ...],
+        arguments: Any,
+        call_id: str | None,
+    ) -> ToolInvocation:
+        return ToolInvocation(
+            rt,
+            name,
+            aliases=aliases,
+            description=self.description,
+            call_id=call_id,
+            arguments=arguments,
+            attributes=self.attributes,
+        )
 
 
 class ToolScope:
@@ -148,30 +80,19 @@ class ToolScope:
         self._spec = spec
         self._arguments = arguments
         self._call_id = call_id
-        self._state: tuple[Runtime, ToolRun, object] | None = None
+        self._run: ToolInvocation | None = None
 
     def __call__(self, func: F) -> F:
         return _decorate(func, self._spec)
 
-    def __enter__(self) -> ToolRun:
-        if self._spec.name is None:
+    def __enter__(self) -> ToolInvocation:
+        name = self._spec.name
+        if name is None:
             raise ValueError("the context-manager form needs a name: tool('name', ...)")
-        if self._state is not None:
+        if self._run is not None:
             raise RuntimeError("a tool() scope can be entered only once")
-        rt = get_runtime()
-        args = self._arguments
-        span = _start(
-            rt,
-            self._spec,
-            self._spec.name,
-            (self._spec.name,),
-            None if args is _UNSET else args,
-            self._call_id,
-        )
-        run = ToolRun(span, args)
-        token = otel_context.attach(trace.set_span_in_context(span))
-        self._state = (rt, run, token)
-        return run
+        self._run = self._spec.start(get_runtime(), name, (), self._arguments, self._call_id)
+        return self._run
 
     def __exit__(
         self,
@@ -179,14 +100,15 @@ class ToolScope:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        state = self._state
-        if state is None:
+        run = self._run
+        if run is None:
             return
-        rt, run, token = state
-        otel_context.detach(token)  # type: ignore[arg-type]
-        _finish(rt, run.span, run.arguments, run.result, exc)
+        if exc is not None:
+            run.fail(exc)
+        else:
+            run.stop()
 
-    async def __aenter__(self) -> ToolRun:
+    async def __aenter__(self) -> ToolInvocation:
         return self.__enter__()
 
     async def __aexit__(
@@ -232,35 +154,31 @@ def _begin_failed(exc: Exception) -> None:
 def _decorate(func: F, spec: _ToolSpec) -> F:
     name = spec.name or getattr(func, "__name__", None) or "tool"
     fname = getattr(func, "__name__", name)
-    aliases = (name,) if fname == name else (name, fname)
+    aliases = () if fname == name else (fname,)
     bind = _binder(func)
 
-    def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Runtime, Span, Any, object]:
+    def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> ToolInvocation:
         rt = get_runtime()
-        arguments: Any = _UNSET
+        arguments: Any = UNSET
         with rt.guard:
             arguments = bind(args, kwargs)
-        span = _start(rt, spec, name, aliases, None if arguments is _UNSET else arguments, None)
-        token = otel_context.attach(trace.set_span_in_context(span))
-        return rt, span, arguments, token
+        return spec.start(rt, name, aliases, arguments, None)
 
     if inspect.iscoroutinefunction(func):
 
         @functools.wraps(func)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
             try:
-                rt, span, arguments, token = begin(args, kwargs)
+                run = begin(args, kwargs)
             except Exception as exc:
                 _begin_failed(exc)
                 return await func(*args, **kwargs)
             try:
                 result = await func(*args, **kwargs)
             except BaseException as exc:
-                otel_context.detach(token)  # type: ignore[arg-type]
-                _finish(rt, span, arguments, _UNSET, exc)
+                run.fail(exc)
                 raise
-            otel_context.detach(token)  # type: ignore[arg-type]
-            _finish(rt, span, arguments, result, None)
+            run.stop(result)
             return result
 
         return cast(F, run_async)
@@ -268,18 +186,16 @@ def _decorate(func: F, spec: _ToolSpec) -> F:
     @functools.wraps(func)
     def run_sync(*args: Any, **kwargs: Any) -> Any:
         try:
-            rt, span, arguments, token = begin(args, kwargs)
+            run = begin(args, kwargs)
         except Exception as exc:
             _begin_failed(exc)
             return func(*args, **kwargs)
         try:
             result = func(*args, **kwargs)
         except BaseException as exc:
-            otel_context.detach(token)  # type: ignore[arg-type]
-            _finish(rt, span, arguments, _UNSET, exc)
+            run.fail(exc)
             raise
-        otel_context.detach(token)  # type: ignore[arg-type]
-        _finish(rt, span, arguments, result, None)
+        run.stop(result)
         return result
 
     return cast(F, run_sync)
@@ -299,7 +215,7 @@ def tool(
     description: str | None = None,
     idempotency_key: str | None = None,
     call_id: str | None = None,
-    arguments: Mapping[str, Any] | Any = _UNSET,
+    arguments: Mapping[str, Any] | Any = UNSET,
 ) -> ToolScope: ...
 
 
@@ -312,7 +228,7 @@ def tool(
     description: str | None = None,
     idempotency_key: str | None = None,
     call_id: str | None = None,
-    arguments: Any = _UNSET,
+    arguments: Any = UNSET,
 ) -> Any:
     """Trace tool executions as ``execute_tool {name}`` spans.
 

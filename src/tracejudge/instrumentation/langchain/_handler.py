@@ -38,30 +38,22 @@ LangChain: every callback runs in the runtime's guard (and LangChain would only 
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Mapping
-from contextvars import Token
 from typing import Any, Final
 from uuid import UUID
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from tracejudge import semconv as sc
-from tracejudge.instrumentation._content import ContentStats
-from tracejudge.instrumentation._context import (
-    AGENT_STATE,
-    AgentState,
-    ToolCallLedger,
-    claim_tool_call_id,
-    mark_tool_call_id_claimed,
-    new_ledger,
-    reset_ledger,
+from tracejudge.instrumentation._invocation import (
+    UNSET,
+    AgentInvocation,
+    Failure,
+    ToolInvocation,
 )
-from tracejudge.instrumentation._genai import message, set_error, text_part
 from tracejudge.instrumentation._runtime import Runtime
 from tracejudge.instrumentation._shapes import get
 from tracejudge.instrumentation.langchain import _convert as cv
@@ -82,39 +74,19 @@ _IDENTITY_KEYS: Final = (
 _THREAD_ID: Final = "thread_id"
 """LangGraph's conversation key (``config["configurable"]["thread_id"]``), which it
 copies into the runs' metadata."""
-_AGENT: Final = "agent"
-_TOOL: Final = "tool"
 
 
 class _Mapped:
-    """One LangChain run we made a span for (agent or tool), while it is open."""
+    """One LangChain run we made a span for (agent or tool), while it is open, and the
+    agent run responsible for it (itself, for an agent)."""
 
-    __slots__ = (
-        "agent",
-        "arguments",
-        "call_id",
-        "ctx_token",
-        "kind",
-        "ledger_token",
-        "name",
-        "output",
-        "span",
-        "state",
-        "state_token",
-    )
+    __slots__ = ("agent", "run")
 
-    def __init__(self, kind: str, name: str, span: Span, agent: _Mapped | None) -> None:
-        self.kind = kind
-        self.name = name
-        self.span = span
-        self.agent: _Mapped | None = self if kind == _AGENT else agent
-        self.ctx_token: object | None = None
-        self.ledger_token: Token[ToolCallLedger | None] | None = None
-        self.state: AgentState | None = None
-        self.state_token: Token[AgentState | None] | None = None
-        self.arguments: Any = None
-        self.call_id: str | None = None
-        self.output: str | None = None
+    def __init__(
+        self, run: AgentInvocation | ToolInvocation, agent: AgentInvocation | None
+    ) -> None:
+        self.run = run
+        self.agent = agent
 
 
 class _Model:
@@ -214,15 +186,13 @@ class GenAiCallbacks:
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         record = self._pop(run_id)
-        if record is None:
-            return
-        self._finish_agent(record, outputs, None)
+        if record is not None and isinstance(record.run, AgentInvocation):
+            self._finish_agent(record.run, outputs, None)
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         record = self._pop(run_id)
-        if record is None:
-            return
-        self._finish_agent(record, None, error)
+        if record is not None and isinstance(record.run, AgentInvocation):
+            self._finish_agent(record.run, None, error)
 
     def _pop(self, run_id: UUID) -> _Mapped | None:
         """Forget a chain or tool run; its record when the run was mapped itself."""
@@ -248,84 +218,49 @@ class GenAiCallbacks:
         with rt.guard:
             with self._lock:
                 owner = self._runs.get(parent_run_id) if parent_run_id is not None else None
-            name = cv.run_name(serialized, kwargs, "tool")
-            arguments = cv.tool_arguments(input_str, inputs)
-            attrs: dict[str, AttributeValue] = {
-                sc.GEN_AI_OPERATION_NAME: _OP.EXECUTE_TOOL,
-                sc.GEN_AI_TOOL_NAME: name,
-                sc.GEN_AI_TOOL_TYPE: "function",
-            }
-            description = cv.text_of(get(serialized, "description"))
-            if description is not None:
-                attrs[sc.GEN_AI_TOOL_DESCRIPTION] = description
             agent = owner.agent if owner is not None else None
-            state = AGENT_STATE.get()
-            agent_name = agent.name if agent is not None else state.name if state else None
-            if agent_name is not None:
-                attrs[sc.GEN_AI_AGENT_NAME] = agent_name
-            call_id = cv.text_of(kwargs.get("tool_call_id"))
-            if call_id is not None:
-                mark_tool_call_id_claimed(call_id)
-            else:
-                call_id = claim_tool_call_id((name,), arguments)
-            if call_id is not None:
-                attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id
-            span = rt.tracer.start_span(
-                f"{_OP.EXECUTE_TOOL} {name}",
-                context=_context_of(owner),
-                kind=SpanKind.INTERNAL,
-                attributes=attrs,
+            run = ToolInvocation(
+                rt,
+                cv.run_name(serialized, kwargs, "tool"),
+                description=cv.text_of(get(serialized, "description")),
+                call_id=cv.text_of(kwargs.get("tool_call_id")),
+                arguments=cv.tool_arguments(input_str, inputs),
+                agent_name=agent.name if agent is not None else None,
+                parent=owner.run.span if owner is not None else None,
             )
-            record = _Mapped(_TOOL, name, span, agent)
-            record.arguments = arguments
-            record.call_id = call_id
-            record.ctx_token = otel_context.attach(trace.set_span_in_context(span))
+            record = _Mapped(run, agent)
             with self._lock:
                 self._runs[run_id] = self._own[run_id] = record
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         record = self._pop(run_id)
-        if record is not None:
-            self._finish_tool(record, output, None)
+        if record is not None and isinstance(record.run, ToolInvocation):
+            self._finish_tool(record.run, output, None)
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         record = self._pop(run_id)
-        if record is not None:
-            self._finish_tool(record, None, error)
+        if record is not None and isinstance(record.run, ToolInvocation):
+            self._finish_tool(record.run, None, error)
 
-    def _finish_tool(self, record: _Mapped, output: Any, error: BaseException | None) -> None:
-        _detach(record)
-        span = record.span
-        rt = self.runtime
-        try:
-            if rt is None:
-                return
-            with rt.guard:
-                if record.call_id is None:
-                    call_id = cv.tool_message_id(output)
-                    if call_id is not None:
-                        span.set_attribute(sc.GEN_AI_TOOL_CALL_ID, call_id)
-                if rt.capture_evidence:
-                    stats = ContentStats()
-                    if record.arguments is not None:
-                        span.set_attribute(
-                            sc.GEN_AI_TOOL_CALL_ARGUMENTS,
-                            rt.encode_content(record.arguments, stats),
-                        )
-                    if error is None and output is not None:
-                        span.set_attribute(
-                            sc.GEN_AI_TOOL_CALL_RESULT,
-                            rt.encode_content(cv.tool_result(output), stats),
-                        )
-                    rt.stamp_content_stats(span, stats)
-                if error is not None and not cv.is_control_flow(error):
-                    set_error(span, error)
-                elif error is None and cv.tool_message_failed(output):
-                    span.set_attribute(sc.ERROR_TYPE, _TOOL_ERROR_TYPE)
-                    text = cv.content_text(get(output, "content")) or "tool error"
-                    span.set_status(Status(StatusCode.ERROR, text[:_STATUS_MAX]))
-        finally:
-            span.end()
+    def _finish_tool(self, run: ToolInvocation, output: Any, error: BaseException | None) -> None:
+        result: Any = UNSET
+        failure: Failure | None = None
+        with run.runtime.guard:
+            if run.call_id is None:
+                call_id = cv.tool_message_id(output)
+                if call_id is not None:
+                    run.set_call_id(call_id)
+            if error is None and output is not None:
+                result = cv.tool_result(output)
+            if error is None and cv.tool_message_failed(output):
+                text = cv.content_text(get(output, "content")) or "tool error"
+                failure = Failure(_TOOL_ERROR_TYPE, text)
+        if error is not None and not cv.is_control_flow(error):
+            run.fail(error)
+        elif failure is not None:
+            run.fail(failure, result=result)
+        else:
+            run.stop(result)
 
     # --- model calls -----------------------------------------------------------------
 
@@ -361,8 +296,8 @@ class GenAiCallbacks:
             with self._lock:
                 owner = self._runs.get(parent_run_id) if parent_run_id is not None else None
             token = None
-            if owner is not None and trace.get_current_span() is not owner.span:
-                token = otel_context.attach(trace.set_span_in_context(owner.span))
+            if owner is not None and trace.get_current_span() is not owner.run.span:
+                token = otel_context.attach(trace.set_span_in_context(owner.run.span))
             with self._lock:
                 self._models[run_id] = _Model(owner, token)
 
@@ -374,7 +309,7 @@ class GenAiCallbacks:
         with rt.guard:
             agent = call.owner.agent
             if agent is not None:  # None when it asked for tools: not the answer
-                agent.output = cv.final_text(response)
+                agent.set_output(cv.final_text(response))
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._pop_model(run_id)
@@ -384,7 +319,7 @@ class GenAiCallbacks:
             call = self._models.pop(run_id, None)
         if call is not None and call.ctx_token is not None:
             owner = call.owner
-            if owner is not None and trace.get_current_span() is owner.span:
+            if owner is not None and trace.get_current_span() is owner.run.span:
                 otel_context.detach(call.ctx_token)  # type: ignore[arg-type]
             call.ctx_token = None
         return call
@@ -392,10 +327,7 @@ class GenAiCallbacks:
     # --- agents ------------------------------------------------------------------
 
     def _start_agent(self, rt: Runtime, name: str, metadata: Mapping[str, Any] | None) -> _Mapped:
-        attrs: dict[str, AttributeValue] = {
-            sc.GEN_AI_OPERATION_NAME: _OP.INVOKE_AGENT,
-            sc.GEN_AI_AGENT_NAME: name,
-        }
+        attrs: dict[str, AttributeValue] = {}
         if isinstance(metadata, Mapping):
             thread = metadata.get(_THREAD_ID)
             if isinstance(thread, (str, int)) and not isinstance(thread, bool):
@@ -404,43 +336,21 @@ class GenAiCallbacks:
                 value = metadata.get(key)
                 if isinstance(value, str) and value:
                     attrs[key] = value
-        span = rt.tracer.start_span(
-            f"{_OP.INVOKE_AGENT} {name}", kind=SpanKind.INTERNAL, attributes=attrs
-        )
-        record = _Mapped(_AGENT, name, span, None)
-        record.ctx_token = otel_context.attach(trace.set_span_in_context(span))
-        record.ledger_token = new_ledger()
-        record.state = AgentState(name)
-        record.state_token = AGENT_STATE.set(record.state)
-        return record
+        run = AgentInvocation(rt, name, attrs)
+        return _Mapped(run, run)
 
-    def _finish_agent(self, record: _Mapped, outputs: Any, error: BaseException | None) -> None:
-        _detach(record)
-        span = record.span
-        rt = self.runtime
-        try:
-            if rt is None:
-                return
-            with rt.guard:
-                state = record.state
-                if state is not None and len(state.providers) == 1:
-                    span.set_attribute(sc.GEN_AI_PROVIDER_NAME, next(iter(state.providers)))
-                answer = record.output if error is None else None
-                if answer is None and error is None:
-                    answer = cv.state_answer(outputs)
-                if answer is not None and rt.capture_evidence:
-                    stats = ContentStats()
-                    span.set_attribute(
-                        sc.GEN_AI_OUTPUT_MESSAGES,
-                        rt.encode_content(
-                            [message("assistant", [text_part(answer)], "stop")], stats
-                        ),
-                    )
-                    rt.stamp_content_stats(span, stats)
-                if error is not None and not cv.is_control_flow(error):
-                    set_error(span, error)
-        finally:
-            span.end()
+    def _finish_agent(
+        self, run: AgentInvocation, outputs: Any, error: BaseException | None
+    ) -> None:
+        if error is not None:
+            run.set_output(None)  # a candidate answer, not the final one
+        elif run.output is None:
+            with run.runtime.guard:
+                run.set_output(cv.state_answer(outputs))
+        if error is not None and not cv.is_control_flow(error):
+            run.fail(error)
+        else:
+            run.stop()
 
 
 def _agent_is_current() -> bool:
@@ -449,24 +359,3 @@ def _agent_is_current() -> bool:
     span = trace.get_current_span()
     attrs: Mapping[str, Any] | None = getattr(span, "attributes", None)
     return attrs is not None and attrs.get(sc.GEN_AI_OPERATION_NAME) == _OP.INVOKE_AGENT
-
-
-def _context_of(owner: _Mapped | None) -> otel_context.Context | None:
-    """The parent context of a span started for a run under ``owner`` (None: the
-    current context)."""
-    return trace.set_span_in_context(owner.span) if owner is not None else None
-
-
-def _detach(record: _Mapped) -> None:
-    """Undo what the start put in context; skipped when the context is no longer the
-    one the start left (the run ended in another context): nothing of ours to undo."""
-    if record.state_token is not None:
-        token, record.state_token = record.state_token, None
-        with contextlib.suppress(ValueError):  # another context: not ours to undo
-            AGENT_STATE.reset(token)
-    if record.ledger_token is not None:
-        ledger_token, record.ledger_token = record.ledger_token, None
-        reset_ledger(ledger_token)
-    ctx_token, record.ctx_token = record.ctx_token, None
-    if ctx_token is not None and trace.get_current_span() is record.span:
-        otel_context.detach(ctx_token)  # type: ignore[arg-type]

@@ -30,15 +30,12 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Final
 
-from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from tracejudge import semconv as sc
-from tracejudge.instrumentation._content import ContentStats
-from tracejudge.instrumentation._context import AGENT_STATE, claim_tool_call_id
-from tracejudge.instrumentation._genai import set_error
+from tracejudge.instrumentation._invocation import Failure, ToolInvocation
 from tracejudge.instrumentation._runtime import Runtime
 from tracejudge.instrumentation._shapes import get
 
@@ -89,8 +86,9 @@ def _protocol_version(session: Any) -> str | None:
     return version if isinstance(version, str) and version else None
 
 
-def _start(rt: Runtime, session: Any, name: str, arguments: Any) -> tuple[Span, bool]:
-    """The span of this call and whether tracejudge owns it (False: an outer one)."""
+def _start(rt: Runtime, session: Any, name: str, arguments: Any) -> ToolInvocation | None:
+    """The invocation of this call; None when an outer tool span traces it (then that
+    span gets the MCP attributes)."""
     mcp_attrs: dict[str, AttributeValue] = {sc.MCP_METHOD_NAME: _TOOLS_CALL}
     version = _protocol_version(session)
     if version is not None:
@@ -98,44 +96,20 @@ def _start(rt: Runtime, session: Any, name: str, arguments: Any) -> tuple[Span, 
     outer = outer_tool_span()
     if outer is not None:
         outer.set_attributes(mcp_attrs)
-        return outer, False
-    attrs: dict[str, AttributeValue] = {
-        sc.GEN_AI_OPERATION_NAME: _OP,
-        sc.GEN_AI_TOOL_NAME: name,
-        sc.GEN_AI_TOOL_TYPE: _TOOL_TYPE,
-        **mcp_attrs,
-    }
-    state = AGENT_STATE.get()
-    if state is not None:
-        attrs[sc.GEN_AI_AGENT_NAME] = state.name
-    call_id = claim_tool_call_id((name,), arguments)
-    if call_id is not None:
-        attrs[sc.GEN_AI_TOOL_CALL_ID] = call_id
-    span = rt.tracer.start_span(f"{_OP} {name}", kind=SpanKind.INTERNAL, attributes=attrs)
-    if rt.capture_evidence and arguments is not None:
-        stats = ContentStats()
-        span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, rt.encode_content(arguments, stats))
-        rt.stamp_content_stats(span, stats)
-    return span, True
+        return None
+    return ToolInvocation(
+        rt,
+        name,
+        tool_type=_TOOL_TYPE,
+        arguments=arguments,
+        attributes=mcp_attrs,
+    )
 
 
-def _finish(rt: Runtime, span: Span, result: Any) -> None:
-    if rt.capture_evidence:
-        stats = ContentStats()
-        span.set_attribute(
-            sc.GEN_AI_TOOL_CALL_RESULT, rt.encode_content(result_value(result), stats)
-        )
-        rt.stamp_content_stats(span, stats)
-    if is_error_result(result):
-        span.set_attribute(sc.ERROR_TYPE, TOOL_ERROR)
-        span.set_status(Status(StatusCode.ERROR))
-
-
-def _fail(span: Span, exc: BaseException) -> None:
-    set_error(span, exc)
-    code = get(get(exc, "error"), "code")  # an MCPError: the JSON-RPC error code
-    if isinstance(code, int) and not isinstance(code, bool):
-        span.set_attribute(sc.ERROR_TYPE, str(code))
+def _error_code(exc: BaseException) -> str | None:
+    """An MCPError's JSON-RPC error code, as ``error.type``."""
+    code = get(get(exc, "error"), "code")
+    return str(code) if isinstance(code, int) and not isinstance(code, bool) else None
 
 
 def with_trace_context(kw: dict[str, Any]) -> dict[str, Any]:
@@ -154,13 +128,11 @@ def wrap_call_tool(original: Call, runtime_of: RuntimeOf, *, inject: bool) -> Ca
         rt = runtime_of()
         if rt is None:
             return await original(self, name, arguments, *args, **kw)
-        span: Span | None = None
-        owned = False
+        run: ToolInvocation | None = None
         with rt.guard:
-            span, owned = _start(rt, self, name, arguments)
-        if span is None or not owned:
+            run = _start(rt, self, name, arguments)
+        if run is None:
             return await original(self, name, arguments, *args, **kw)
-        token = otel_context.attach(trace.set_span_in_context(span))
         try:
             if inject:
                 with rt.guard:
@@ -168,16 +140,15 @@ def wrap_call_tool(original: Call, runtime_of: RuntimeOf, *, inject: bool) -> Ca
             result = await original(self, name, arguments, *args, **kw)
         except BaseException as exc:
             if isinstance(exc, Exception):
-                with rt.guard:
-                    _fail(span, exc)
+                run.fail(exc, error_type=_error_code(exc))
+            else:
+                run.stop()
             raise
+        if is_error_result(result):
+            run.fail(Failure(TOOL_ERROR), result=result_value(result))
         else:
-            with rt.guard:
-                _finish(rt, span, result)
-            return result
-        finally:
-            otel_context.detach(token)
-            span.end()
+            run.stop(result_value(result))
+        return result
 
     call_tool.__doc__ = getattr(original, "__doc__", None)
     call_tool.__name__ = getattr(original, "__name__", "call_tool")

@@ -25,9 +25,8 @@ from opentelemetry import trace
 from opentelemetry.trace import Span
 
 from tracejudge import semconv as sc
-from tracejudge.instrumentation._content import ContentStats
+from tracejudge.instrumentation._invocation import UNSET, ToolInvocation
 from tracejudge.instrumentation._patcher import warn_once
-from tracejudge.instrumentation._runtime import Runtime
 from tracejudge.instrumentation.mcp._client import RuntimeOf, result_value
 
 _TOOLS_CALL: Final = sc.McpMethodNameValues.TOOLS_CALL
@@ -73,36 +72,24 @@ class ToolEvidenceMiddleware:
         rt = self._runtime_of()
         if rt is None or getattr(ctx, "method", None) != _TOOLS_CALL:
             return await call_next(ctx)
-        span: Span | None = None
+        run: ToolInvocation | None = None
         with rt.guard:
             span = _sdk_server_span()
             _check_meta(getattr(ctx, "meta", None), span)
             if span is not None:
-                _record_arguments(rt, span, getattr(ctx, "params", None))
-        result = await call_next(ctx)
-        if span is not None:
-            with rt.guard:
-                _record_result(rt, span, result)
+                run = ToolInvocation.adopt(rt, span)
+                params = getattr(ctx, "params", None)
+                if isinstance(params, Mapping):
+                    run.set_arguments(params.get(_ARGUMENTS))
+        try:
+            result = await call_next(ctx)
+        except BaseException:
+            if run is not None:
+                run.stop()  # the SDK's span records the error itself
+            raise
+        if run is not None:
+            run.stop(UNSET if result is None else result_value(result))
         return result
-
-
-def _record_arguments(rt: Runtime, span: Span, params: Any) -> None:
-    if not rt.capture_evidence or not isinstance(params, Mapping):
-        return
-    arguments = params.get(_ARGUMENTS)
-    if arguments is None:
-        return
-    stats = ContentStats()
-    span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, rt.encode_content(arguments, stats))
-    rt.stamp_content_stats(span, stats)
-
-
-def _record_result(rt: Runtime, span: Span, result: Any) -> None:
-    if not rt.capture_evidence or result is None:
-        return
-    stats = ContentStats()
-    span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, rt.encode_content(result_value(result), stats))
-    rt.stamp_content_stats(span, stats)
 
 
 def wrap_server_init(

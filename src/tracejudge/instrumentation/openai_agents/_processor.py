@@ -36,36 +36,28 @@ raises into the SDK: every callback runs in the runtime's guard.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Mapping
-from contextvars import Token
 from typing import Any, Final
 
-from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind
 from opentelemetry.util.types import AttributeValue
 
 from tracejudge import semconv as sc
-from tracejudge.instrumentation._content import ContentStats
-from tracejudge.instrumentation._context import (
-    AGENT_STATE,
-    AgentState,
-    ToolCallLedger,
-    claim_tool_call_id,
-    new_ledger,
-    reset_ledger,
+from tracejudge.instrumentation._invocation import (
+    UNSET,
+    AgentInvocation,
+    Failure,
+    ToolInvocation,
+    mark_failed,
 )
-from tracejudge.instrumentation._genai import message, text_part
 from tracejudge.instrumentation._runtime import Runtime
 from tracejudge.instrumentation._shapes import get
 from tracejudge.instrumentation.openai_agents import _convert as cv
 
-_OP = sc.GenAiOperationNameValues
 _ERROR_TYPE: Final = "_OTHER"
 """``error.type`` of an SDK span error: the SDK reports a message, not an exception class."""
-_STATUS_MAX: Final = 512
 _IDENTITY_KEYS: Final = (
     sc.TRACEJUDGE_RUN_ID,
     sc.TRACEJUDGE_CASE_ID,
@@ -74,7 +66,6 @@ _IDENTITY_KEYS: Final = (
     sc.TRACEJUDGE_TENANT_ID,
     sc.USER_ID,
 )
-_UNSET: Final = object()
 
 
 class _Open:
@@ -83,43 +74,44 @@ class _Open:
     __slots__ = (
         "agent",
         "child_error",
-        "ctx_token",
+        "guardrail",
         "handed_from",
         "handoff_to",
         "kind",
-        "ledger_token",
         "name",
-        "output",
         "parent",
+        "run",
         "sdk_parent",
-        "span",
-        "state",
-        "state_token",
         "trace_id",
     )
 
-    def __init__(
-        self, kind: str, name: str, span: Span | None, parent: _Open | None, trace_id: str
-    ) -> None:
+    def __init__(self, kind: str, name: str, parent: _Open | None, trace_id: str) -> None:
         self.kind = kind
         self.name = name
-        self.span = span
         self.parent = parent
         self.trace_id = trace_id
         self.agent: _Open | None = self if kind == cv.AGENT else _agent_of(parent)
-        self.ctx_token: object | None = None
-        self.ledger_token: Token[ToolCallLedger | None] | None = None
-        self.state: AgentState | None = None
-        self.state_token: Token[AgentState | None] | None = None
+        self.run: AgentInvocation | ToolInvocation | None = None
+        self.guardrail: Span | None = None
         self.handoff_to: str | None = None
         self.handed_from: _Open | None = None
-        self.output: str | None = None
         self.child_error: Any = None
         self.sdk_parent: str | None = None
+
+    @property
+    def span(self) -> Span | None:
+        """Our span of it (None: not mapped)."""
+        return self.run.span if self.run is not None else self.guardrail
 
 
 def _agent_of(record: _Open | None) -> _Open | None:
     return record.agent if record is not None else None
+
+
+def _failure(error: Any) -> Failure | None:
+    """An SDK ``SpanError`` as a ``Failure`` (None: no error)."""
+    description = cv.error_description(error)
+    return None if description is None else Failure(_ERROR_TYPE, description)
 
 
 class _TraceInfo:
@@ -172,16 +164,10 @@ class GenAiProcessor:
             info = self._traces.pop(trace_id, None)
             stale = [k for k, r in self._open.items() if r.trace_id == trace_id]
             leftovers = [self._open.pop(k) for k in stale]
-        rt = self.runtime
         for record in info.pending if info is not None else ():
-            if rt is None:
-                _end(record.span)
-            else:
-                with rt.guard:
-                    self._end_agent_chain(rt, record)
-                _end(record.span)  # also when stamping failed
+            _end_agent_chain(record)
         for record in leftovers:
-            _end(record.span)
+            _end(record)
 
     # --- spans -----------------------------------------------------------------
 
@@ -200,11 +186,10 @@ class GenAiProcessor:
             return
         rt = self.runtime
         if rt is None:  # disabled mid-span: end what we started, record nothing more
-            self._detach(record)
-            _end(record.span)
+            _end(record)
             return
         with rt.guard:
-            self._end(rt, record, sdk_span)
+            self._end(record, sdk_span)
 
     def shutdown(self) -> None:
         return None
@@ -234,15 +219,15 @@ class GenAiProcessor:
             record.handed_from = handed_from
             record.sdk_parent = sdk_parent
         elif kind == cv.FUNCTION:
-            record = self._start_tool(rt, data, parent, trace_id)
+            record = _start_tool(rt, data, parent, trace_id)
         elif kind == cv.HANDOFF:
-            record = self._start_handoff(rt, data, parent, trace_id)
+            record = _start_handoff(rt, data, parent, trace_id)
         elif kind == cv.GUARDRAIL:
-            record = self._start_guardrail(rt, data, parent, trace_id)
+            record = _start_guardrail(rt, data, parent, trace_id)
         else:
             # Not mapped (model calls, task/turn spans...), but kept so that the spans
             # under it find their mapped ancestor, and model calls their agent.
-            record = _Open(kind, kind, None, parent, trace_id)
+            record = _Open(kind, kind, parent, trace_id)
         with self._lock:
             self._open[span_id] = record
 
@@ -256,201 +241,159 @@ class GenAiProcessor:
             found = found.parent
         return found
 
-    def _begin_span(
-        self,
-        rt: Runtime,
-        name: str,
-        attributes: dict[str, AttributeValue],
-        parent: _Open | None,
-    ) -> Span:
-        ctx = (
-            trace.set_span_in_context(parent.span)
-            if parent is not None and parent.span is not None
-            else None
-        )
-        kind = SpanKind.INTERNAL
-        return rt.tracer.start_span(name, context=ctx, kind=kind, attributes=attributes)
-
     def _start_agent(
         self, rt: Runtime, data: Any, parent: _Open | None, info: _TraceInfo | None, trace_id: str
     ) -> _Open:
         name = cv.text_of(get(data, "name")) or "agent"
-        attrs: dict[str, AttributeValue] = {
-            sc.GEN_AI_OPERATION_NAME: _OP.INVOKE_AGENT,
-            sc.GEN_AI_AGENT_NAME: name,
-        }
+        attrs: dict[str, AttributeValue] = {}
         if info is not None:
             if info.conversation is not None:
                 attrs[sc.GEN_AI_CONVERSATION_ID] = info.conversation
             if parent is None:
                 attrs.update(info.identity)
-        record = _Open(cv.AGENT, name, None, parent, trace_id)
-        record.span = self._begin_span(rt, f"{_OP.INVOKE_AGENT} {name}", attrs, parent)
-        self._attach(record)
-        record.ledger_token = new_ledger()
-        record.state = AgentState(name)
-        record.state_token = AGENT_STATE.set(record.state)
-        return record
-
-    def _start_tool(self, rt: Runtime, data: Any, parent: _Open | None, trace_id: str) -> _Open:
-        name = cv.text_of(get(data, "name")) or "tool"
-        attrs: dict[str, AttributeValue] = {
-            sc.GEN_AI_OPERATION_NAME: _OP.EXECUTE_TOOL,
-            sc.GEN_AI_TOOL_NAME: name,
-            sc.GEN_AI_TOOL_TYPE: "function",
-        }
-        agent = _agent_of(parent)
-        if agent is not None:
-            attrs[sc.GEN_AI_AGENT_NAME] = agent.name
-        record = _Open(cv.FUNCTION, name, None, parent, trace_id)
-        record.span = self._begin_span(rt, f"{_OP.EXECUTE_TOOL} {name}", attrs, parent)
-        self._attach(record)
-        return record
-
-    def _start_handoff(self, rt: Runtime, data: Any, parent: _Open | None, trace_id: str) -> _Open:
-        attrs: dict[str, AttributeValue] = {
-            sc.GEN_AI_OPERATION_NAME: _OP.EXECUTE_TOOL,
-            sc.GEN_AI_TOOL_TYPE: "function",
-        }
-        source = cv.text_of(get(data, "from_agent"))
-        if source is not None:
-            attrs[sc.TRACEJUDGE_HANDOFF_FROM_AGENT] = source
-            attrs[sc.GEN_AI_AGENT_NAME] = source
-        record = _Open(cv.HANDOFF, "handoff", None, parent, trace_id)
-        # Named once the target is known (at the end): the transfer tool is named after it.
-        record.span = self._begin_span(rt, _OP.EXECUTE_TOOL, attrs, parent)
-        return record
-
-    def _start_guardrail(
-        self, rt: Runtime, data: Any, parent: _Open | None, trace_id: str
-    ) -> _Open:
-        name = cv.text_of(get(data, "name")) or "guardrail"
-        attrs: dict[str, AttributeValue] = {sc.TRACEJUDGE_GUARDRAIL_NAME: name}
-        agent = _agent_of(parent)
-        if agent is not None:
-            attrs[sc.GEN_AI_AGENT_NAME] = agent.name
-        record = _Open(cv.GUARDRAIL, name, None, parent, trace_id)
-        record.span = self._begin_span(rt, f"guardrail {name}", attrs, parent)
+        record = _Open(cv.AGENT, name, parent, trace_id)
+        record.run = AgentInvocation(rt, name, attrs, parent=_span_of(parent))
         return record
 
     # --- end -------------------------------------------------------------------
 
-    def _end(self, rt: Runtime, record: _Open, sdk_span: Any) -> None:
+    def _end(self, record: _Open, sdk_span: Any) -> None:
         data = get(sdk_span, "span_data")
         kind = record.kind
         if kind in (cv.RESPONSE, cv.GENERATION):
-            if record.agent is not None:  # None when it asked for tools: not the answer
-                record.agent.output = cv.final_text(kind, data)
+            agent = record.agent
+            if agent is not None and isinstance(agent.run, AgentInvocation):
+                # None when it asked for tools: not the answer
+                agent.run.set_output(cv.final_text(kind, data))
             return
-        if record.span is None:
+        run = record.run
+        error = _failure(get(sdk_span, "error"))
+        if isinstance(run, AgentInvocation):
+            self._finish_agent(record, run, sdk_span)
+        elif isinstance(run, ToolInvocation):
+            if kind == cv.HANDOFF:
+                _finish_handoff(run, record, data)
+            else:
+                _finish_tool(run, data)
+            if error is not None:
+                run.record_error(error)
+            run.stop()
+        elif record.guardrail is not None:
+            span = record.guardrail
+            try:
+                span.set_attribute(
+                    sc.TRACEJUDGE_GUARDRAIL_TRIGGERED, get(data, "triggered") is True
+                )
+                if error is not None:
+                    mark_failed(span, error)
+            finally:
+                span.end()
+        else:
             # The SDK's own grouping spans (a turn of the loop): an error there — a
             # guardrail's tripwire, for one — is the agent's.
-            error = get(sdk_span, "error")
-            if kind in cv.GROUPING and error and record.agent is not None:
-                record.agent.child_error = record.agent.child_error or error
-            return
-        span = record.span
-        if kind == cv.AGENT:
-            self._detach(record)
-            self._finish_agent(rt, record, sdk_span)
-            return
-        try:
-            if kind == cv.FUNCTION:
-                self._detach(record)
-                self._finish_tool(rt, span, record, data)
-            elif kind == cv.HANDOFF:
-                self._finish_handoff(rt, span, record, data)
-            else:
-                triggered = get(data, "triggered")
-                span.set_attribute(sc.TRACEJUDGE_GUARDRAIL_TRIGGERED, triggered is True)
-            _set_error(span, get(sdk_span, "error"))
-        finally:
-            span.end()
+            sdk_error = get(sdk_span, "error")
+            if kind in cv.GROUPING and sdk_error and record.agent is not None:
+                record.agent.child_error = record.agent.child_error or sdk_error
 
-    def _finish_tool(self, rt: Runtime, span: Span, record: _Open, data: Any) -> None:
-        arguments = cv.tool_arguments(data)
-        call_id = claim_tool_call_id((record.name,), arguments)
-        if call_id is not None:
-            span.set_attribute(sc.GEN_AI_TOOL_CALL_ID, call_id)
-        if not rt.capture_evidence:
-            return
-        stats = ContentStats()
-        if arguments is not None:
-            span.set_attribute(sc.GEN_AI_TOOL_CALL_ARGUMENTS, rt.encode_content(arguments, stats))
-        output = get(data, "output", _UNSET)
-        if output is not _UNSET and output is not None:
-            result = cv.tool_result(output)
-            span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, rt.encode_content(result, stats))
-        rt.stamp_content_stats(span, stats)
-
-    def _finish_handoff(self, rt: Runtime, span: Span, record: _Open, data: Any) -> None:
-        target = cv.text_of(get(data, "to_agent"))
-        if target is None:
-            return
-        tool = cv.handoff_tool_name(target)
-        span.update_name(f"{_OP.EXECUTE_TOOL} {tool}")
-        span.set_attribute(sc.GEN_AI_TOOL_NAME, tool)
-        span.set_attribute(sc.TRACEJUDGE_HANDOFF_TO_AGENT, target)
-        call_id = claim_tool_call_id((tool,), None)
-        if call_id is not None:
-            span.set_attribute(sc.GEN_AI_TOOL_CALL_ID, call_id)
-        agent = record.agent
-        if agent is not None:
-            agent.handoff_to = target
-
-    def _finish_agent(self, rt: Runtime, record: _Open, sdk_span: Any) -> None:
+    def _finish_agent(self, record: _Open, run: AgentInvocation, sdk_span: Any) -> None:
         """The SDK ended an agent span: end ours, unless the agent handed off (then it
         waits, open, for the agent it handed to); ending an agent ends the agents that
         handed to it."""
-        span = record.span
-        if span is not None:
-            _set_error(span, get(sdk_span, "error") or record.child_error)
+        run.release()
+        error = _failure(get(sdk_span, "error") or record.child_error)
+        if error is not None:
+            run.record_error(error)
         if record.handoff_to is not None:
             with self._lock:
                 info = self._traces.get(record.trace_id)
                 if info is not None:
                     info.pending.append(record)
                     return
-        self._end_agent_chain(rt, record)
-
-    def _end_agent_chain(self, rt: Runtime, record: _Open) -> None:
-        """End ``record``'s span and those of the agents that handed off to it; its final
-        answer is theirs too (they delegated the answer)."""
-        current: _Open | None = record
-        answer = record.output
-        while current is not None:
-            span = current.span
-            if span is not None and span.is_recording():
-                if current is not record:
-                    current.output = answer
-                try:
-                    _stamp_agent(rt, span, current)
-                finally:
-                    span.end()
-            current = current.handed_from
-
-    # --- context -----------------------------------------------------------------
-
-    def _attach(self, record: _Open) -> None:
-        if record.span is not None:
-            record.ctx_token = otel_context.attach(trace.set_span_in_context(record.span))
-
-    def _detach(self, record: _Open) -> None:
-        """Undo what the start put in context; skipped when the context is no longer the
-        one the start left (another task ended the span): nothing of ours to undo there."""
-        if record.state_token is not None:
-            token, record.state_token = record.state_token, None
-            with contextlib.suppress(ValueError):  # another context: not ours to undo
-                AGENT_STATE.reset(token)
-        if record.ledger_token is not None:
-            ledger_token, record.ledger_token = record.ledger_token, None
-            reset_ledger(ledger_token)
-        ctx_token, record.ctx_token = record.ctx_token, None
-        if ctx_token is not None and trace.get_current_span() is record.span:
-            otel_context.detach(ctx_token)  # type: ignore[arg-type]
+        _end_agent_chain(record)
 
 
-def _end(span: Span | None) -> None:
+def _span_of(record: _Open | None) -> Span | None:
+    return record.span if record is not None else None
+
+
+def _start_tool(rt: Runtime, data: Any, parent: _Open | None, trace_id: str) -> _Open:
+    name = cv.text_of(get(data, "name")) or "tool"
+    agent = _agent_of(parent)
+    record = _Open(cv.FUNCTION, name, parent, trace_id)
+    record.run = ToolInvocation(
+        rt,
+        name,
+        agent_name=agent.name if agent is not None else None,
+        parent=_span_of(parent),
+    )
+    return record
+
+
+def _start_handoff(rt: Runtime, data: Any, parent: _Open | None, trace_id: str) -> _Open:
+    attrs: dict[str, AttributeValue] = {}
+    source = cv.text_of(get(data, "from_agent"))
+    if source is not None:
+        attrs[sc.TRACEJUDGE_HANDOFF_FROM_AGENT] = source
+    record = _Open(cv.HANDOFF, "handoff", parent, trace_id)
+    # Named once the target is known (at the end): the transfer tool is named after it.
+    record.run = ToolInvocation(
+        rt, None, agent_name=source, attributes=attrs, parent=_span_of(parent), attach=False
+    )
+    return record
+
+
+def _start_guardrail(rt: Runtime, data: Any, parent: _Open | None, trace_id: str) -> _Open:
+    name = cv.text_of(get(data, "name")) or "guardrail"
+    attrs: dict[str, AttributeValue] = {sc.TRACEJUDGE_GUARDRAIL_NAME: name}
+    agent = _agent_of(parent)
+    if agent is not None:
+        attrs[sc.GEN_AI_AGENT_NAME] = agent.name
+    record = _Open(cv.GUARDRAIL, name, parent, trace_id)
+    ctx = trace.set_span_in_context(parent.span) if parent is not None and parent.span else None
+    record.guardrail = rt.tracer.start_span(
+        f"guardrail {name}", context=ctx, kind=SpanKind.INTERNAL, attributes=attrs
+    )
+    return record
+
+
+def _finish_tool(run: ToolInvocation, data: Any) -> None:
+    run.set_arguments(cv.tool_arguments(data))
+    output = get(data, "output", UNSET)
+    if output is not UNSET and output is not None:
+        run.set_result(cv.tool_result(output))
+
+
+def _finish_handoff(run: ToolInvocation, record: _Open, data: Any) -> None:
+    target = cv.text_of(get(data, "to_agent"))
+    if target is None:
+        return
+    run.rename(cv.handoff_tool_name(target))
+    run.span.set_attribute(sc.TRACEJUDGE_HANDOFF_TO_AGENT, target)
+    agent = record.agent
+    if agent is not None:
+        agent.handoff_to = target
+
+
+def _end_agent_chain(record: _Open) -> None:
+    """End ``record``'s span and those of the agents that handed off to it; its final
+    answer is theirs too (they delegated the answer)."""
+    answer = record.run.output if isinstance(record.run, AgentInvocation) else None
+    current: _Open | None = record
+    while current is not None:
+        run = current.run
+        if isinstance(run, AgentInvocation) and not run.ended:
+            if current is not record:
+                run.set_output(answer)
+            run.stop()
+        current = current.handed_from
+
+
+def _end(record: _Open) -> None:
+    """End what we started of an SDK span, recording nothing more (disabled, or left
+    open by the SDK)."""
+    if record.run is not None:
+        record.run.release()
+    span = record.span
     if span is not None and span.is_recording():
         span.end()
 
@@ -464,24 +407,3 @@ def _take_pending(info: _TraceInfo, name: str | None, sdk_parent: str | None) ->
         if waiting.handoff_to == name and waiting.sdk_parent == sdk_parent:
             return info.pending.pop(index)
     return None
-
-
-def _stamp_agent(rt: Runtime, span: Span, record: _Open) -> None:
-    state = record.state
-    if state is not None and len(state.providers) == 1:
-        span.set_attribute(sc.GEN_AI_PROVIDER_NAME, next(iter(state.providers)))
-    if record.output is not None and rt.capture_evidence:
-        stats = ContentStats()
-        span.set_attribute(
-            sc.GEN_AI_OUTPUT_MESSAGES,
-            rt.encode_content([message("assistant", [text_part(record.output)], "stop")], stats),
-        )
-        rt.stamp_content_stats(span, stats)
-
-
-def _set_error(span: Span, error: Any) -> None:
-    description = cv.error_description(error)
-    if description is None:
-        return
-    span.set_attribute(sc.ERROR_TYPE, _ERROR_TYPE)
-    span.set_status(Status(StatusCode.ERROR, description[:_STATUS_MAX]))
