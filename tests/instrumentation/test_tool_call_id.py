@@ -119,3 +119,60 @@ def test_bad_ids_are_clear_errors() -> None:
         tool_call_id("")
     with pytest.raises(ValueError, match="non-empty string"):
         tool_call_id(42)  # type: ignore[arg-type]
+
+
+@tracejudge.tool(name="lookup_order", effect="read")
+def lookup_order(order_id: str) -> str:
+    return f"{order_id}: paid"
+
+
+@tracejudge.tool(name="refund", effect="write", description="Refund (as the tool says).")
+def refund(order_id: str) -> str:
+    return f"{order_id}: refunded"
+
+
+def test_a_tool_span_gets_the_description_the_requesting_call_offered(
+    span_exporter: InMemorySpanExporter,
+) -> None:
+    """The model turn that asked for a tool was offered the tool's definition: a tool
+    span without a description of its own takes the definition's (``gen_ai.tool.
+    description``, recommended), one that declares its own keeps it. The model is
+    tracejudge's scripted server (a fake model), over the real ``openai`` client."""
+    from tracejudge.demo.model_server import ScriptedModelServer
+    from tracejudge.demo.script import Reply, Script, ToolRequest
+
+    def definition(name: str, text: str) -> dict[str, Any]:
+        params = {"type": "object", "properties": {"order_id": {"type": "string"}}}
+        return {
+            "type": "function",
+            "function": {"name": name, "description": text, "parameters": params},
+        }
+
+    asks = (
+        ToolRequest("lookup_order", {"order_id": "B-1"}),
+        ToolRequest("refund", {"order_id": "B-1"}),
+    )
+    with ScriptedModelServer([Script("described", [lambda c: Reply(tool_calls=asks)])]) as server:
+        client = openai.OpenAI(
+            base_url=server.openai_base_url("described"), api_key="k", max_retries=0
+        )
+        client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[{"role": "user", "content": "Refund B-1"}],
+            tools=[  # type: ignore[list-item]
+                definition("lookup_order", "Look up an order."),
+                definition("refund", "Refund an order."),
+            ],
+        )
+        client.close()
+    lookup_order("B-1")
+    refund("B-1")
+    descriptions = {
+        s.name: (s.attributes or {}).get("gen_ai.tool.description")
+        for s in span_exporter.get_finished_spans()
+        if s.name.startswith("execute_tool")
+    }
+    assert descriptions == {
+        "execute_tool lookup_order": "Look up an order.",
+        "execute_tool refund": "Refund (as the tool says).",
+    }

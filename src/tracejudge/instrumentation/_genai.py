@@ -146,6 +146,7 @@ class ModelCallTelemetry:
         "_token",
         "input_tokens",
         "metric_attributes",
+        "offered_tools",
         "output_tokens",
         "runtime",
         "span",
@@ -162,8 +163,12 @@ class ModelCallTelemetry:
         attributes: dict[str, AttributeValue],
         server_address: str | None = None,
         server_port: int | None = None,
+        offered_tools: Any = None,
     ) -> None:
         self.runtime = runtime
+        self.offered_tools = offered_tools
+        """The request's tool definitions as the SDK took them: handed to the tool-call
+        ledger with the response's tool calls (their descriptions go on the tool spans)."""
         attributes[semconv.GEN_AI_OPERATION_NAME] = operation
         attributes[semconv.GEN_AI_PROVIDER_NAME] = provider
         metric: dict[str, AttributeValue] = {
@@ -272,7 +277,7 @@ class ModelCallTelemetry:
         """Record the output messages (see the module's content policy) and hand the
         requested tool calls to the ledger so ``@tool`` spans can pick up their ids."""
         if record_tool_calls:
-            record_requested_tool_calls(tool_calls)
+            record_requested_tool_calls(tool_calls, self.offered_tools)
         if not messages:
             return
         if self.runtime.capture_any:

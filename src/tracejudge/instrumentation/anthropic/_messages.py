@@ -109,9 +109,9 @@ def start(runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]) -> ModelCa
         attributes,
         server_address=address,
         server_port=port,
+        offered_tools=(tools := params.get("tools")),
     )
     if runtime.capture_any:  # nothing is recorded in NO_CONTENT: skip converting
-        tools = params.get("tools")
         with runtime.guard:  # the span exists now: odd content must not orphan it
             call.set_input(
                 cv.input_messages(params.get("messages")),

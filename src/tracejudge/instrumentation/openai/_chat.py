@@ -66,10 +66,10 @@ def start(runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]) -> ModelCa
         attrs,
         address,
         port,
+        tools := kwargs.get("tools"),
     )
     if runtime.capture_any:
         with runtime.guard:  # the span is open: a content bug must not leak it
-            tools = kwargs.get("tools")
             call.set_input(
                 input_messages(kwargs.get("messages")),
                 None,

@@ -62,10 +62,10 @@ def start(runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]) -> ModelCa
         attrs,
         address,
         port,
+        tools := kwargs.get("tools"),
     )
     if runtime.capture_any:
         instructions = kwargs.get("instructions")
-        tools = kwargs.get("tools")
         with runtime.guard:  # the span is open: a content bug must not leak it
             call.set_input(
                 input_messages(kwargs.get("input")),
