@@ -275,6 +275,9 @@ def _weaver_metric(raw: dict[str, Any]) -> dict[str, Any]:
         "unit": raw["unit"],
         "brief": _one_line(raw.get("brief")),
         "stability": _STABILITY,
+        # Weaver asks every signal for one (``registry check --future`` refuses a signal
+        # without): the collector records each of ours whenever it runs.
+        "requirement_level": raw.get("requirement_level", "recommended"),
     }
     if raw.get("attributes"):
         out["attributes"] = [
@@ -290,6 +293,7 @@ def _weaver_span(raw: dict[str, Any]) -> dict[str, Any]:
         "name": {"note": f"**Span name** SHOULD be `{raw['name']}`."},
         "brief": _one_line(raw.get("brief")),
         "stability": _STABILITY,
+        "requirement_level": raw.get("requirement_level", "recommended"),
         "attributes": [
             {"ref": a["ref"], "requirement_level": a.get("requirement_level", "recommended")}
             for a in raw.get("attributes") or []
@@ -307,6 +311,12 @@ def weaver_errors(doc: Any) -> list[str]:
         f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}"
         for e in sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.path)))
     ]
+
+
+WEAVER_UPSTREAM_PATH = "semconv/upstream"
+"""The pinned GenAI registry as Weaver finds it from the repository root (where the
+documented commands run: Weaver resolves a local ``registry_path`` against the working
+directory, not against the manifest, so ``../upstream`` only worked from semconv/weaver)."""
 
 
 def build_weaver() -> dict[Path, str]:
@@ -339,11 +349,15 @@ def build_weaver() -> dict[Path, str]:
         # a placeholder until the registry is published (.invalid: reserved, never resolves)
         "schema_url": f"https://tracejudge.invalid/schemas/{_project_version()}",
         "stability": _STABILITY,
-        "dependencies": [{"schema_url": upstream["schema_url"], "registry_path": "../upstream"}],
+        "dependencies": [
+            {"schema_url": upstream["schema_url"], "registry_path": WEAVER_UPSTREAM_PATH}
+        ],
     }
     manifest_note = (
-        "# Depends on the pinned GenAI registry in ../upstream, whose own manifest expects core\n"
-        f"# v{upstream_core_version()} filtered at ../upstream/.build/sc-upstream-filtered (see\n"
+        f"# Depends on the pinned GenAI registry in {WEAVER_UPSTREAM_PATH}: Weaver resolves a\n"
+        "# local registry_path against the working directory, so run it from the repository root\n"
+        "# (`weaver registry check -r semconv/weaver`). The GenAI manifest expects core\n"
+        f"# v{upstream_core_version()} filtered at .build/sc-upstream-filtered (see\n"
         "# semconv/upstream/manifest.yaml).\n"
     )
     return {

@@ -108,7 +108,31 @@ def test_weaver_registry_is_in_weavers_format() -> None:
     manifest = yaml.safe_load((ROOT / "semconv" / "weaver" / "manifest.yaml").read_text())
     (dependency,) = manifest["dependencies"]
     upstream = yaml.safe_load((ROOT / "semconv" / "upstream" / "manifest.yaml").read_text())
-    assert dependency == {"schema_url": upstream["schema_url"], "registry_path": "../upstream"}
+    # Weaver resolves a local registry_path against the working directory: the documented
+    # `weaver registry check -r semconv/weaver` runs from the repository root
+    assert dependency == {"schema_url": upstream["schema_url"], "registry_path": "semconv/upstream"}
+    assert (ROOT / dependency["registry_path"] / "manifest.yaml").is_file()
+
+
+def test_every_signal_of_ours_declares_its_requirement_level() -> None:
+    """Weaver warns about a metric, span or event without a signal-level
+    ``requirement_level`` and refuses it under ``registry check --future``: every one of
+    ours has one (the 8 metrics and the guardrail span had none)."""
+    doc = yaml.safe_load((ROOT / "semconv" / "weaver" / "tracejudge.yaml").read_text())
+    signals = [
+        (kind, signal.get("name") or signal.get("type"))
+        for kind in ("metrics", "spans", "events")
+        for signal in doc.get(kind) or []
+    ]
+    assert len(signals) == 9
+    missing = [
+        (kind, name)
+        for kind in ("metrics", "spans", "events")
+        for signal in doc.get(kind) or []
+        if "requirement_level" not in signal
+        for name in [signal.get("name") or signal.get("type")]
+    ]
+    assert missing == []
 
 
 def test_a_registry_entry_weaver_would_refuse_fails_generation(copy: Path) -> None:
