@@ -40,7 +40,8 @@ def expect_compiled(request: pytest.FixtureRequest) -> bool:
 
 @pytest.fixture
 def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    """Span start/end times advance 1 ms per reading (deterministic timestamps)."""
+    """Span start/end and event times advance 1 s per reading, from 0 (deterministic
+    timestamps: ``otel_traces`` uses it, so every span snapshot has them)."""
     clock = FakeClock()
     monkeypatch.setattr(sdk_trace, "time_ns", clock)
     return clock
@@ -48,9 +49,10 @@ def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 
 @pytest.fixture
 def otel_traces(
-    request: pytest.FixtureRequest,
+    request: pytest.FixtureRequest, fake_clock: FakeClock
 ) -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
-    """A private TracerProvider (sequential ids) exporting to memory.
+    """A private TracerProvider (sequential ids, the fake clock's times) exporting to
+    memory: ``tests/support/spans.py`` turns what it exported into snapshot data.
 
     Every span tracejudge's instrumentation finishes on it is also checked against the
     pinned convention registry when the test ends (``tests/support/semconv_check.py``): a

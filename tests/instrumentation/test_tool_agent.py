@@ -15,12 +15,14 @@ from typing import Any
 
 import openai
 import pytest
+from inline_snapshot import snapshot
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracejudge
 from tests.support.otel import snap
 from tests.support.replay import ReplayServer
+from tests.support.spans import span_dicts
 
 pytestmark = pytest.mark.usefixtures("instrumented")
 
@@ -79,21 +81,32 @@ def test_tool_span_snapshot(span_exporter: InMemorySpanExporter) -> None:
     """A decorated tool emits one INTERNAL ``execute_tool {name}`` span with its bound
     arguments (defaults included), result and declared effect."""
     assert create_refund("A-1", 12.5) == {"refund_id": "rf_1", "order_id": "A-1", "amount": 12.5}
-    [span] = span_exporter.get_finished_spans()
-    assert snap(span) == {
-        "name": "execute_tool refund_api.create",
-        "kind": "INTERNAL",
-        "status": "UNSET",
-        "attributes": {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": "refund_api.create",
-            "gen_ai.tool.type": "function",
-            "gen_ai.tool.description": "Refund an order",
-            "tracejudge.tool.effect": "write",
-            "gen_ai.tool.call.arguments": {"order_id": "A-1", "amount": 12.5, "note": ""},
-            "gen_ai.tool.call.result": {"refund_id": "rf_1", "order_id": "A-1", "amount": 12.5},
-        },
-    }
+    assert span_dicts(span_exporter) == snapshot(
+        [
+            {
+                "name": "execute_tool refund_api.create",
+                "kind": "INTERNAL",
+                "context": {"trace_id": 1, "span_id": 1},
+                "parent": None,
+                "start_time": 1000000000,
+                "end_time": 2000000000,
+                "status": "UNSET",
+                "attributes": {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "refund_api.create",
+                    "gen_ai.tool.type": "function",
+                    "tracejudge.tool.effect": "write",
+                    "gen_ai.tool.description": "Refund an order",
+                    "gen_ai.tool.call.arguments": {"order_id": "A-1", "amount": 12.5, "note": ""},
+                    "gen_ai.tool.call.result": {
+                        "refund_id": "rf_1",
+                        "order_id": "A-1",
+                        "amount": 12.5,
+                    },
+                },
+            }
+        ]
+    )
 
 
 def test_tool_error_reraised_unchanged(span_exporter: InMemorySpanExporter) -> None:
@@ -102,12 +115,39 @@ def test_tool_error_reraised_unchanged(span_exporter: InMemorySpanExporter) -> N
     with pytest.raises(RefundDenied, match="not refundable") as info:
         failing_refund("B-2")
     assert type(info.value) is RefundDenied
-    [span] = span_exporter.get_finished_spans()
-    data = snap(span)
-    assert data["status"] == "ERROR"
-    assert data["attributes"]["error.type"] == f"{__name__}.RefundDenied"
-    assert "gen_ai.tool.call.result" not in data["attributes"]
-    assert data["attributes"]["tracejudge.tool.effect"] == "write"
+    assert span_dicts(span_exporter) == snapshot(
+        [
+            {
+                "name": "execute_tool failing_refund",
+                "kind": "INTERNAL",
+                "context": {"trace_id": 1, "span_id": 1},
+                "parent": None,
+                "start_time": 1000000000,
+                "end_time": 3000000000,
+                "status": "ERROR",
+                "status_description": "order B-2 is not refundable",
+                "attributes": {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "failing_refund",
+                    "gen_ai.tool.type": "function",
+                    "tracejudge.tool.effect": "write",
+                    "gen_ai.tool.call.arguments": {"order_id": "B-2"},
+                    "error.type": "tests.instrumentation.test_tool_agent.RefundDenied",
+                },
+                "events": [
+                    {
+                        "name": "exception",
+                        "timestamp": 2000000000,
+                        "attributes": {
+                            "exception.type": "tests.instrumentation.test_tool_agent.RefundDenied",
+                            "exception.message": "order B-2 is not refundable",
+                            "exception.stacktrace": "<traceback>",
+                        },
+                    }
+                ],
+            }
+        ]
+    )
 
 
 def test_async_tool_and_context_manager_form(span_exporter: InMemorySpanExporter) -> None:
@@ -303,18 +343,49 @@ def test_context_propagates_to_threads_and_tasks(
     assert all(tid(s) == trace_id for s in children)
 
 
-@pytest.mark.usefixtures("fake_clock")
 def test_spans_are_deterministic_with_fake_clock(span_exporter: InMemorySpanExporter) -> None:
     """With the shared fake clock and counting id generator, ids, parents and timestamps
-    are the same on every run, so whole traces can be compared as snapshots."""
+    are the same on every run, so whole traces are compared as snapshots: the agent is
+    span 1 of trace 1, the tool span 2 under it, and each reading of the clock is 1 s."""
     with tracejudge.agent("clocked"):
         create_refund("G-7", 1.0)
-    tool_span, agent_span = span_exporter.get_finished_spans()
-    assert (sid(agent_span), sid(tool_span), parent_id(tool_span)) == (1, 2, 1)
-    assert tid(agent_span) == 1
-    start = agent_span.start_time or 0
-    assert [
-        (tool_span.start_time or 0) - start,
-        (tool_span.end_time or 0) - start,
-        (agent_span.end_time or 0) - start,
-    ] == [1_000_000, 2_000_000, 3_000_000]
+    assert span_dicts(span_exporter) == snapshot(
+        [
+            {
+                "name": "execute_tool refund_api.create",
+                "kind": "INTERNAL",
+                "context": {"trace_id": 1, "span_id": 2},
+                "parent": 1,
+                "start_time": 2000000000,
+                "end_time": 3000000000,
+                "status": "UNSET",
+                "attributes": {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "refund_api.create",
+                    "gen_ai.tool.type": "function",
+                    "tracejudge.tool.effect": "write",
+                    "gen_ai.agent.name": "clocked",
+                    "gen_ai.tool.description": "Refund an order",
+                    "gen_ai.tool.call.arguments": {"order_id": "G-7", "amount": 1.0, "note": ""},
+                    "gen_ai.tool.call.result": {
+                        "refund_id": "rf_1",
+                        "order_id": "G-7",
+                        "amount": 1.0,
+                    },
+                },
+            },
+            {
+                "name": "invoke_agent clocked",
+                "kind": "INTERNAL",
+                "context": {"trace_id": 1, "span_id": 1},
+                "parent": None,
+                "start_time": 1000000000,
+                "end_time": 4000000000,
+                "status": "UNSET",
+                "attributes": {
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": "clocked",
+                },
+            },
+        ]
+    )

@@ -159,9 +159,9 @@ def test_a_tool_span_gets_the_description_the_requesting_call_offered(
         client.chat.completions.create(
             model="gpt-4o-mini",
             messages=[{"role": "user", "content": "Refund B-1"}],
-            tools=[  # type: ignore[list-item]
-                definition("lookup_order", "Look up an order."),
-                definition("refund", "Refund an order."),
+            tools=[
+                definition("lookup_order", "Look up an order."),  # type: ignore[list-item]
+                definition("refund", "Refund an order."),  # type: ignore[list-item]
             ],
         )
         client.close()

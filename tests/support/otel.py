@@ -36,9 +36,10 @@ class CountingIdGenerator(IdGenerator):
 
 
 class FakeClock:
-    """A ``time_ns`` replacement that advances 1 ms per reading."""
+    """A ``time_ns`` replacement that advances 1 s per reading (the first reads 1 s), as
+    Logfire's test clock does: snapshots show times as small round numbers."""
 
-    def __init__(self, start_ns: int = 1_700_000_000_000_000_000, step_ns: int = 1_000_000) -> None:
+    def __init__(self, start_ns: int = 0, step_ns: int = 1_000_000_000) -> None:
         self._now = start_ns
         self._step = step_ns
 
