@@ -41,7 +41,8 @@ def expect_compiled(request: pytest.FixtureRequest) -> bool:
 @pytest.fixture
 def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     """Span start/end and event times advance 1 s per reading, from 0 (deterministic
-    timestamps: ``otel_traces`` uses it, so every span snapshot has them)."""
+    timestamps for span snapshots: the instrumentation and framework suites use it for
+    every test; suites that send spans to real backends keep the real clock)."""
     clock = FakeClock()
     monkeypatch.setattr(sdk_trace, "time_ns", clock)
     return clock
@@ -49,10 +50,11 @@ def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 
 @pytest.fixture
 def otel_traces(
-    request: pytest.FixtureRequest, fake_clock: FakeClock
+    request: pytest.FixtureRequest,
 ) -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
-    """A private TracerProvider (sequential ids, the fake clock's times) exporting to
-    memory: ``tests/support/spans.py`` turns what it exported into snapshot data.
+    """A private TracerProvider (sequential ids) exporting to memory:
+    ``tests/support/spans.py`` turns what it exported into snapshot data (with the
+    ``fake_clock`` for the times).
 
     Every span tracejudge's instrumentation finishes on it is also checked against the
     pinned convention registry when the test ends (``tests/support/semconv_check.py``): a
