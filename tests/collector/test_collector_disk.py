@@ -8,13 +8,11 @@ SIGTERM in a traceback; ``--max-queue-bytes`` overshot (2 MiB cap, 2.79 MB queue
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from tests.collector.collector_support import (
     wait_for,
 )
 from tests.collector.test_collector_reliability import RULES, _free_port
+from tests.collector.volume_support import fill, mount_tmpfs, unfill, unmount
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 from tracejudge.collector.forward import TargetQueue
@@ -57,13 +56,10 @@ class SmallDisk:
 
     def fill(self) -> None:
         if self.tmpfs:
-            st = os.statvfs(self.queue_dir)
-            # Full is the point: the write stops with ENOSPC once nothing is left.
-            with open(self.queue_dir.parent / "filler", "wb") as fh, suppress(OSError):
-                fh.write(b"\0" * (st.f_bavail * st.f_frsize))
+            fill(self.queue_dir.parent)
 
     def free(self) -> None:
-        (self.queue_dir.parent / "filler").unlink(missing_ok=True)
+        unfill(self.queue_dir.parent)
 
     @property
     def flags(self) -> list[str]:
@@ -75,24 +71,14 @@ class SmallDisk:
 def small_disk(tmp_path: Path) -> Iterator[SmallDisk]:
     mnt = tmp_path / "disk"
     mnt.mkdir()
-    try:
-        mounted = (
-            subprocess.run(
-                ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
-                capture_output=True,
-                check=False,
-            ).returncode
-            == 0
-        )
-    except OSError:  # no mount command
-        mounted = False
+    mounted = mount_tmpfs(mnt, 1024 * 1024)
     (mnt / "q").mkdir()
     disk = SmallDisk(mnt / "q", mounted, {} if mounted else {"max_disk_queue_bytes": 256 * 1024})
     try:
         yield disk
     finally:
         if mounted:
-            subprocess.run(["umount", "-l", str(mnt)], check=False)
+            unmount(mnt)
 
 
 def _trace(blob: int = 4096) -> tuple[bytes, int, bytes]:
