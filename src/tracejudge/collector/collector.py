@@ -28,6 +28,8 @@ from tracejudge.collector.exposition import render as render_prometheus
 from tracejudge.collector.file_target import FileTarget
 from tracejudge.collector.forward import ForwardTarget, Item, TargetQueue, make_target
 from tracejudge.collector.grpc_receiver import GrpcLimits, start_grpc
+from tracejudge.collector.headroom import Room
+from tracejudge.collector.health import degraded_reasons, disk_refusal
 from tracejudge.collector.http_guard import GuardLimits, GuardStats, HttpServer, start_guarded
 from tracejudge.collector.inflight import InflightBytes
 from tracejudge.collector.judge import Judge, load_judge
@@ -40,7 +42,7 @@ from tracejudge.collector.redact import LogScrubber
 from tracejudge.collector.shadow import attach_shadow_pairs
 from tracejudge.collector.sinks import JsonlSink, VerdictSink, WebhookSink
 from tracejudge.collector.stats import Stats, otlp_metric_reader
-from tracejudge.collector.store import DiskStore, QueuedTarget
+from tracejudge.collector.store import DiskStore, QueuedTarget, open_for_serve
 from tracejudge.collector.targets import TargetSpec, split_forward, target_specs
 from tracejudge.engine.engine import Engine
 from tracejudge.gate.recent import RecentVerdicts
@@ -86,6 +88,8 @@ class Collector:
             readers, MetricLabels(config.metrics_case_slices, config.metrics_max_label_values)
         )
         self.store: DiskStore | None = None
+        self.disk_room: Room | None = None
+        """The disk queue's cap and reserve, as chosen at start."""
         self.dead_letter: DeadLetterFile | None = None
         self.removed_targets: list[QueuedTarget] = []
         """Disk-queue payloads of targets no longer configured, as counted at start."""
@@ -131,23 +135,27 @@ class Collector:
         if self.store is not None:
             disk = {
                 "file_bytes": self.store.file_bytes(),
+                "wal_bytes": self.store.wal_bytes(),
                 "max_bytes": self.store.max_bytes,
+                "max_bytes_derived": self.disk_room is not None and self.disk_room.derived,
+                "reserve_bytes": self.store.reserve.size,
+                "reserve_in_place": self.store.reserve.present,
                 "errors": self.store.errors,
                 "last_error": self.store.last_error,
+                "refusing": disk_refusal(
+                    self.store, p.queues if p else [], self.config.retry_after_hint
+                ),
                 "removed_targets": {
                     r.key: {"url": r.url, "payloads": r.payloads, "spans": r.spans}
                     for r in self.removed_targets
                 },
             }
-        status = "ok"
-        if any(t["last_error"] and t["queued_spans"] for t in targets.values()):
-            status = "degraded"  # a backend is failing and data is waiting for it
-        if disk is not None and disk["last_error"]:
-            status = "degraded"  # the disk queue refuses writes: clients are pushed back
-        if self._stopping:
-            status = "stopping"
+        # A backend failing with data waiting for it, a disk queue refusing or failing.
+        reasons = degraded_reasons(targets, disk)
+        status = "stopping" if self._stopping else "degraded" if reasons else "ok"
         return self.stats.snapshot(
             status=status,
+            reasons=reasons,
             build=build_kind(),
             buffered_traces=len(p.buffer.traces) + p.buffer.held_traces if p else 0,
             buffered_spans=p.buffer.spans + p.buffer.held_spans if p else 0,
@@ -225,8 +233,11 @@ class Collector:
         the line is logged at INFO level (an embedded collector stays quiet)."""
         cfg = self.config
         if cfg.queue_dir is not None:
-            self.store = DiskStore(cfg.queue_dir, cfg.max_disk_queue_bytes)
+            self.store, self.disk_room = open_for_serve(
+                cfg.queue_dir, cfg.max_disk_queue_bytes, cfg.file_mode
+            )
             self.store.decided_keep = cfg.decided_cache_size
+            log.info("disk queue %s: %s", cfg.queue_dir, self.disk_room.describe())
         for warning in cfg.security_warnings():
             log.warning("%s", warning)
         specs = target_specs(cfg.forward, cfg.output)

@@ -18,6 +18,7 @@ import yaml
 
 from tracejudge.collector import access
 from tracejudge.collector.credentials import display_url
+from tracejudge.collector.files import DEFAULT_FILE_MODE
 from tracejudge.collector.targets import split_forward, target_specs
 from tracejudge.collector.tls import ServerTls, TargetOptions
 
@@ -197,7 +198,11 @@ class CollectorConfig:
     can send whole messages before they are read. Off, a stream has a 64 KiB window and
     unread messages wait at the client; turn it on for clients on high-latency links."""
     max_disk_queue_bytes: int | None = None
-    """Cap on the disk queue's database file (SQLite ``max_page_count``); None: the disk."""
+    """Cap on the disk queue's database file (SQLite ``max_page_count``); None: what it
+    holds plus half its volume's free space at start (``headroom.py``)."""
+    file_mode: int = DEFAULT_FILE_MODE
+    """Mode of every file the collector creates (disk queue, ``output``, ``dead_letter``,
+    ``verdicts_jsonl``); the umask still applies. 0600: the owner only."""
     max_batch_bytes: int = 4 * 1024**2
     decided_cache_size: int = 100_000
     """Most decisions remembered for late spans (in memory, and in the disk queue)."""
@@ -356,6 +361,11 @@ class CollectorConfig:
             raise ConfigError("max_disk_queue_bytes: needs queue_dir (there is no disk queue)")
         if self.max_disk_queue_bytes is not None and self.max_disk_queue_bytes < 64 * 1024:
             raise ConfigError("max_disk_queue_bytes: must be at least 64KiB")
+        if self.file_mode & ~0o666 or self.file_mode & 0o600 != 0o600:
+            raise ConfigError(
+                f"file_mode: {self.file_mode:04o} must give the owner read and write and "
+                "nobody execute (e.g. 0600, 0640)"
+            )
         if self.webhook is not None and urlsplit(self.webhook).scheme not in ("http", "https"):
             raise ConfigError(f"webhook: {self.webhook!r} is not an http(s) URL")
         return self
@@ -455,7 +465,19 @@ def _coerce(key: str, value: Any) -> Any:
         return list(items)
     if key == "metrics_case_slices":
         return _case_slices(value)
+    if key == "file_mode":
+        return _file_mode(value)
     raise ConfigError(f"unknown key {key!r}")
+
+
+def _file_mode(value: Any) -> int:
+    """An octal mode: ``"0640"`` or ``"640"`` (flags and quoted YAML), or the number YAML
+    reads from an unquoted ``0640``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"0?o?[0-7]{3}", value.strip()):
+        return int(value.strip().lstrip("0o") or "0", 8)
+    raise ConfigError(f"file_mode: expected an octal mode like '0600' or '0640', got {value!r}")
 
 
 def _case_slices(value: Any) -> dict[str, list[str]]:

@@ -276,7 +276,11 @@ def health_routes(
 
     async def healthz(_request: web.Request) -> web.Response:
         snap = snapshot()
-        return web.json_response({"status": snap.get("status", "ok"), "spans": snap["spans"]})
+        body = {"status": snap.get("status", "ok"), "reasons": snap.get("reasons", [])}
+        refusing = (snap.get("disk_queue") or {}).get("refusing")
+        if refusing is not None:  # why requests get 503, and what makes them accepted again
+            body["disk_queue"] = refusing
+        return web.json_response({**body, "spans": snap["spans"]})
 
     async def metrics(request: web.Request) -> web.Response:
         if prometheus is not None and wants_prometheus(

@@ -15,18 +15,31 @@ Disk faults (a full disk, an I/O error, the size limit) surface as ``StoreError`
 never lose an acknowledged span: a failed ``accept`` means the request is refused (the
 client retries), a failed decision commit leaves the trace's inbox rows in place (the
 payloads travel in memory and the rows are released once every target has them), and a
-failed delete is remembered and retried with the next write.
+failed delete is remembered and retried, in a transaction of its own, before the next
+write. Deleting never needs free space: when the volume is full a delete frees the
+reserve (``headroom.py``) first, and after it the WAL is checkpointed to nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tracejudge.collector.files import DEFAULT_FILE_MODE, create_private, make_dir, write_new
+from tracejudge.collector.headroom import (
+    RESERVE_NAME,
+    Reserve,
+    Room,
+    plan_room,
+    volume_free,
+    wal_pages,
+)
 from tracejudge.collector.targets import TargetSpec
 
 log = logging.getLogger("tracejudge.collector")
@@ -65,6 +78,17 @@ class StoreError(OSError):
 
 
 @dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why the disk queue refused the last request: ``cap`` (the database is at its cap:
+    deliveries make room), ``volume`` (the volume is full: freeing space makes room) or
+    ``error`` (another fault); the volume's free bytes then, and the reserve it needs."""
+
+    cause: str
+    free_bytes: int
+    reserve_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class QueuedTarget:
     """Payloads waiting in the outbox for one target key (a name, or a URL in old rows)."""
 
@@ -75,38 +99,54 @@ class QueuedTarget:
     spans: int
 
 
+DATABASE = "queue.sqlite3"
+"""The database's file name in the queue directory."""
+
+
 class DiskStore:
     """The inbox/outbox database in ``directory/queue.sqlite3``.
 
     ``max_bytes`` caps the database file with SQLite's own ``max_page_count``: a write
     that would grow it past the cap fails as on a full disk, so the cap holds exactly for
     the file (the WAL beside it is truncated to ``wal_bytes`` after each checkpoint).
+    ``reserve_bytes`` (``headroom.Reserve``) is kept on the volume for deletes; a request
+    is accepted only while it is. Files are created with ``file_mode`` (``files.py``).
     """
 
-    def __init__(self, directory: Path, max_bytes: int | None = None) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        self.path = directory / "queue.sqlite3"
+    def __init__(
+        self,
+        directory: Path,
+        max_bytes: int | None = None,
+        *,
+        reserve_bytes: int = 0,
+        file_mode: int = DEFAULT_FILE_MODE,
+    ) -> None:
+        make_dir(directory, file_mode)
+        self.path = directory / DATABASE
         self.max_bytes = max_bytes
+        self.file_mode = file_mode
+        self.reserve = Reserve(directory / RESERVE_NAME, reserve_bytes, file_mode)
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self.page_size = int(self._db.execute("PRAGMA page_size").fetchone()[0])
-            if max_bytes is not None:
-                pages = max(2, max_bytes // self.page_size)
-                # SQLite never sets the cap below the pages in use: an existing larger
-                # queue keeps its size (and refuses growth) until it drains.
-                self._db.execute(f"PRAGMA max_page_count = {pages}")
-                wal_pages = max(16, min(1000, pages // 4))
-                self._db.execute(f"PRAGMA wal_autocheckpoint = {wal_pages}")
-                self._db.execute(f"PRAGMA journal_size_limit = {wal_pages * self.page_size}")
-            self._db.executescript(_SCHEMA)
+            self._db = self._open()
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the disk queue {self.path}: {exc}") from exc
+            if not self.reserve.release():  # opening a full volume needs room for -shm
+                raise StoreError(f"cannot open the disk queue {self.path}: {exc}") from exc
+            log.warning(
+                "disk queue %s: opening failed (%s); released the %d-byte reserve to open it",
+                self.path,
+                exc,
+                self.reserve.size,
+            )
+            try:
+                self._db = self._open()
+            except sqlite3.Error as again:
+                raise StoreError(f"cannot open the disk queue {self.path}: {again}") from again
         self.errors = 0
         """Failed writes since start (each also failed a request, or was retried)."""
         self.last_error: str | None = None
         """The latest fault, cleared by the next successful write."""
+        self.refusal: Refusal | None = None
+        """Why the last request was refused; None once one is accepted again."""
         self.decided_keep = 100_000
         """Decided rows kept (the collector sets its ``decided_cache_size``)."""
         self._seq = int(self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM decided").fetchone()[0])
@@ -114,10 +154,40 @@ class DiskStore:
         self._pending_outbox: list[int] = []
         self._logged_at = -_LOG_EVERY
         self._unlogged = 0
+        self._shrink()  # a WAL left large (or a reserve missing) by the last run
+
+    def _open(self) -> sqlite3.Connection:
+        if not self.path.exists():  # SQLite gives -wal and -shm the database's mode
+            os.close(create_private(self.path, self.file_mode))
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            # Not ON (some builds' default): zeroing deleted rows writes every deleted
+            # byte again through the WAL, so a delete would need as much free space as
+            # the rows it deletes. FAST zeroes only what a delete writes anyway.
+            db.execute("PRAGMA secure_delete=FAST")
+            self.page_size = int(db.execute("PRAGMA page_size").fetchone()[0])
+            wal = 1000  # SQLite's default checkpoint size, kept after a checkpoint too
+            if self.max_bytes is not None:
+                pages = max(2, self.max_bytes // self.page_size)
+                # SQLite never sets the cap below the pages in use: an existing larger
+                # queue keeps its size (and refuses growth) until it drains.
+                db.execute(f"PRAGMA max_page_count = {pages}")
+                wal = wal_pages(self.max_bytes, self.page_size)
+            db.execute(f"PRAGMA wal_autocheckpoint = {wal}")
+            db.execute(f"PRAGMA journal_size_limit = {wal * self.page_size}")
+            self.wal_limit = wal * self.page_size
+            """Bytes the WAL keeps after a checkpoint (``journal_size_limit``)."""
+            db.executescript(_SCHEMA)
+        except sqlite3.Error:
+            db.close()
+            raise
+        return db
 
     # --- fault handling ----------------------------------------------------------------
 
-    def _fault(self, what: str, exc: sqlite3.Error) -> StoreError:
+    def _fault(self, what: str, exc: sqlite3.Error | str) -> StoreError:
         self.errors += 1
         self.last_error = f"{what}: {exc}"
         now = time.monotonic()
@@ -135,6 +205,28 @@ class DiskStore:
             log.info("disk queue %s: writing again", self.path)
             self.last_error = None
 
+    def _refuse(self, what: str, exc: sqlite3.Error | str, nbytes: int = 0) -> StoreError:
+        """Record why a write of ``nbytes`` that would grow the queue failed (``/healthz``)."""
+        self.refusal = self._cause(exc, nbytes)
+        return self._fault(what, exc)
+
+    def _cause(self, exc: sqlite3.Error | str, nbytes: int) -> Refusal:
+        """SQLite says "database or disk is full" for both: the cap when the write did
+        not fit in the pages the cap leaves, the volume otherwise."""
+        free = volume_free(self.path.parent)
+        cause = "volume"
+        if isinstance(exc, sqlite3.Error):
+            cause = "error" if "full" not in str(exc) else "volume"
+            if cause == "volume" and self.max_bytes is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    cap, used, unused = (
+                        int(self._db.execute(f"PRAGMA {p}").fetchone()[0])
+                        for p in ("max_page_count", "page_count", "freelist_count")
+                    )
+                    if used - unused + nbytes // self.page_size + 1 >= cap:
+                        cause = "cap"
+        return Refusal(cause, free, self.reserve.size)
+
     def _flush_pending(self) -> None:
         """Deletes that failed before (inside the caller's transaction)."""
         if self._pending_inbox:
@@ -150,6 +242,70 @@ class DiskStore:
         self._pending_inbox.clear()
         self._pending_outbox.clear()
 
+    def _run_deletes(self) -> None:
+        with self._db:
+            self._db.execute("BEGIN")
+            self._flush_pending()
+
+    def _retry_deletes(self) -> bool:
+        """Run the pending deletes in a transaction of their own (never with a write that
+        may not fit); when the volume is full, free the reserve for them. True when none
+        is left pending."""
+        if not (self._pending_inbox or self._pending_outbox):
+            return True
+        try:
+            self._run_deletes()
+        except sqlite3.Error as exc:
+            if not self.reserve.release():
+                self._fault("deleting delivered rows (retried before the next write)", exc)
+                return False
+            log.warning(
+                "disk queue %s: deleting delivered rows failed (%s); released the %d-byte "
+                "reserve to delete them and shrink the queue",
+                self.path,
+                exc,
+                self.reserve.size,
+            )
+            try:
+                self._run_deletes()
+            except sqlite3.Error as again:
+                self._fault("deleting delivered rows (retried before the next write)", again)
+                return False
+        self._pending_done()
+        self._ok()
+        self._shrink()
+        return True
+
+    def wal_bytes(self) -> int:
+        """The WAL file's size now."""
+        try:
+            return Path(f"{self.path}-wal").stat().st_size
+        except OSError:
+            return 0
+
+    def _shrink(self) -> None:
+        """Checkpoint the WAL into the database and truncate it to nothing when it has
+        outgrown ``wal_limit`` or the reserve is missing, then take the reserve back."""
+        if self.reserve.present and self.wal_bytes() <= self.wal_limit:
+            return
+        try:
+            busy = int(self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
+        except sqlite3.Error as exc:
+            self._fault("checkpointing the WAL", exc)
+            return
+        if not busy and self.reserve.ensure():
+            self._ok()
+
+    def _no_room(self) -> str | None:
+        """Why a write that grows the queue must not run now, or None: the reserve is not
+        in place, so the deletes that come after it might find no room."""
+        if self._retry_deletes() and self.reserve.ensure():
+            return None
+        return (
+            f"the volume has {volume_free(self.path.parent)} bytes free and the queue keeps "
+            f"{self.reserve.size} in reserve for deleting delivered rows"
+        )
+
     # --- writes ------------------------------------------------------------------------
 
     def accept(
@@ -158,16 +314,19 @@ class DiskStore:
         """Persist an accepted request before the receiver acknowledges it: its fresh
         (trace id, fragment) pairs and the payloads it sends straight out (late spans,
         passthrough), in one transaction; returns the outbox ids. ``StoreError`` means
-        nothing was written and the request must be refused."""
+        nothing was written and the request must be refused (``refusal`` says why)."""
+        short = self._no_room()
+        if short is not None:
+            raise self._refuse("accepting a request", short)
         try:
             with self._db:
                 self._db.execute("BEGIN")
-                self._flush_pending()
                 self._db.executemany("INSERT INTO inbox (trace_id, data) VALUES (?, ?)", fragments)
                 ids = self._insert_outbox(rows)
         except sqlite3.Error as exc:
-            raise self._fault("accepting a request", exc) from exc
-        self._pending_done()
+            size = sum(len(d) for _, d in fragments) + sum(len(r[1]) for r in rows)
+            raise self._refuse("accepting a request", exc, size) from exc
+        self.refusal = None
         self._ok()
         return ids
 
@@ -193,10 +352,12 @@ class DiskStore:
         """Move decided traces from inbox to outbox atomically, remembering their
         decisions (so spans arriving after a restart get the same verdict); returns the
         outbox ids. On ``StoreError`` nothing changed: the inbox rows still hold the traces."""
+        short = self._no_room()
+        if short is not None:
+            raise self._fault("committing decisions", short)
         try:
             with self._db:
                 self._db.execute("BEGIN")
-                self._flush_pending()
                 self._db.executemany(
                     "DELETE FROM inbox WHERE trace_id = ?", ((t,) for t in trace_ids)
                 )
@@ -205,7 +366,6 @@ class DiskStore:
                     self._remember(decided)
         except sqlite3.Error as exc:
             raise self._fault("committing decisions", exc) from exc
-        self._pending_done()
         self._ok()
         return ids
 
@@ -232,25 +392,17 @@ class DiskStore:
     def _delete(self, trace_ids: Sequence[bytes], ids: Sequence[int]) -> None:
         self._pending_inbox.extend(trace_ids)
         self._pending_outbox.extend(ids)
-        try:
-            with self._db:
-                self._db.execute("BEGIN")
-                self._flush_pending()
-        except sqlite3.Error as exc:
-            self._fault("deleting delivered rows (retried later)", exc)
-            return
-        self._pending_done()
-        self._ok()
+        self._retry_deletes()
 
     def quarantine_inbox(self, row_id: int, data: bytes, reason: str) -> Path:
         """Move an inbox row that cannot be replayed to ``quarantine/inbox-<id>.binpb``
         (with the reason beside it in ``.txt``), so it neither blocks start-up nor is lost:
         the file is the fragment as received, for a person to inspect or re-send."""
         folder = self.path.parent / "quarantine"
-        folder.mkdir(exist_ok=True)
+        make_dir(folder, self.file_mode)
         target = folder / f"inbox-{row_id}.binpb"
-        target.write_bytes(data)
-        target.with_suffix(".txt").write_text(reason + "\n", encoding="utf-8")
+        write_new(target, data, self.file_mode)
+        write_new(target.with_suffix(".txt"), (reason + "\n").encode("utf-8"), self.file_mode)
         try:
             with self._db:
                 self._db.execute("BEGIN")
@@ -263,9 +415,9 @@ class DiskStore:
         """Keep fragments of a trace that could not be decided (``trace-<id>-<n>.binpb``);
         the caller removes them from the inbox with the trace's decision."""
         folder = self.path.parent / "quarantine"
-        folder.mkdir(exist_ok=True)
+        make_dir(folder, self.file_mode)
         for n, data in enumerate(fragments):
-            (folder / f"trace-{trace_id.hex()}-{n}.binpb").write_bytes(data)
+            write_new(folder / f"trace-{trace_id.hex()}-{n}.binpb", data, self.file_mode)
         return folder
 
     # --- reads -------------------------------------------------------------------------
@@ -387,12 +539,24 @@ class DiskStore:
         """Retry pending deletes, then close (WAL content is durable). Never raises: a
         shutdown on a full disk must still end cleanly; what could not be written is
         what the next start replays."""
-        if self._pending_inbox or self._pending_outbox:
-            self._delete([], [])
+        self._retry_deletes()
         try:
             self._db.close()
         except sqlite3.Error as exc:
             log.error("disk queue %s: closing failed: %s", self.path, exc)
+
+
+def open_for_serve(
+    directory: Path, max_bytes: int | None, file_mode: int
+) -> tuple[DiskStore, Room]:
+    """The queue ``serve`` uses: capped at ``max_bytes`` or, without it, at a share of its
+    volume's free space, with a reserve for deletes (``headroom.py``)."""
+    make_dir(directory, file_mode)
+    room = plan_room(directory, max_bytes, DATABASE)
+    store = DiskStore(
+        directory, room.max_bytes, reserve_bytes=room.reserve_bytes, file_mode=file_mode
+    )
+    return store, room
 
 
 def _keys(targets: Sequence[TargetSpec]) -> dict[str, str]:
