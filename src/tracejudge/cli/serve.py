@@ -157,7 +157,14 @@ from tracejudge.collector.credentials import is_reference
 @click.option("--max-spans-per-trace", type=int, help="Judge a trace early at this many spans.")
 @click.option("--max-request-bytes", help="Largest request after decompression (default 4MiB).")
 @click.option("--max-queue-bytes", help="Forward queue size per backend before back-pressure.")
-@click.option("--max-disk-queue-bytes", help="Cap on the --queue-dir database file (e.g. 1GiB).")
+@click.option(
+    "--max-disk-queue-bytes",
+    help="Cap on the --queue-dir database file (e.g. 1GiB; default: half the volume's free space).",
+)
+@click.option(
+    "--file-mode",
+    help="Mode of the files serve creates (default 0600; e.g. 0640 lets the group read them).",
+)
 @click.option(
     "--max-rule-cost", help="Refuse rules costing more per run at start (default 100ms; 0: off)."
 )

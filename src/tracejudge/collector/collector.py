@@ -246,9 +246,9 @@ class Collector:
             for spec in specs[: len(cfg.forward)]
         ]
         if cfg.output is not None:
-            targets.append(FileTarget(cfg.output))
+            targets.append(FileTarget(cfg.output, cfg.file_mode))
         if cfg.dead_letter is not None:
-            self.dead_letter = DeadLetterFile(cfg.dead_letter)
+            self.dead_letter = DeadLetterFile(cfg.dead_letter, file_mode=cfg.file_mode)
         queues = [
             TargetQueue(
                 target,
@@ -264,7 +264,7 @@ class Collector:
         ]
         sinks: list[VerdictSink] = []
         if cfg.verdicts_jsonl:
-            sinks.append(JsonlSink(cfg.verdicts_jsonl))
+            sinks.append(JsonlSink(cfg.verdicts_jsonl, cfg.file_mode))
         if cfg.webhook:
             sinks.append(WebhookSink(cfg.webhook, self.stats))
         self.pipeline = Pipeline(

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tracejudge.collector.file_target import request_to_otlp_json
+from tracejudge.collector.files import DEFAULT_FILE_MODE, open_append
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -38,8 +39,14 @@ DEAD_LETTER_KEY = "deadLetter"
 class DeadLetterFile:
     """Appends refused batches to ``path``, one flushed and fsynced line each."""
 
-    def __init__(self, path: Path, scrub: Callable[[str], str] = lambda s: s) -> None:
+    def __init__(
+        self,
+        path: Path,
+        scrub: Callable[[str], str] = lambda s: s,
+        file_mode: int = DEFAULT_FILE_MODE,
+    ) -> None:
         self.path = path
+        self.file_mode = file_mode
         self.scrub = scrub
         """Scrubs the backend's reason text (the collector sets its redactor)."""
         self._fh: IO[bytes] | None = None
@@ -91,7 +98,7 @@ class DeadLetterFile:
             start = None
             try:
                 if self._fh is None:
-                    self._fh = self.path.open("ab")
+                    self._fh = open_append(self.path, self.file_mode, binary=True)
                 start = self._fh.seek(0, os.SEEK_END)
                 self._fh.write(line.encode("utf-8"))
                 self._fh.flush()

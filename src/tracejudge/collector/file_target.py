@@ -18,6 +18,7 @@ from typing import IO, Any
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tracejudge.collector.files import DEFAULT_FILE_MODE, open_append
 from tracejudge.collector.forward import RetryableError
 
 _ID_KEYS = ("traceId", "spanId", "parentSpanId")
@@ -47,8 +48,9 @@ def _hex_ids(obj: dict[str, Any]) -> None:
 class FileTarget:
     """Appends each forwarded batch to ``path`` as one OTLP/JSON line, flushed."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, file_mode: int = DEFAULT_FILE_MODE) -> None:
         self.path = path
+        self.file_mode = file_mode
         self.url = f"file:{path}"
         self._fh: IO[str] | None = None
 
@@ -63,7 +65,7 @@ class FileTarget:
 
     def _write(self, line: str) -> None:
         if self._fh is None:
-            self._fh = self.path.open("a", encoding="utf-8")
+            self._fh = open_append(self.path, self.file_mode)
         self._fh.write(line)
         self._fh.flush()
 

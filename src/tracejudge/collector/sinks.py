@@ -13,10 +13,12 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO, Any, Protocol
 
 import aiohttp
 
+from tracejudge.collector.files import DEFAULT_FILE_MODE, open_append
 from tracejudge.collector.stats import Stats
 from tracejudge.engine.verdict import Verdict
 
@@ -47,9 +49,9 @@ class VerdictObserver(Protocol):
 class JsonlSink:
     """One JSON object per line to a file (appended) or to stdout (``-``)."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, file_mode: int = DEFAULT_FILE_MODE) -> None:
         self._own = target != "-"
-        self._fh: IO[str] = open(target, "a", encoding="utf-8") if self._own else sys.stdout  # noqa: SIM115
+        self._fh: IO[str] = open_append(Path(target), file_mode) if self._own else sys.stdout
 
     def emit(self, records: Sequence[dict[str, Any]]) -> None:
         """Write and flush the lines (a reader tailing the file sees whole lines)."""
