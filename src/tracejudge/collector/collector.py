@@ -178,6 +178,7 @@ class Collector:
                 "open": sum(self.http_guard.clients.values()),
                 "timed_out": self.http_guard.timed_out,
                 "refused": self.http_guard.refused,
+                "tls_failed": self.http_guard.tls_failed,
             },
             auth=self.auth_stats.to_dict(),
         )

@@ -9,6 +9,11 @@ opens or after its previous response) and finish the request head within
 ``header_timeout`` of its first byte, or it is aborted. Body deadlines are the handler's
 (``read_body``). Clients beyond ``max_per_client`` concurrent connections from one
 address are refused at once. Everything is counted in ``GuardStats``.
+
+Under TLS the guard takes the connection at TCP accept and runs the handshake itself
+(``loop.start_tls``): a server socket created with an SSL context hands the protocol its
+connection only once the handshake is done, so connections that never finish one were
+not counted, and one client could hold any number of them until each timed out.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ class GuardStats:
 
     timed_out: int = 0
     refused: int = 0
+    tls_failed: int = 0
+    """TLS handshakes that failed or did not finish within the header timeout."""
     clients: dict[str, int] = field(default_factory=dict)
     logged_at: float = -_LOG_EVERY
 
@@ -76,13 +83,31 @@ class _WriteWatch:
 class ConnectionGuard(asyncio.Protocol):
     """Wraps aiohttp's protocol for one connection and enforces ``GuardLimits``."""
 
-    def __init__(self, inner: asyncio.Protocol, limits: GuardLimits, stats: GuardStats) -> None:
+    def __init__(
+        self,
+        inner: asyncio.Protocol,
+        limits: GuardLimits,
+        stats: GuardStats,
+        tls: ssl.SSLContext | None = None,
+        handshakes: set[asyncio.Task[None]] | None = None,
+    ) -> None:
         self.inner = inner
         self.limits = limits
         self.stats = stats
+        self.tls = tls
+        self.handshakes: set[asyncio.Task[None]] = set() if handshakes is None else handshakes
+        """The listener's handshakes in progress (cancelled when it stops)."""
         self.transport: asyncio.Transport | None = None
         self.client = ""
         self.refused = False
+        self.counted = False
+        """This connection counts against its client's cap (until it is lost)."""
+        self.handed_on = False
+        """aiohttp's protocol has the connection (after the TLS handshake, if any)."""
+        self._early: list[bytes] = []
+        """Decrypted bytes that arrived before ``start_tls`` returned (a request sent
+        with the handshake's last message), handed on with the connection."""
+        self._early_eof = False
         self.in_head = False
         """Bytes of a request head have arrived, its end has not."""
         self.in_request = False
@@ -106,12 +131,68 @@ class ConnectionGuard(asyncio.Protocol):
             transport.abort()
             return
         self.stats.clients[self.client] = open_now + 1
+        self.counted = True
+        if self.tls is None:
+            self._hand_on(transport)
+            return
+        task = asyncio.get_running_loop().create_task(self._handshake(transport, self.tls))
+        self.handshakes.add(task)
+        task.add_done_callback(self.handshakes.discard)
+
+    async def _handshake(self, raw: asyncio.Transport, context: ssl.SSLContext) -> None:
+        """Run the TLS handshake within the header timeout, then hand the connection on
+        (``start_tls`` makes this guard the protocol behind the TLS layer)."""
+        loop = asyncio.get_running_loop()
+        try:
+            tls = await loop.start_tls(
+                raw,
+                self,
+                context,
+                server_side=True,
+                ssl_handshake_timeout=self.limits.header_timeout,
+            )
+        except asyncio.CancelledError:
+            raw.abort()
+            self._uncount()
+            raise
+        except Exception as exc:  # a failed or timed-out handshake, a reset
+            raw.abort()
+            self._uncount()
+            self.stats.tls_failed += 1
+            self._log(f"TLS handshake with {self.client} failed ({type(exc).__name__})")
+            return
+        if not self.counted or tls is None:  # lost during the handshake
+            return
+        self._hand_on(tls)
+
+    def _hand_on(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.handed_on = True
         self.inner.connection_made(_WriteWatch(transport, self._responded))  # type: ignore[arg-type]
         self._arm(self.limits.idle_timeout)
+        early, self._early = self._early, []
+        for data in early:
+            self.data_received(data)
+        if self._early_eof:
+            self.inner.eof_received()
+
+    def _uncount(self) -> None:
+        """Give the client's slot back (once, however the connection ended)."""
+        if not self.counted:
+            return
+        self.counted = False
+        left = self.stats.clients.get(self.client, 1) - 1
+        if left > 0:
+            self.stats.clients[self.client] = left
+        else:
+            self.stats.clients.pop(self.client, None)
 
     def data_received(self, data: bytes) -> None:
         """Track the request head; hand the bytes on."""
         if self.refused:
+            return
+        if not self.handed_on:
+            self._early.append(data)
             return
         if not self.in_request:
             if not self.in_head:
@@ -131,6 +212,9 @@ class ConnectionGuard(asyncio.Protocol):
         """Hand on."""
         if self.refused:
             return None
+        if not self.handed_on:
+            self._early_eof = True  # handed on after the bytes that came before it
+            return None
         return self.inner.eof_received()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -138,20 +222,19 @@ class ConnectionGuard(asyncio.Protocol):
         self._disarm()
         if self.refused:
             return
-        left = self.stats.clients.get(self.client, 1) - 1
-        if left > 0:
-            self.stats.clients[self.client] = left
-        else:
-            self.stats.clients.pop(self.client, None)
-        self.inner.connection_lost(exc)
+        self._uncount()
+        if self.handed_on:
+            self.inner.connection_lost(exc)
 
     def pause_writing(self) -> None:
         """Hand on."""
-        self.inner.pause_writing()
+        if self.handed_on:
+            self.inner.pause_writing()
 
     def resume_writing(self) -> None:
         """Hand on."""
-        self.inner.resume_writing()
+        if self.handed_on:
+            self.inner.resume_writing()
 
     # --- deadlines ----------------------------------------------------------------------
 
@@ -195,14 +278,25 @@ class HttpServer:
     """An aiohttp app served through ``ConnectionGuard``: the runner handles requests, our
     own listening socket wraps each connection."""
 
-    def __init__(self, runner: web.AppRunner, server: asyncio.AbstractServer, port: int) -> None:
+    def __init__(
+        self,
+        runner: web.AppRunner,
+        server: asyncio.AbstractServer,
+        port: int,
+        handshakes: set[asyncio.Task[None]] | None = None,
+    ) -> None:
         self.runner = runner
         self.server = server
         self.port = port
+        self.handshakes: set[asyncio.Task[None]] = set() if handshakes is None else handshakes
 
     async def cleanup(self) -> None:
-        """Stop accepting, then let aiohttp finish and close the open connections."""
+        """Stop accepting, drop handshakes in progress, then let aiohttp finish and close
+        the open connections."""
         self.server.close()
+        for task in list(self.handshakes):
+            task.cancel()
+        await asyncio.gather(*self.handshakes, return_exceptions=True)
         await self.runner.cleanup()
 
 
@@ -216,9 +310,9 @@ async def start_guarded(
     ssl_context: ssl.SSLContext | None = None,
 ) -> HttpServer:
     """Serve ``app`` on ``host:port`` (0 picks a free port) behind the guard; ``what``
-    names the listener in a bind error. With ``ssl_context`` the port speaks TLS only
-    (the guard sees the decrypted bytes; the handshake must finish within the header
-    timeout)."""
+    names the listener in a bind error. With ``ssl_context`` the port speaks TLS only:
+    the guard counts each connection at TCP accept, then runs the handshake, which must
+    finish within the header timeout, and sees the decrypted bytes."""
     # auto_decompress off: we inflate gzip ourselves with a running cap and clear 400s.
     runner = web.AppRunner(
         app,
@@ -233,18 +327,17 @@ async def start_guarded(
     handler = runner.server
     assert handler is not None
     loop = asyncio.get_running_loop()
+    handshakes: set[asyncio.Task[None]] = set()
     try:
         server = await loop.create_server(
-            lambda: ConnectionGuard(handler(), limits, stats),
+            lambda: ConnectionGuard(handler(), limits, stats, ssl_context, handshakes),
             host,
             port,
             reuse_address=True,
-            ssl=ssl_context,
-            ssl_handshake_timeout=limits.header_timeout if ssl_context is not None else None,
         )
     except OSError as exc:
         await runner.cleanup()
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
         raise OSError(f"cannot bind {what} on {host}:{port}: {reason}") from exc
     bound = int(server.sockets[0].getsockname()[1])
-    return HttpServer(runner, server, bound)
+    return HttpServer(runner, server, bound, handshakes)
