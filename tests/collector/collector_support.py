@@ -116,6 +116,8 @@ class Sink:
     fail_body: bytes = b""
     """Body of those answers (a backend's error text may quote what it was sent)."""
     fail_grpc: list[grpc.StatusCode] = field(default_factory=list)
+    fail_details: str = "test failure"
+    """The status message of those answers (a backend's text may quote secrets too)."""
     retry_after: str = "0"
     """The Retry-After header of the ``fail_http`` answers."""
     grpc_retry_delay: float | None = None
@@ -140,9 +142,9 @@ class Sink:
                 trailing: tuple[tuple[str, bytes], ...] = ()
                 if self.grpc_retry_delay is not None:
                     number = int(code.value[0])
-                    details = status_bytes(number, "test failure", self.grpc_retry_delay)
+                    details = status_bytes(number, self.fail_details, self.grpc_retry_delay)
                     trailing = (("grpc-status-details-bin", details),)
-                await context.abort(code, "test failure", trailing)
+                await context.abort(code, self.fail_details, trailing)
             await asyncio.sleep(self.delay)
             self.requests.append(ExportTraceServiceRequest.FromString(data))
             out: bytes = ExportTraceServiceResponse().SerializeToString()

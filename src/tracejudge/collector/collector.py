@@ -277,6 +277,8 @@ class Collector:
         log.addFilter(self._log_filter)
         if self.dead_letter is not None:  # a backend's refusal text may quote span content
             self.dead_letter.scrub = self.pipeline.scrubber.text
+        for q in queues:  # and so may the error /metrics and /healthz show
+            q.scrub = self.pipeline.scrubber.text
         self.pipeline.decider.rules_version = str(
             getattr(getattr(self.judge, "ruleset", None), "version", "")
         )

@@ -35,6 +35,8 @@ log = logging.getLogger("tracejudge.collector")
 
 _EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 _AUTH_HINT = " (the backend refused our credentials: check forward_headers / --forward-header)"
+_ERROR_CHARS = 240
+"""Characters of a failure kept in ``last_error`` (the dead-letter file keeps 1,000)."""
 _RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
 _RETRYABLE_GRPC = frozenset(
     {
@@ -63,7 +65,7 @@ class PermanentError(Exception):
     backend's text (its body or status details), both kept for the dead-letter file."""
 
     def __init__(self, status: str, reason: str = "") -> None:
-        # Logs and /metrics' last_error get the first 200 characters; the file gets 1,000.
+        # Logs get the first 200 characters; /metrics' last_error is scrubbed whole, then cut.
         super().__init__(f"{status}: {reason[:200]}" if reason else status)
         self.status = status
         self.reason = reason
@@ -272,8 +274,12 @@ class TargetQueue:
         retry_max: float,
         name: str | None = None,
         dead_letter: DeadLetter | None = None,
+        scrub: Callable[[str], str] | None = None,
     ) -> None:
         self.target = target
+        self.scrub: Callable[[str], str] = (lambda s: s) if scrub is None else scrub
+        """Scrubs ``last_error`` (a backend's answer may quote a secret): the collector
+        sets its scrubber's ``text``, the one its logs and the dead-letter reason get."""
         self.name = target.url if name is None else name
         self.dead_letter = dead_letter
         self.dead_lettered = 0
@@ -322,9 +328,15 @@ class TargetQueue:
                 raise
             except Exception as exc:
                 self.restarts += 1
-                self.last_error = f"worker crashed: {type(exc).__name__}: {exc}"
+                self._failed(f"worker crashed: {type(exc).__name__}: {exc}")
                 log.exception("forward worker for %s crashed; restarting it", self.target.url)
                 await asyncio.sleep(self.retry_initial)
+
+    def _failed(self, status: str, reason: str = "") -> None:
+        """Keep the latest failure for ``/metrics``, scrubbed before it is cut short (a
+        secret cut in half would no longer be recognised)."""
+        text = self.scrub(f"{status}: {reason}" if reason else status)
+        self.last_error = text if len(text) <= _ERROR_CHARS else text[:_ERROR_CHARS] + "..."
 
     def _take_batch(self) -> list[Item]:
         batch: list[Item] = []
@@ -369,7 +381,7 @@ class TargetQueue:
             except RetryableError as exc:
                 attempt += 1
                 self.failures += 1
-                self.last_error = str(exc)
+                self._failed(str(exc))
                 backoff = min(self.retry_max, self.retry_initial * 2 ** min(attempt - 1, 16))
                 delay = exc.delay if exc.delay is not None else backoff * random.uniform(0.5, 1.0)
                 log.warning(
@@ -382,13 +394,13 @@ class TargetQueue:
                 await asyncio.sleep(min(delay, self.retry_max))
                 continue
             except PermanentError as exc:
-                self.last_error = str(exc)
+                self._failed(exc.status, exc.reason)
                 await self._refused(batch, payload, exc)
                 attempt = 0
                 continue
             except Exception as exc:  # a bug in a target must not kill the worker
                 log.exception("forward to %s crashed; retrying", self.target.url)
-                self.last_error = repr(exc)
+                self._failed(repr(exc))
                 await asyncio.sleep(self.retry_initial)
                 continue
             attempt = 0

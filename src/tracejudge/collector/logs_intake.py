@@ -197,6 +197,7 @@ def logs_intake_for(config: CollectorConfig, pipeline: Pipeline) -> LogsIntake:
             retry_initial=config.retry_initial,
             retry_max=config.retry_max,
             name="logs",
+            scrub=pipeline.scrubber.text,
         )
     content = LogContentFilter(config.drop_content, config.redact_attributes, pipeline.scrubber)
     return LogsIntake(pipeline, queue, content, evaluation_logs=config.evaluation_logs)
