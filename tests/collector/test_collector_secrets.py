@@ -13,18 +13,28 @@ an over-long header on purpose).
 from __future__ import annotations
 
 import json
+import logging
+import socket
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 
 from tests.collector.collector_support import (
+    LoopThread,
     Sink,
+    StandInJudge,
+    config,
     make_request,
     make_span,
     new_ids,
     post,
     wait_for,
 )
+from tracejudge.collector import Collector
+from tracejudge.collector.clock import ManualClock
 
 PASSWORD = "hunter2-Correct-Horse-77"
 CARD = "4111 1111 1111 1111"
@@ -34,6 +44,7 @@ ANSWER = json.dumps(
 )
 """What the backend answers: its own text, quoting what it should not."""
 SECRETS = (PASSWORD, CARD, BEARER_TOKEN)
+TOKEN = "tj-collector-token-0123456789abcdefXYZ"
 
 
 def _get(port: int, path: str) -> tuple[str, dict[str, Any]]:
@@ -73,3 +84,77 @@ def test_a_backends_error_text_is_scrubbed_in_metrics_and_healthz(
         assert secret not in health_raw
     sink.fail_grpc.clear()
     wait_for(lambda: any(s.trace_id == tid for s in sink.spans()), what="delivery once back")
+
+
+def _over_long(port: int, header: bytes) -> bytes:
+    """Send a request whose header is over aiohttp's 8,190-byte line limit; the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(
+            b"POST /v1/traces HTTP/1.1\r\nHost: collector\r\n"
+            + header
+            + b"\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n"
+        )
+        got = b""
+        while chunk := s.recv(65536):
+            got += chunk
+    return got
+
+
+@pytest.fixture
+def tokened(lt: LoopThread, sink: Sink, tmp_path: Path) -> Iterator[tuple[Collector, ManualClock]]:
+    """A collector requiring a bearer token, on a clock the test moves."""
+    token_file = tmp_path / "tokens"
+    token_file.write_text(TOKEN + "\n", encoding="utf-8")
+    token_file.chmod(0o600)
+    clock = ManualClock()
+
+    async def start() -> Collector:
+        c = Collector(config(sink, tmp_path, auth_token_file=token_file), StandInJudge(), clock)
+        await c.start()
+        return c
+
+    c = lt.run(start())
+    try:
+        yield c, clock
+    finally:
+        lt.run(c.stop(timeout=2.0))
+
+
+def _records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [
+        r
+        for r in caplog.records
+        if r.name.startswith("aiohttp") or r.name == "tracejudge.collector.http"
+    ]
+
+
+def test_an_over_long_authorization_header_never_logs_the_token(
+    lt: LoopThread,
+    tokened: tuple[Collector, ManualClock],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """100 requests whose ``Authorization`` is the token plus 9 KB: each gets 400, the log
+    gets one line (no traceback, no token) for all of them; after the rate window the next
+    one says how many were not logged, and at stop the rest are counted."""
+    c, clock = tokened
+    header = b"Authorization: Bearer " + TOKEN.encode() + b"A" * 9000
+    formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
+    with caplog.at_level(logging.DEBUG):
+        for _ in range(100):
+            assert _over_long(c.http_port, header).startswith(b"HTTP/1.0 400")
+        first = _records(caplog)
+        clock.advance(10.0)
+        for _ in range(6):
+            _over_long(c.http_port, header)
+        lt.run(c.stop(timeout=2.0))
+    records = _records(caplog)
+    text = "\n".join(formatter.format(r) for r in records)
+    assert TOKEN not in text
+    assert "Traceback" not in text
+    assert [r.getMessage() for r in first] == [
+        "refused a malformed HTTP request from 127.0.0.1 "
+        "(400 LineTooLong: Got more than 8190 bytes when reading)"
+    ]
+    assert len(records) == 3, text
+    assert records[1].getMessage().endswith("(99 more like it since the last line)")
+    assert records[2].getMessage().startswith("5 more like ")

@@ -39,6 +39,7 @@ from tracejudge.collector.metric_labels import MetricLabels
 from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.receivers import management_app, receiver_app
 from tracejudge.collector.redact import LogScrubber
+from tracejudge.collector.server_log import ServerErrors, server_logger
 from tracejudge.collector.shadow import attach_shadow_pairs
 from tracejudge.collector.sinks import JsonlSink, VerdictSink, WebhookSink
 from tracejudge.collector.stats import Stats, otlp_metric_reader
@@ -111,6 +112,10 @@ class Collector:
         self._stopped = asyncio.Event()
         self._stopping = False
         self._log_filter: LogScrubber | None = None
+        self._server_errors: ServerErrors | None = None
+        self._server_log = log
+        """What aiohttp logs its listeners' errors to: scrubbed and rate-limited once the
+        pipeline's scrubber exists (``server_log.py``)."""
 
     def snapshot(self) -> dict[str, Any]:
         """Counts for ``/metrics`` (and ``/healthz``)."""
@@ -275,6 +280,7 @@ class Collector:
         # Log lines can quote span content (exception texts, backend answers).
         self._log_filter = LogScrubber(self.pipeline.scrubber)
         log.addFilter(self._log_filter)
+        self._server_log, self._server_errors = server_logger(self.pipeline.scrubber, self.clock)
         if self.dead_letter is not None:  # a backend's refusal text may quote span content
             self.dead_letter.scrub = self.pipeline.scrubber.text
         for q in queues:  # and so may the error /metrics and /healthz show
@@ -422,7 +428,14 @@ class Collector:
             handler = logs_http_handler(self.logs, cfg.max_request_bytes, cfg.http_body_timeout)
             app.router.add_route("*", "/v1/logs", handler)
         server = await start_guarded(
-            app, cfg.host, cfg.http_port, limits, self.http_guard, "OTLP/HTTP", ssl_context
+            app,
+            cfg.host,
+            cfg.http_port,
+            limits,
+            self.http_guard,
+            "OTLP/HTTP",
+            ssl_context,
+            self._server_log,
         )
         self.http_port = server.port
         self._runners.append(server)
@@ -435,6 +448,7 @@ class Collector:
                 self.http_guard,
                 "management",
                 ssl_context,
+                self._server_log,
             )
             self.management_port = server.port
             self._runners.append(server)
@@ -545,6 +559,8 @@ class Collector:
             self.store.close()
         # In a thread: a final metrics export to a dead endpoint must not block the loop.
         await asyncio.to_thread(self.stats.shutdown, max(0.1, end - loop.time()))
+        if self._server_errors is not None:
+            self._server_errors.flush(self._server_log)
         if self._log_filter is not None:
             log.removeFilter(self._log_filter)
         self._stopped.set()

@@ -308,14 +308,18 @@ async def start_guarded(
     stats: GuardStats,
     what: str = "OTLP/HTTP",
     ssl_context: ssl.SSLContext | None = None,
+    logger: logging.Logger | None = None,
 ) -> HttpServer:
     """Serve ``app`` on ``host:port`` (0 picks a free port) behind the guard; ``what``
     names the listener in a bind error. With ``ssl_context`` the port speaks TLS only:
     the guard counts each connection at TCP accept, then runs the handshake, which must
-    finish within the header timeout, and sees the decrypted bytes."""
+    finish within the header timeout, and sees the decrypted bytes. ``logger`` is what
+    aiohttp logs its own errors to (``server_log.py``; its ``aiohttp.server`` otherwise)."""
     # auto_decompress off: we inflate gzip ourselves with a running cap and clear 400s.
+    extra: dict[str, Any] = {} if logger is None else {"logger": logger}
     runner = web.AppRunner(
         app,
+        **extra,
         access_log=None,
         handle_signals=False,
         auto_decompress=False,
