@@ -20,6 +20,7 @@ shrink: it stayed full for good, across restarts (issue 18). Two things prevent 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +112,22 @@ def _mib(n: int) -> str:
     return f"{n / 1024**2:.1f} MiB"
 
 
+def _allocate(fd: int, size: int) -> None:
+    """Give the file ``size`` bytes of real blocks (a sparse file would reserve nothing)."""
+    if hasattr(os, "posix_fallocate"):
+        try:
+            os.posix_fallocate(fd, 0, size)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+    chunk = memoryview(b"\0" * 65536)  # no fallocate (macOS, some filesystems): zeros
+    os.lseek(fd, 0, os.SEEK_SET)
+    left = size
+    while left:
+        left -= os.write(fd, chunk[: min(len(chunk), left)])
+
+
 class Reserve:
     """``size`` bytes of real blocks in ``path``, given back to the volume when a delete
     needs them and taken again when there is room."""
@@ -131,7 +148,7 @@ class Reserve:
         try:
             fd = create_private(self.path, self.file_mode)
             try:
-                os.posix_fallocate(fd, 0, self.size)  # real blocks, not a sparse file
+                _allocate(fd, self.size)
                 os.fsync(fd)
             finally:
                 os.close(fd)

@@ -274,6 +274,8 @@ class DiskStore:
         self._pending_done()
         self._ok()
         self._shrink()
+        if self.refusal is not None and self.refusal.cause != "error" and self.reserve.present:
+            self.refusal = None  # rows were freed and the reserve is in place: try again
         return True
 
     def wal_bytes(self) -> int:
