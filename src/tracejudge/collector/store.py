@@ -154,6 +154,8 @@ class DiskStore:
         self._pending_outbox: list[int] = []
         self._logged_at = -_LOG_EVERY
         self._unlogged = 0
+        self._written = self.wal_limit
+        """Bytes written since the WAL's size was last looked at (``_shrink``)."""
         self._shrink()  # a WAL left large (or a reserve missing) by the last run
 
     def _open(self) -> sqlite3.Connection:
@@ -287,8 +289,13 @@ class DiskStore:
 
     def _shrink(self) -> None:
         """Checkpoint the WAL into the database and truncate it to nothing when it has
-        outgrown ``wal_limit`` or the reserve is missing, then take the reserve back."""
-        if self.reserve.present and self.wal_bytes() <= self.wal_limit:
+        outgrown twice ``wal_limit`` (a transaction larger than the limit, or checkpoints
+        that failed; SQLite's own checkpoints keep it near the limit) or the reserve is
+        missing, then take the reserve back."""
+        if self.reserve.present and self._written < self.wal_limit:
+            return  # not enough written since the last look to have outgrown it
+        self._written = 0
+        if self.reserve.present and self.wal_bytes() <= 2 * self.wal_limit:
             return
         try:
             busy = int(self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
@@ -326,8 +333,8 @@ class DiskStore:
                 self._db.executemany("INSERT INTO inbox (trace_id, data) VALUES (?, ?)", fragments)
                 ids = self._insert_outbox(rows)
         except sqlite3.Error as exc:
-            size = sum(len(d) for _, d in fragments) + sum(len(r[1]) for r in rows)
-            raise self._refuse("accepting a request", exc, size) from exc
+            raise self._refuse("accepting a request", exc, _size(fragments, rows)) from exc
+        self._written += _size(fragments, rows)
         self.refusal = None
         self._ok()
         return ids
@@ -368,6 +375,7 @@ class DiskStore:
                     self._remember(decided)
         except sqlite3.Error as exc:
             raise self._fault("committing decisions", exc) from exc
+        self._written += _size((), rows)
         self._ok()
         return ids
 
@@ -546,6 +554,10 @@ class DiskStore:
             self._db.close()
         except sqlite3.Error as exc:
             log.error("disk queue %s: closing failed: %s", self.path, exc)
+
+
+def _size(fragments: Sequence[tuple[bytes, bytes]], rows: Sequence[NewOutRow]) -> int:
+    return sum(len(d) for _, d in fragments) + sum(len(r[1]) for r in rows)
 
 
 def open_for_serve(
