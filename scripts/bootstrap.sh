@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "bootstrap: tracejudge needs Python 3.11 or newer; $PY is $("$PY" --version 2>&1)." >&2
+  echo "bootstrap: run with PYTHON=python3.11 (or newer), e.g. PYTHON=python3.12 make test" >&2
+  exit 1
+fi
 if [ ! -x .venv/bin/python ]; then
   echo "bootstrap: creating .venv with $($PY --version)" >&2
   "$PY" -m venv .venv

@@ -138,7 +138,7 @@ class HttpTarget:
                 hint = _AUTH_HINT if resp.status in (401, 403) else ""
                 reason = body[:1000].decode("utf-8", "replace")
                 raise PermanentError(f"HTTP {resp.status}{hint}", reason)
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             # aiohttp's messages quote the URL, credentials and all.
             reason = str(exc).replace(self._endpoint, display_url(self._endpoint))
             raise RetryableError(f"{type(exc).__name__}: {reason}") from exc
@@ -435,7 +435,7 @@ class TargetQueue:
             return not self.items
         try:
             await asyncio.wait_for(asyncio.shield(self._task), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task

@@ -95,7 +95,7 @@ async def read_body(request: web.Request, gzip: bool, cap: int, timeout: float) 
     that stops, would otherwise hold the connection forever."""
     try:
         return await asyncio.wait_for(_read_body(request, gzip, cap), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise BodyTimeout(f"request body not received within {timeout:g}s") from None
 
 

@@ -101,7 +101,7 @@ class WebhookSink:
                     if resp.status < 500 and resp.status != 429:
                         log.warning("webhook refused a verdict: HTTP %d", resp.status)
                         return
-            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
                 log.debug("webhook attempt %d failed: %s", attempt + 1, exc)
             await asyncio.sleep(delay)
             delay *= 2
@@ -121,7 +121,7 @@ class WebhookSink:
         if self._task is not None:
             try:
                 await asyncio.wait_for(self._queue.join(), 5.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.warning("webhook: %d verdicts not sent at shutdown", self._queue.qsize())
             self._task.cancel()
         if self._session is not None:

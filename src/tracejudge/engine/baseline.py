@@ -67,7 +67,7 @@ class BaselineStore:
             "case_id": run.case_id,
             "agent": run.agent_name,
             "recorded_from_trace_id": run.trace_id,
-            "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "recorded_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "terminal_action": terminal_action(calls, tools),
             "calls": [
                 {"tool": c.name, "kind": kind, "effect": c.effect, "arguments": c.arguments}

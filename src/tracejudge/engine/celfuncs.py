@@ -18,7 +18,7 @@ import functools
 import zoneinfo
 from typing import Any
 
-_UTC = datetime.timezone.utc
+_UTC = datetime.UTC
 MAX_TEXT = 64
 """Longer strings are not times; refusing them bounds the parser's work."""
 

@@ -271,7 +271,11 @@ class Compiler:
             return None
         env = _cel_env()
         if env is None:
-            self.error(path, "CEL needs the cel-expr-python package (Python >= 3.11)")
+            self.error(
+                path,
+                "CEL needs the cel-expr-python package, a dependency of tracejudge that is "
+                "missing here: pip install 'cel-expr-python>=0.1.3'",
+            )
             return None
         try:
             return CelExpr(expression, env.compile(expression))
@@ -397,7 +401,7 @@ CEL_VARIABLES = ("run", "value")
 def _cel_env() -> Any:
     try:
         from cel_expr_python import cel  # type: ignore[import-untyped]
-    except ImportError:  # pragma: no cover - only on Python 3.10
+    except ImportError:  # pragma: no cover - a broken install (it is a dependency)
         return None
     from tracejudge.engine.celfuncs import declarations
 
