@@ -131,6 +131,25 @@ class TestEval:
         assert "missing.json" in result.stderr
         assert len(_json_lines(result.stdout)) == 1
 
+    def test_a_bad_line_is_reported_and_the_other_lines_judged(
+        self, rules: Path, tmp_path: Path
+    ) -> None:
+        """One bad line of a JSON-lines export: the good lines are judged and printed, the bad
+        one named with its line, exit 2 at the end (it used to reject the whole file)."""
+        path = write_jsonl(
+            tmp_path / "export.jsonl",
+            [record_runs([RunSpec("c", "A", "ok")], 5), record_runs([RunSpec("c", "B", "ok")], 6)],
+        )
+        first, second = path.read_text().splitlines()
+        path.write_text(f"{first}\n{{not json\n{second}\n")
+        result = _run("eval", "--rules", rules, "--format", "json", path)
+        assert result.exit_code == 2
+        assert [line["variant"] for line in _json_lines(result.stdout)] == ["A", "B"]
+        assert result.stderr.splitlines()[1:] == [
+            f"tracejudge eval: skipped {path}: line 2: invalid JSON at column 2: "
+            "Expecting property name enclosed in double quotes"
+        ]
+
     def test_empty_input_is_an_error_not_a_pass(self, rules: Path, tmp_path: Path) -> None:
         """Judging nothing must never look like a green build."""
         empty = tmp_path / "empty.json"

@@ -10,7 +10,13 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tests.model.model_helpers import recorder, to_otlp_json
-from tracejudge.model import OtlpDecodeError, load_spans, load_traces, spans_from_proto_request
+from tracejudge.model import (
+    OtlpDecodeError,
+    load_spans,
+    load_traces,
+    read_spans,
+    spans_from_proto_request,
+)
 
 
 def _two_traces() -> tuple[ExportTraceServiceRequest, ExportTraceServiceRequest]:
@@ -97,3 +103,76 @@ def test_bad_files_name_the_file_and_line(tmp_path: Path) -> None:
     junk.write_bytes(b"\x0a\xff\xff\xff\xff")
     with pytest.raises(OtlpDecodeError, match="invalid protobuf"):
         load_spans(junk)
+
+
+def test_a_bad_line_is_reported_and_the_good_lines_read(tmp_path: Path) -> None:
+    """JSON lines: each bad line is one error naming its line, and every good line is read
+    (one bad line used to reject the whole file)."""
+    first, second = _two_traces()
+    good_a, good_b = (json.dumps(to_otlp_json(r)) for r in (first, second))
+    cut = good_b[: len(good_b) // 2].rstrip()
+    path = tmp_path / "export.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                good_a,
+                '{"resourceSpans": [{"scopeSpans": [{"spans": [{}]}]}]}',
+                "",
+                '{"resourceSpans": [], oops}',
+                good_b,
+                cut,  # the last line cut short, as a crash leaves it
+            ]
+        )
+        + "\n"
+    )
+    spans, problems = read_spans(path)
+    assert spans == spans_from_proto_request(first) + spans_from_proto_request(second)
+    assert [str(p) for p in problems] == [
+        f"{path}: line 2: resourceSpans[0].scopeSpans[0].spans[0].traceId: missing",
+        f"{path}: line 4: invalid JSON at column 23: "
+        "Expecting property name enclosed in double quotes",
+        f"{path}: line 6: the line ends early at column {len(cut) + 1}, inside an "
+        "unfinished value (truncated?)",
+    ]
+    with pytest.raises(OtlpDecodeError) as info:
+        load_spans(path)  # the strict reader: the first problem
+    assert info.value.path == f"{path}: line 2: resourceSpans[0].scopeSpans[0].spans[0].traceId"
+
+
+def test_a_truncated_document_is_reported_where_it_ends(tmp_path: Path) -> None:
+    """A pretty-printed export cut short is one broken document, reported at its end (it
+    used to be taken for JSON lines and reported at "line 1 column 2")."""
+    first, _ = _two_traces()
+    text = json.dumps(to_otlp_json(first), indent=1)
+    cut = text[: len(text) * 2 // 3].rstrip()
+    path = tmp_path / "export.json"
+    path.write_text(cut + "\n")
+    lines = cut.splitlines()
+    with pytest.raises(OtlpDecodeError) as info:
+        read_spans(path)
+    assert str(info.value) == (
+        f"{path}: the JSON document ends early at line {len(lines)} column "
+        f"{len(lines[-1]) + 1}, inside an unfinished value (truncated?)"
+    )
+    one_line = tmp_path / "one.json"
+    one_line.write_text(json.dumps(to_otlp_json(first))[:50])
+    with pytest.raises(OtlpDecodeError, match=r"ends early at line 1 column 51"):
+        read_spans(one_line)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{\n  "resourceSpans": [\n    1 2\n  ]\n}\n')
+    with pytest.raises(OtlpDecodeError) as info:
+        read_spans(broken)
+    assert info.value.reason == "invalid JSON at line 3 column 7: Expecting ',' delimiter"
+
+
+def test_a_bad_protobuf_message_is_reported_and_the_others_read(tmp_path: Path) -> None:
+    """The Collector's framed protobuf: a bad message is one error, the others are read."""
+    first, second = _two_traces()
+    messages = [first.SerializeToString(), b"\x0a\xff\xff\xff\xff", second.SerializeToString()]
+    path = tmp_path / "traces.pb"
+    path.write_bytes(b"".join(len(m).to_bytes(4, "big") + m for m in messages))
+    spans, problems = read_spans(path)
+    assert spans == spans_from_proto_request(first) + spans_from_proto_request(second)
+    assert len(problems) == 1
+    assert problems[0].path == f"{path}: message 2"
+    assert problems[0].reason.startswith("invalid protobuf")

@@ -7,7 +7,8 @@ Public entry points (everything else in this package is internal):
   parsed or text), ``spans_from_sdk`` (OTel SDK ``ReadableSpan``);
 - ``json_to_proto``: OTLP/JSON -> ``ExportTraceServiceRequest`` (the collector buffers and
   forwards protobuf);
-- ``load_spans`` / ``load_traces``: trace files (.json, .jsonl, .pb, gzipped);
+- ``load_spans`` / ``load_traces``: trace files (.json, .jsonl, .pb, gzipped); ``read_spans``
+  keeps the good lines of a JSON-lines file with bad ones and returns one error per bad line;
 - ``build_runs``: the spans of one trace -> its ``Run`` s (what the engine judges);
 - ``group_by_trace``: spans -> ``{trace_id: spans}``;
 - ``OtlpDecodeError``: the one error every decoder raises for malformed input.
@@ -22,7 +23,7 @@ from tracejudge.model.decode_proto import (
 )
 from tracejudge.model.decode_sdk import spans_from_sdk
 from tracejudge.model.errors import OtlpDecodeError
-from tracejudge.model.files import group_by_trace, load_spans, load_traces
+from tracejudge.model.files import group_by_trace, load_spans, load_traces, read_spans
 from tracejudge.model.run import (
     ModelCall,
     Note,
@@ -52,6 +53,7 @@ __all__ = [
     "json_to_proto",
     "load_spans",
     "load_traces",
+    "read_spans",
     "span_from_proto",
     "spans_from_json",
     "spans_from_proto_request",

@@ -22,7 +22,7 @@ from tracejudge.model.errors import OtlpDecodeError
 from tracejudge.model.spans import SpanRecord
 from tracejudge.model.transcripts import is_transcript, spans_from_transcript_doc
 
-__all__ = ["group_by_trace", "load_spans", "load_traces"]
+__all__ = ["group_by_trace", "load_spans", "load_traces", "read_spans"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _PROTO_SUFFIXES = {".pb", ".binpb", ".protobuf", ".otlp"}
@@ -85,24 +85,74 @@ def _decode_doc(doc: object, where: str = "") -> list[SpanRecord]:
     return spans_from_json(doc)
 
 
-def _decode_json_text(text: str) -> list[SpanRecord]:
+def _json_problem(exc: json.JSONDecodeError, text: str, *, one_line: bool = False) -> str:
+    """What is wrong with ``text`` (a document, or one JSON line), said where it is.
+
+    A truncated document (an export cut short, a copy interrupted) fails where the text
+    ends, or inside a string that never closes: that is reported as the end of the text,
+    not as the position of the first unfinished value (which is often line 1 column 2).
+    """
+    end = len(text.rstrip())
+    truncated = exc.pos >= end or exc.msg.startswith("Unterminated string")
+    pos = end if truncated else exc.pos
+    newline = "\n"
+    col = pos - text.rfind(newline, 0, pos)
+    where = f"column {col}"
+    if not one_line:
+        where = f"line {text.count(newline, 0, pos) + 1} {where}"
+    if truncated:
+        what = "the line" if one_line else "the JSON document"
+        return f"{what} ends early at {where}, inside an unfinished value (truncated?)"
+    return f"invalid JSON at {where}: {exc.msg}"
+
+
+def _json_object_line(line: str) -> bool:
+    """Whether one line holds a whole JSON object by itself."""
+    if not line.lstrip().startswith("{"):
+        return False
+    try:
+        return isinstance(json.loads(line), dict)
+    except json.JSONDecodeError:
+        return False
+
+
+def _is_json_lines(lines: list[tuple[int, str]]) -> bool:
+    """JSON lines rather than one (broken) document: the first line is a whole object, or
+    at least half of them are. A pretty-printed document's lines are not (``{`` alone)."""
+    if len(lines) < 2:
+        return False
+    if _json_object_line(lines[0][1]):
+        return True
+    return 2 * sum(_json_object_line(line) for _, line in lines) >= len(lines)
+
+
+def _decode_json_lines(
+    lines: list[tuple[int, str]], problems: list[OtlpDecodeError]
+) -> list[SpanRecord]:
+    """One request (or transcript) per line; a bad line is a problem, the rest are read."""
+    out: list[SpanRecord] = []
+    for number, line in lines:
+        try:
+            out.extend(_decode_doc(json.loads(line)))
+        except json.JSONDecodeError as exc:
+            problems.append(
+                OtlpDecodeError(f"line {number}", _json_problem(exc, line, one_line=True))
+            )
+        except OtlpDecodeError as exc:
+            path = f"line {number}: {exc.path}" if exc.path else f"line {number}"
+            problems.append(OtlpDecodeError(path, exc.reason))
+    return out
+
+
+def _decode_json_text(text: str, problems: list[OtlpDecodeError]) -> list[SpanRecord]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as whole_error:
         # Not one document: JSON lines (one request per line), as the Collector writes.
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-        if len(lines) < 2:
-            raise OtlpDecodeError("", f"invalid JSON: {whole_error}") from None
-        out: list[SpanRecord] = []
-        for number, line in lines:
-            try:
-                out.extend(_decode_doc(json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise OtlpDecodeError(f"line {number}", f"invalid JSON: {exc}") from None
-            except OtlpDecodeError as exc:
-                path = f"line {number}: {exc.path}" if exc.path else f"line {number}"
-                raise OtlpDecodeError(path, exc.reason) from None
-        return out
+        if not _is_json_lines(lines):
+            raise OtlpDecodeError("", _json_problem(whole_error, text)) from None
+        return _decode_json_lines(lines, problems)
     if is_transcript(doc):
         return spans_from_transcript_doc(doc)
     if isinstance(doc, list):  # a JSON array of requests
@@ -116,39 +166,68 @@ def _decode_json_text(text: str) -> list[SpanRecord]:
     return spans_from_json(doc)
 
 
-def load_spans(path: str | Path) -> list[SpanRecord]:
-    """Read every span in one trace file. Raises ``OtlpDecodeError`` (path prefixed with
-    the file name) for a malformed file and ``OSError`` for an unreadable one."""
+def _decode_frames(frames: list[bytes], problems: list[OtlpDecodeError]) -> list[SpanRecord]:
+    """The Collector's framed protobuf: a bad message is a problem, the rest are read."""
+    out: list[SpanRecord] = []
+    for number, frame in enumerate(frames, 1):
+        try:
+            out.extend(spans_from_proto_request(frame))
+        except OtlpDecodeError as exc:
+            path = f"message {number}: {exc.path}" if exc.path else f"message {number}"
+            problems.append(OtlpDecodeError(path, exc.reason))
+    return out
+
+
+def _decode_file(file: Path, data: bytes, problems: list[OtlpDecodeError]) -> list[SpanRecord]:
+    if not data.strip():
+        raise OtlpDecodeError("", "empty file")
+    if data[:2] == _GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise OtlpDecodeError("", f"corrupt gzip data: {exc}") from None
+    if _format_of(file, data) == "proto":
+        frames = _length_prefixed(data)
+        if frames is None:
+            return spans_from_proto_request(data)
+        return _decode_frames(frames, problems)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise OtlpDecodeError("", f"not UTF-8 JSON: {exc}") from None
+    return _decode_json_text(text, problems)
+
+
+def _in_file(file: Path, exc: OtlpDecodeError) -> OtlpDecodeError:
+    return OtlpDecodeError(f"{file}: {exc.path}" if exc.path else str(file), exc.reason)
+
+
+def read_spans(path: str | Path) -> tuple[list[SpanRecord], list[OtlpDecodeError]]:
+    """Every span of one trace file that can be read, and one error per line (JSON lines)
+    or message (framed protobuf) that cannot: one bad line never hides the good ones.
+
+    A file that cannot be read at all (not JSON, not protobuf, corrupt gzip, a broken
+    single document) raises ``OtlpDecodeError``; an unreadable one ``OSError``. Every
+    error's path starts with the file name.
+    """
     file = Path(path)
     data = file.read_bytes()
+    problems: list[OtlpDecodeError] = []
     try:
-        if not data.strip():
-            raise OtlpDecodeError("", "empty file")
-        if data[:2] == _GZIP_MAGIC:
-            try:
-                data = gzip.decompress(data)
-            except (OSError, EOFError, zlib.error) as exc:
-                raise OtlpDecodeError("", f"corrupt gzip data: {exc}") from None
-        if _format_of(file, data) == "proto":
-            frames = _length_prefixed(data)
-            if frames is None:
-                return spans_from_proto_request(data)
-            out: list[SpanRecord] = []
-            for number, frame in enumerate(frames, 1):
-                try:
-                    out.extend(spans_from_proto_request(frame))
-                except OtlpDecodeError as exc:
-                    path = f"message {number}: {exc.path}" if exc.path else f"message {number}"
-                    raise OtlpDecodeError(path, exc.reason) from None
-            return out
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise OtlpDecodeError("", f"not UTF-8 JSON: {exc}") from None
-        return _decode_json_text(text)
+        spans = _decode_file(file, data, problems)
     except OtlpDecodeError as exc:
-        where = f"{file}: {exc.path}" if exc.path else str(file)
-        raise OtlpDecodeError(where, exc.reason) from None
+        raise _in_file(file, exc) from None
+    return spans, [_in_file(file, p) for p in problems]
+
+
+def load_spans(path: str | Path) -> list[SpanRecord]:
+    """Read every span in one trace file. Raises ``OtlpDecodeError`` (path prefixed with
+    the file name) for a malformed file, or for its first bad line, and ``OSError`` for an
+    unreadable one; ``read_spans`` keeps the good lines of a file with bad ones."""
+    spans, problems = read_spans(path)
+    if problems:
+        raise problems[0]
+    return spans
 
 
 def load_traces(paths: str | Path | Sequence[str | Path]) -> dict[str, list[SpanRecord]]:

@@ -2,8 +2,9 @@
 
 ``eval``, ``baseline record`` and ``report --traces`` all start the same way: read each
 file, group spans by trace (a trace may be split across files), build runs. A malformed
-file is reported by name and skipped so the rest are still judged; the caller turns the
-collected problems into exit status 2.
+file is reported by name and skipped so the rest are still judged, and so is each bad line
+of a JSON-lines file (or message of a framed protobuf one), its good lines read; the caller
+turns the collected problems into exit status 2.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from tracejudge.model.build import build_runs
 from tracejudge.model.conversation import merge_conversations
 from tracejudge.model.errors import OtlpDecodeError
-from tracejudge.model.files import group_by_trace, load_spans
+from tracejudge.model.files import group_by_trace, read_spans
 from tracejudge.model.run import Run
 from tracejudge.model.spans import SpanRecord
 
@@ -37,7 +38,7 @@ def load_runs(paths: Sequence[Path]) -> LoadedRuns:
     spans: list[SpanRecord] = []
     for path in paths:
         try:
-            file_spans = load_spans(path)
+            file_spans, bad_parts = read_spans(path)
         except OtlpDecodeError as exc:
             out.errors.append(f"malformed trace file {exc}")
             continue
@@ -45,7 +46,8 @@ def load_runs(paths: Sequence[Path]) -> LoadedRuns:
             out.errors.append(f"{path}: cannot read: {exc.strerror or exc}")
             continue
         out.files_read += 1
-        if not file_spans:
+        out.errors.extend(f"skipped {bad}" for bad in bad_parts)
+        if not file_spans and not bad_parts:
             out.errors.append(f"{path}: no spans in file (is it an OTLP trace export?)")
         spans.extend(file_spans)
     out.spans = len(spans)
