@@ -61,16 +61,74 @@ class TestEval:
         assert "refund-ok" in result.stdout
         assert "1 run(s): 1 pass" in result.stdout
 
-    def test_a_failing_run_exits_one_and_names_its_span(
+    def test_a_failing_run_exits_one_and_names_its_rule_and_span(
         self, rules: Path, mixed: tuple[Path, Path]
     ) -> None:
-        """The agent said "refund on its way" without a successful refund: exit 1, shown why."""
+        """The agent said "refund on its way" without a successful refund: exit 1, shown why,
+        by which rule; --wide adds the trace and span ids."""
         result = _run("eval", "--rules", rules, *mixed)
         assert result.exit_code == 1, result.output
-        rows = [line.split() for line in result.stdout.splitlines()[2:-1]]
-        assert [row[4] for row in rows] == ["pass", "fail", "fail"]
-        assert all(HEX16.match(row[6]) for row in rows[1:])
+        rows = [re.split(r"\s{2,}", line) for line in result.stdout.splitlines()[2:-1]]
+        assert [row[:4] for row in rows] == [
+            ["refund-ok/A", "pass", "-", "-"],
+            ["refund-ok/B …00020001", "fail", "refund-issued", "F-ACTION-MISSING_STEP"],
+            ["refund-ok/B …00020002", "fail", "refund-issued", "F-ACTION-MISSING_STEP"],
+        ]
         assert "3 run(s): 1 pass, 2 fail" in result.stdout
+        wide = _run("eval", "--rules", rules, "--wide", *mixed)
+        rows = [re.split(r"\s{2,}", line) for line in wide.stdout.splitlines()[2:-1]]
+        assert [row[1:3] for row in rows] == [["refund-agent", "pass"]] + [
+            ["refund-agent", "fail"]
+        ] * 2
+        assert all(HEX32.match(row[5]) for row in rows)
+        assert all(HEX16.match(row[6]) for row in rows[1:])
+
+    def test_ci_formats_failures_only_and_quiet(
+        self, rules: Path, mixed: tuple[Path, Path]
+    ) -> None:
+        """JUnit XML lists every run (failures as <failure>); markdown is a table; with
+        --failures-only only the runs that did not pass are printed; --quiet prints the
+        count alone."""
+        import xml.etree.ElementTree as ET
+
+        junit = _run("eval", "--rules", rules, "--format", "junit", *mixed)
+        assert junit.exit_code == 1
+        root = ET.fromstring(junit.stdout)
+        assert (root.tag, root.get("tests"), root.get("failures"), root.get("errors")) == (
+            "testsuites",
+            "3",
+            "2",
+            "0",
+        )
+        [suite] = root
+        cases = [(c.get("classname"), c.get("name"), [e.tag for e in c]) for c in suite]
+        assert cases == [
+            ("refund-agent", "refund-ok/A", []),
+            ("refund-agent", "refund-ok/B …00020001", ["failure"]),
+            ("refund-agent", "refund-ok/B …00020002", ["failure"]),
+        ]
+        failure = suite[1][0]
+        assert failure.get("type") == "F-ACTION-MISSING_STEP"
+        assert failure.text is not None
+        assert "(rule refund-issued, layer outcome)" in failure.text
+        md = _run("eval", "--rules", rules, "--format", "markdown", "--failures-only", *mixed)
+        lines = md.stdout.splitlines()
+        assert lines[:2] == [
+            "| run | verdict | rule | code | explanation |",
+            "|---|---|---|---|---|",
+        ]
+        assert [line.split(" | ")[1] for line in lines[2:4]] == ["fail", "fail"]
+        assert lines[4:] == ["", "**3 run(s): 1 pass, 2 fail**"]
+        only = _run("eval", "--rules", rules, "--failures-only", *mixed)
+        rows = [re.split(r"\s{2,}", line) for line in only.stdout.splitlines()[2:-1]]
+        assert [row[1] for row in rows] == ["fail", "fail"]
+        passing = _run("eval", "--rules", rules, "--failures-only", mixed[0])
+        assert passing.stdout.splitlines() == ["no run failed", "1 run(s): 1 pass"]
+        quiet = _run("eval", "--rules", rules, "-q", *mixed)
+        assert (quiet.exit_code, quiet.stdout) == (1, "3 run(s): 1 pass, 2 fail\n")
+        refused = _run("eval", "--rules", rules, "-q", "--format", "json", *mixed)
+        assert refused.exit_code == 2
+        assert "--quiet goes with --format table" in refused.stderr
 
     def test_json_lines_follow_the_public_verdict_shape(
         self, rules: Path, mixed: tuple[Path, Path]

@@ -137,3 +137,22 @@ def test_cel_predicate() -> None:
     assert codes(v) == ["F-EVIDENCE-CEL_ERROR"]
     not_bool = {"type": "cel", "expr": "run.tool_calls"}
     assert codes(judge_one(not_bool, run)) == ["F-EVIDENCE-CEL_ERROR"]
+
+
+def test_a_false_predicate_is_explained_by_its_rule_not_its_expression() -> None:
+    """Without a message, a false CEL predicate says what its rule's description says (the
+    rule id on the finding leads to the expression); with neither, the expression."""
+    import json
+
+    from tests.engine.engine_runs import rules_text
+    from tracejudge.engine import Engine, load_rules_text
+
+    run = make_run([REFUND], "ok", user_id="u1")
+    check = {"type": "cel", "expr": "run.tool_calls == 0"}
+    doc = json.loads(rules_text(check, layer="policy"))
+    doc["rules"][0]["description"] = "Answer\n  without calling tools."
+    v = Engine(load_rules_text(json.dumps(doc))).judge(run)
+    assert (v.primary.code, v.primary.rule_id) == ("F-CUSTOM-PREDICATE", "r1")
+    assert v.primary.explanation == "Answer without calling tools."
+    v = judge_one(check, run, layer="policy")
+    assert v.primary.explanation == "predicate is false: run.tool_calls == 0"

@@ -9,12 +9,12 @@ a broken pipeline is never mistaken for a regression.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import click
 
+from tracejudge.cli.terminal import colour_wanted, terminal_width
 from tracejudge.engine.shadow import pair_verdicts, shadow_arguments, shadow_lines
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.run import Run
@@ -84,10 +84,24 @@ def echo_errors(command: str, errors: list[str], *, limit: int | None = MAX_ERRO
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["table", "json"]),
+    type=click.Choice(["table", "json", "junit", "markdown"]),
     default="table",
     show_default=True,
-    help="table: aligned text; json: one verdict object per line per run.",
+    help="table: aligned text fitted to the terminal; json: one verdict object per line per "
+    "run; junit: JUnit XML for CI test reports; markdown: a table for CI summaries.",
+)
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Table and markdown: add the agent, trace id and span id columns.",
+)
+@click.option(
+    "--failures-only",
+    is_flag=True,
+    help="Print only the runs that did not pass (fail, error); junit and --output keep all.",
+)
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Table: print only the count line (and any problems)."
 )
 @click.option(
     "--output",
@@ -108,12 +122,18 @@ def eval_command(
     baselines: Path | None,
     cases_path: Path | None,
     fmt: str,
+    wide: bool,
+    failures_only: bool,
+    quiet: bool,
     output: Path | None,
     html_path: Path | None,
     files: tuple[Path, ...],
 ) -> None:
     """Judge the agent runs in FILES (OTLP/JSON, JSON lines or protobuf; gzipped or not)."""
     from tracejudge.engine import Engine, RulesError, load_rules
+
+    if quiet and fmt != "table":
+        raise click.UsageError(f"--quiet goes with --format table, not {fmt}")
 
     try:
         ruleset = load_rules(rules_path)
@@ -163,16 +183,7 @@ def eval_command(
 
     lines = [json.dumps(v.to_dict(), ensure_ascii=False, sort_keys=False) for v in verdicts]
     lines += [json.dumps(r.to_dict(), ensure_ascii=False, sort_keys=False) for r in shadows]
-    if fmt == "json":
-        for line in lines:
-            click.echo(line)
-    elif records:
-        tty = sys.stdout.isatty()
-        width = shutil.get_terminal_size().columns if tty else None
-        click.echo(eval_table(records, colour=tty, width=width))
-        click.echo(eval_footer(records))
-        for line in shadow_lines(shadows):
-            click.echo(line)
+    _print(fmt, records, lines, shadow_lines(shadows), wide, failures_only, quiet)
     if output is not None:
         _write(output, "".join(line + "\n" for line in lines))
     if html_path is not None:
@@ -189,6 +200,45 @@ def eval_command(
     if loaded.errors or not loaded.runs:
         sys.exit(EXIT_INPUT)
     sys.exit(EXIT_FAILED if any(not r.passed for r in records) else EXIT_OK)
+
+
+def _print(
+    fmt: str,
+    records: list[VerdictRecord],
+    lines: list[str],
+    shadows: list[str],
+    wide: bool,
+    failures_only: bool,
+    quiet: bool,
+) -> None:
+    """The verdicts on stdout in ``fmt``; ``lines`` are their JSON lines (with the shadow
+    pairing lines after them), ``shadows`` the pairing as text."""
+    shown = [r for r in records if not r.passed] if failures_only else records
+    if fmt == "json":
+        keep = {r.key for r in shown}
+        for line, record in zip(lines, records, strict=False):
+            if record.key in keep:
+                click.echo(line)
+        for line in lines[len(records) :]:
+            click.echo(line)
+    elif fmt == "junit":
+        from tracejudge.report.junit import junit_xml
+
+        click.echo(junit_xml(records), nl=False)
+    elif fmt == "markdown":
+        from tracejudge.report.markdown import markdown_table
+
+        click.echo(markdown_table(shown, wide=wide, total=records))
+    elif records:
+        if not quiet:
+            if shown:
+                table = eval_table(shown, colour=colour_wanted(), width=terminal_width(), wide=wide)
+                click.echo(table)
+            else:
+                click.echo("no run failed")
+        click.echo(eval_footer(records))
+        for line in shadows:
+            click.echo(line)
 
 
 def _write(path: Path, text: str) -> None:

@@ -259,6 +259,10 @@ def _rule(r: dict[str, Any], at: str, comp: Compiler, tools: dict[str, ToolMeta]
             attributes_match=tuple(attrs_match),
         )
     params = r["check"]
+    if params["type"] == "cel" and not params.get("message") and r.get("description"):
+        # A false predicate says what the rule is for, not its expression (the rule id,
+        # on every finding, leads to that).
+        params = {**params, "message": " ".join(str(r["description"]).split())}
     check = FACTORIES[params["type"]](params, f"{at}.check", comp, tools)
     if check is None:
         return None

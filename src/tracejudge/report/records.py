@@ -89,6 +89,17 @@ class VerdictRecord:
         return self.verdict == "fail"
 
     @property
+    def primary_finding(self) -> FindingRecord | None:
+        """The finding the primary failure is (it names the rule); None without a primary."""
+        p = self.primary
+        if p is None:
+            return None
+        same = [f for f in self.findings if f.code == p.code]
+        located = [f for f in same if p.span_id is None or p.span_id in f.span_ids]
+        found = located or same
+        return found[0] if found else None
+
+    @property
     def key(self) -> tuple[str, str]:
         """What identifies the run across files: trace id and root span id."""
         return (self.trace_id, self.root_span_id)

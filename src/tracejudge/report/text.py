@@ -7,6 +7,7 @@ the caller (only on a TTY) and applied with click's ``style`` so pipes get plain
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 
 import click
@@ -16,10 +17,28 @@ from tracejudge.report.stats import Interval
 from tracejudge.report.summary import GroupRate, Summary, case_of, variant_of
 
 VERDICT_COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "error": "magenta"}
-EVAL_HEADERS = ("run", "agent", "case", "variant", "verdict", "primary", "span", "explanation")
-RUN_ID_CHARS = 32
-"""Trace ids are shown whole: generators such as X-Ray put a timestamp in the leading
-bytes and counters leave leading zeros, so a prefix would not tell runs apart."""
+EVAL_HEADERS = ("run", "verdict", "rule", "code", "explanation")
+WIDE_HEADERS = ("run", "agent", "verdict", "rule", "code", "trace", "span", "explanation")
+MIN_LAST = 24
+"""The last column (an explanation) keeps at least this many characters, and a third of
+the width, when a table is fitted to a width: the columns marked ``shrink`` give up room
+first."""
+MIN_SHRUNK = 10
+TRACE_TAIL = 8
+"""Characters of the trace id that tell two runs with the same label apart: the tail, since
+generators such as X-Ray put a timestamp in the leading bytes and counters leading zeros."""
+
+
+def cut(text: str, width: int, *, middle: bool = False) -> str:
+    """``text`` in at most ``width`` characters, a cut marked with ``…``: at the end, or
+    in the ``middle`` (names whose start and end both tell them apart, such as
+    ``case/variant``)."""
+    if len(text) <= width:
+        return text
+    if middle and width >= 5:
+        head = (width - 1) // 2
+        return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+    return text[: max(0, width - 1)] + "…"
 
 
 def table(
@@ -28,22 +47,28 @@ def table(
     *,
     colours: Sequence[str | None] | None = None,
     colour_column: int | None = None,
-    max_last: int | None = None,
+    width: int | None = None,
+    shrink: Sequence[int] = (),
+    middle: Sequence[int] = (),
 ) -> str:
     """Left-aligned columns separated by two spaces; the last column is not padded.
 
     ``colours[i]`` colours row i's ``colour_column`` cell (padding stays uncoloured so
-    alignment survives). ``max_last`` cuts the last column to that many characters.
+    alignment survives). ``width`` is the longest line allowed: the last column gets what
+    the others leave; while that is under ``MIN_LAST``, the ``shrink`` columns, widest
+    first, give up room down to their header (or ``MIN_SHRUNK``). Cut cells end in ``…``,
+    or have it in the ``middle`` for those columns.
     """
     cells = [[_one_line(c) for c in row] for row in rows]
-    if max_last is not None:
-        for row in cells:
-            if row and len(row[-1]) > max_last:
-                row[-1] = row[-1][: max(1, max_last - 1)] + "…"
     widths = [len(h) for h in headers]
     for row in cells:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
+    if width is not None and widths:
+        _fit(widths, headers, width, shrink)
+        for row in cells:
+            for i, cell in enumerate(row):
+                row[i] = cut(cell, widths[i], middle=i in middle)
     lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     for r, row in enumerate(cells):
@@ -58,32 +83,82 @@ def table(
     return "\n".join(lines)
 
 
-def eval_table(records: Sequence[VerdictRecord], *, colour: bool, width: int | None) -> str:
-    """One row per judged run: who, which case, the verdict and its primary failure."""
-    rows = []
+def _fit(widths: list[int], headers: Sequence[str], width: int, shrink: Sequence[int]) -> None:
+    """Narrow ``widths`` in place so a row fits in ``width`` (see ``table``)."""
+    last = len(widths) - 1
+    floors = {i: min(widths[i], max(len(headers[i]), MIN_SHRUNK)) for i in shrink if i != last}
+    want_last = min(widths[last], max(MIN_LAST, width // 3))
+    while sum(widths[:last]) + 2 * last + want_last > width:
+        roomy = [i for i in floors if widths[i] > floors[i]]
+        if not roomy:
+            break
+        widest = max(roomy, key=lambda i: widths[i])
+        widths[widest] -= 1
+    widths[last] = max(1, min(widths[last], width - sum(widths[:last]) - 2 * last))
+
+
+def run_labels(records: Sequence[VerdictRecord]) -> list[str]:
+    """What names each run in a table: ``case/variant`` (the parts it has; the agent when
+    it has neither). Runs that would read the same get their run id (``case/variant/run``),
+    and then their trace id's tail (and root span's, for two runs of one trace):
+    ``refund-ok/canary …4736``."""
+    labels = []
     for r in records:
+        parts = [p for p in (r.case_id, r.variant) if p]
+        labels.append("/".join(parts) if parts else (r.agent or "run"))
+    seen = Counter(labels)
+    labels = [
+        f"{label}/{r.run_id}" if seen[label] > 1 and r.run_id else label
+        for label, r in zip(labels, records, strict=True)
+    ]
+    seen = Counter(labels)
+    tailed = [
+        f"{label} …{r.trace_id[-TRACE_TAIL:]}" if seen[label] > 1 else label
+        for label, r in zip(labels, records, strict=True)
+    ]
+    seen = Counter(tailed)
+    return [
+        f"{label}:{r.root_span_id[-4:]}" if seen[label] > 1 else label
+        for label, r in zip(tailed, records, strict=True)
+    ]
+
+
+def eval_rows(records: Sequence[VerdictRecord], *, wide: bool = False) -> list[tuple[str, ...]]:
+    """The cells of ``eval``'s table (``EVAL_HEADERS``, or ``WIDE_HEADERS``), one per run."""
+    rows: list[tuple[str, ...]] = []
+    for r, label in zip(records, run_labels(records), strict=True):
         primary = r.primary
-        explanation = r.error or (primary.explanation if primary is not None else "")
-        rows.append(
-            (
-                r.trace_id[:RUN_ID_CHARS],
-                r.agent or "-",
-                r.case_id or "-",
-                r.variant or "-",
-                r.verdict,
-                primary.code if primary is not None else "-",
-                (primary.span_id or "-") if primary is not None else "-",
-                explanation or "-",
+        finding = r.primary_finding
+        rule = (finding.rule if finding is not None else None) or "-"
+        code = primary.code if primary is not None else "-"
+        explanation = r.error or (primary.explanation if primary is not None else "") or "-"
+        if wide:
+            span = (primary.span_id if primary is not None else None) or "-"
+            rows.append(
+                (label, r.agent or "-", r.verdict, rule, code, r.trace_id, span, explanation)
             )
-        )
-    max_last = None
-    if width is not None and rows:
-        used = sum(
-            max(len(h), *(len(row[i]) for row in rows)) + 2 for i, h in enumerate(EVAL_HEADERS[:-1])
-        )
-        max_last = max(20, width - used)
+        else:
+            rows.append((label, r.verdict, rule, code, explanation))
+    return rows
+
+
+def eval_table(
+    records: Sequence[VerdictRecord], *, colour: bool, width: int | None, wide: bool = False
+) -> str:
+    """One row per judged run: which run, its verdict, the rule and code of its primary
+    (first causal) failure and as much of the explanation as ``width`` leaves. ``wide``
+    adds the agent, trace id and span id, and cuts nothing (lines may exceed ``width``)."""
+    headers = WIDE_HEADERS if wide else EVAL_HEADERS
     colours = [VERDICT_COLOURS.get(r.verdict) for r in records] if colour else None
-    return table(EVAL_HEADERS, rows, colours=colours, colour_column=4, max_last=max_last)
+    return table(
+        headers,
+        eval_rows(records, wide=wide),
+        colours=colours,
+        colour_column=headers.index("verdict"),
+        width=None if wide else width,
+        shrink=(0, 2),
+        middle=(0,),
+    )
 
 
 def eval_footer(records: Sequence[VerdictRecord]) -> str:
@@ -158,7 +233,7 @@ def summary_text(summary: Summary, *, colour: bool = False) -> str:
                         r.verdict,
                         case_of(r),
                         variant_of(r),
-                        r.trace_id[:RUN_ID_CHARS],
+                        r.trace_id,
                         r.primary.code if r.primary else "-",
                         r.error or (r.primary.explanation if r.primary else "-"),
                     )
