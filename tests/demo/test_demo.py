@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -24,12 +25,18 @@ VARIANTS = ("healthy", "silent_failure", "wrong_order", "half_amount")
 
 
 def _table(output: str) -> dict[str, list[str]]:
-    """The rows of the printed table, by variant: [answer, verdict, code, span]."""
+    """The rows of the printed table, by variant: [answer, verdict, code, span] (the answer
+    from the run's "said:" line below the table)."""
     rows: dict[str, list[str]] = {}
+    variant = None
     for line in output.splitlines():
         cells = re.split(r"\s{2,}", line.strip())
-        if cells[0] in VARIANTS and len(cells) == 5:
-            rows[cells[0]] = cells[1:]
+        if cells[0] in VARIANTS and len(cells) == 4:
+            rows[cells[0]] = ["", *cells[1:]]
+        elif line.split(":")[0] in VARIANTS:
+            variant = line.split(":")[0]
+        elif variant in rows and line.startswith("    said: "):
+            rows[variant][0] = line.removeprefix("    said: ")
     return rows
 
 
@@ -84,6 +91,25 @@ def test_demo_forwards_judged_traces_and_prints_links(tmp_path: Path) -> None:
     html = page.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>")
     assert "F-ACTION-ARG-ENTITY_BINDING" in html
+
+
+def test_a_dead_backend_gets_no_links_and_a_nonzero_exit() -> None:
+    """--forward to a port where nothing listens: the judged spans are lost, so no trace
+    link is printed as if it worked, the exit status is 1 and the message says how to keep
+    them next time (--queue-dir)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    result = CliRunner().invoke(main, ["demo", "--rules", str(RULES), "--forward", dead])
+    assert result.exit_code == 1, result.output
+    assert set(_table(result.stdout)) == set(VARIANTS)
+    assert "open: " not in result.output
+    assert re.search(
+        rf"forwarded 0 judged spans to {dead}; \d+ could not be delivered \(no trace links",
+        result.output,
+    )
+    assert "judged spans were lost" in result.output
+    assert "--queue-dir DIR" in result.output
 
 
 def test_bad_forward_url_is_a_clear_error() -> None:

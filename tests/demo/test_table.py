@@ -21,16 +21,23 @@ def test_rows_line_up_and_carry_span_name_and_id() -> None:
             link="http://jaeger:16686/trace/" + "b" * 32,
         ),
     ]
-    lines = render_table(rows).splitlines()
+    lines = render_table(rows, width=60).splitlines()
     header, rule, healthy, wrong = lines[:4]
-    assert header.split() == ["run", "final", "answer", "verdict", "primary", "failure", "span"]
+    assert header.split() == ["run", "verdict", "primary", "failure", "span"]
     assert header.index("verdict") == healthy.index("pass") == wrong.index("fail")
-    assert "$84.00…" in wrong
     assert wrong.endswith("execute_tool refund_api.create (77faf498977e96bb)")
     assert set(rule) == {"-", " "}
-    assert f"healthy: {PASS_HINT}" in lines
-    assert "    open: http://jaeger:16686/trace/" + "b" * 32 in lines
-    assert any(line.startswith("    why: order_id='ord_A1001'") for line in lines)
+    assert lines[5:] == [
+        f"healthy: {PASS_HINT}",
+        "    said: All done.",
+        f"wrong_order: {HINTS['F-ACTION-ARG-ENTITY_BINDING']}",
+        "    said: Your refund for order ord_A1001 has been processe…",
+        "    why: order_id='ord_A1001' is not among the entities",
+        "    open: http://jaeger:16686/trace/" + "b" * 32,
+    ]
+    coloured = render_table(rows, colour=True).splitlines()
+    assert coloured[2] == healthy.replace("pass ", "\x1b[32mpass\x1b[0m ", 1)
+    assert coloured[3] == wrong.replace("fail ", "\x1b[31mfail\x1b[0m ", 1)
 
 
 def test_every_expected_code_has_a_specific_hint() -> None:

@@ -6,9 +6,12 @@ command so that ``tracejudge --help`` and the other subcommands do not pay for i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
+
+from tracejudge.cli.terminal import colour_wanted, terminal_width
 
 
 @click.command()
@@ -91,8 +94,13 @@ def demo(
         f"rules {options.rules}; baselines {options.baselines or 'none'}"
     )
     outcome = run_demo(options)
+    counts = outcome.collector_stats.get("spans", {})
+    lost = int(counts.get("dropped", 0))
+    rows = outcome.rows
+    if forward and (lost or not counts.get("forwarded")):
+        rows = [replace(r, link=None) for r in rows]  # links to traces that never arrived
     click.echo("")
-    click.echo(render_table(outcome.rows))
+    click.echo(render_table(rows, colour=colour_wanted(), width=terminal_width()))
     click.echo("")
     if html is not None:
         from tracejudge.demo.report import write_html_report
@@ -103,12 +111,17 @@ def demo(
             raise click.ClickException(f"cannot write the report to {html}: {exc}") from exc
         click.echo(f"report: {html}")
     if forward:
-        counts = outcome.collector_stats.get("spans", {})
         click.echo(
             f"forwarded {counts.get('forwarded', 0)} judged spans to {', '.join(forward)}"
-            + (f"; {counts['dropped']} could not be delivered" if counts.get("dropped") else "")
+            + (f"; {lost} could not be delivered (no trace links printed)" if lost else "")
         )
     click.echo(f"{len(outcome.rows)} runs judged in {outcome.elapsed_s:.2f}s")
     broken = [r.variant for r in outcome.rows if r.verdict == "error"]
     if broken:
         raise click.ClickException(f"the demo could not judge: {', '.join(broken)}")
+    if lost:
+        raise click.ClickException(
+            f"{lost} judged spans were lost: {', '.join(forward)} did not take them (is it "
+            "running?). `tracejudge serve --queue-dir DIR` keeps undelivered spans on disk "
+            "until the backend is back"
+        )

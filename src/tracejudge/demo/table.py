@@ -1,7 +1,7 @@
-"""The demo's result table: one row per run, readable in an 100-column terminal.
+"""The demo's result table: one row per run, readable in a 120-column terminal.
 
-Each row says what the agent answered, what the judge concluded, which span proves it and
-what to change. The hint text lives here (keyed by failure code) because it is advice about
+Each row says what the judge concluded and which span proves it; below the table, each run
+gets what to change, what the agent answered, why, and its link. The hint text lives here (keyed by failure code) because it is advice about
 the demo's refund agent, not part of the engine's findings.
 """
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from tracejudge.report.text import VERDICT_COLOURS, table
 
 HINTS: dict[str, str] = {
     "F-OUTPUT-UNSUPPORTED_CLAIM": (
@@ -68,29 +70,24 @@ def _span(row: DemoRow) -> str:
     return f"{row.span_name or '?'} ({row.span_id})"
 
 
-def render_table(rows: Sequence[DemoRow], answer_width: int = 60) -> str:
-    """The table as text: a header, one line per run, then the hint and link lines."""
-    header = ("run", "final answer", "verdict", "primary failure", "span")
-    cells = [
-        (
-            r.variant,
-            shorten(r.answer, answer_width),
-            r.verdict,
-            r.code or "-",
-            _span(r),
-        )
-        for r in rows
-    ]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    for cell in cells:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(cell, widths, strict=True)).rstrip())
-    lines.append("")
+DETAIL_WIDTH = 160
+"""The longest detail line (what the agent said, why) when the terminal's width is unknown."""
+
+
+def render_table(rows: Sequence[DemoRow], *, colour: bool = False, width: int | None = None) -> str:
+    """The table as text: a header, one line per run (its verdict coloured when ``colour``),
+    then per run the fix hint, what it said, why, and its link. Detail lines are cut to
+    ``width`` (the terminal's), or ``DETAIL_WIDTH`` when it is unknown."""
+    cells = [(r.variant, r.verdict, r.code or "-", _span(r)) for r in rows]
+    colours = [VERDICT_COLOURS.get(r.verdict) for r in rows] if colour else None
+    header = ("run", "verdict", "primary failure", "span")
+    lines = [table(header, cells, colours=colours, colour_column=1), ""]
+    limit = width or DETAIL_WIDTH
     for row in rows:
         lines.append(f"{row.variant}: {row.hint}")
+        lines.append(f"    said: {shorten(row.answer, limit - len('    said: '))}")
         if row.explanation:
-            lines.append(f"    why: {shorten(row.explanation, 160)}")
+            lines.append(f"    why: {shorten(row.explanation, limit - len('    why: '))}")
         if row.link:
             lines.append(f"    open: {row.link}")
     return "\n".join(lines)
