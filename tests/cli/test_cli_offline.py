@@ -364,6 +364,36 @@ class TestReport:
         assert "pass^2" in out
         assert out.index("Runs that did not pass") < out.index("Failure codes by frequency")
 
+    def test_json_report_carries_the_same_numbers(
+        self, rules: Path, mixed: tuple[Path, Path], tmp_path: Path
+    ) -> None:
+        """--format json: the text report's numbers as one object, rates as fractions."""
+        verdicts = self._verdicts(rules, mixed, tmp_path)
+        result = _run("report", verdicts, "--variants", "A", "B", "-k", "1", "--format", "json")
+        assert result.exit_code == 0, result.output
+        doc = json.loads(result.stdout)
+        assert (doc["runs"], doc["passed"]) == (3, 1)
+        assert [round(doc["pass_rate"][k], 3) for k in ("rate", "low", "high")] == [
+            0.333,
+            0.061,
+            0.792,
+        ]
+        assert [(g["name"], g["runs"], g["passed"]) for g in doc["by_variant"]] == [
+            ("A", 1, 1),
+            ("B", 2, 0),
+        ]
+        assert doc["by_variant"][1]["pass_rate"]["rate"] == 0.0
+        assert doc["repetitions"][0]["pass_at_k"] == {"1": 1.0}
+        comparison = doc["comparison"]
+        assert (comparison["a_wins"], comparison["b_wins"], comparison["unpaired"]) == (1, 0, 1)
+        assert [(f["verdict"], f["code"], f["rule"]) for f in doc["failures"]] == [
+            ("fail", "F-ACTION-MISSING_STEP", "refund-issued")
+        ] * 2
+        assert doc["codes"] == [
+            {"code": "F-ACTION-MISSING_STEP", "severity": "fail", "runs": 2, "occurrences": 2}
+        ]
+        assert "shadow" not in doc
+
     def test_html_with_traces_draws_every_run(
         self, rules: Path, mixed: tuple[Path, Path], tmp_path: Path
     ) -> None:

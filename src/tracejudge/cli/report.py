@@ -11,14 +11,17 @@ would otherwise put all but its first file among the verdict files.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import click
 
 from tracejudge.cli.eval import EXIT_INPUT, EXIT_OK, echo_errors
+from tracejudge.cli.terminal import colour_wanted
 from tracejudge.report.records import VerdictFileError, read_all
 from tracejudge.report.summary import DEFAULT_KS, summarize
+from tracejudge.report.summary_json import summary_dict
 from tracejudge.report.text import summary_text
 
 
@@ -29,10 +32,13 @@ class _ReportCommand(click.Command):
         return super().parse_args(ctx, spread_option(args, "--traces"))
 
 
+def _pairing_counts(outcomes: list[str]) -> dict[str, int]:
+    return {o: outcomes.count(o) for o in ("paired", "diverged", "unpaired")}
+
+
 def shadow_summary(judged: int, outcomes: list[str]) -> str:
     """One line on the shadow runs the summary above leaves out, and their pairing."""
-    counts = {o: outcomes.count(o) for o in ("paired", "diverged", "unpaired")}
-    pairs = ", ".join(f"{n} {o}" for o, n in counts.items())
+    pairs = ", ".join(f"{n} {o}" for o, n in _pairing_counts(outcomes).items())
     return f"shadow runs (not counted above): {judged} judged; pairing: {pairs}"
 
 
@@ -91,8 +97,17 @@ def spread_option(args: list[str], option: str) -> list[str]:
     type=click.IntRange(min=1),
     help=f"k for pass@k and pass^k (repeatable; default {', '.join(map(str, DEFAULT_KS))}).",
 )
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: the same numbers as one JSON object (rates as fractions, null if unknown).",
+)
 def report_command(
     verdicts: tuple[Path, ...],
+    fmt: str,
     html_path: Path | None,
     variants: tuple[str, str] | None,
     traces: tuple[Path, ...],
@@ -113,9 +128,15 @@ def report_command(
         echo_errors("report", ["no verdicts in the given files"])
         sys.exit(EXIT_INPUT)
     summary = summarize(records, variants=variants or None, ks=tuple(sorted(set(ks))) or DEFAULT_KS)
-    click.echo(summary_text(summary, colour=sys.stdout.isatty()))
-    if shadows or pairing:
-        click.echo(shadow_summary(len(shadows), pairing))
+    if fmt == "json":
+        shadow = None
+        if shadows or pairing:
+            shadow = {"judged": len(shadows), **_pairing_counts(pairing)}
+        click.echo(json.dumps(summary_dict(summary, shadow), ensure_ascii=False))
+    else:
+        click.echo(summary_text(summary, colour=colour_wanted()))
+        if shadows or pairing:
+            click.echo(shadow_summary(len(shadows), pairing))
     status = EXIT_OK
     if html_path is not None:
         from tracejudge.report.html import render_html

@@ -1,8 +1,9 @@
 """The demo's result table: one row per run, readable in a 120-column terminal.
 
 Each row says what the judge concluded and which span proves it; below the table, each run
-gets what to change, what the agent answered, why, and its link. The hint text lives here (keyed by failure code) because it is advice about
-the demo's refund agent, not part of the engine's findings.
+gets what to change, what the agent answered, why, and its link. The hint text lives here
+(keyed by failure code) because it is advice about the demo's refund agent, not part of
+the engine's findings.
 """
 
 from __future__ import annotations
