@@ -103,7 +103,10 @@ def test_token_and_tls_end_to_end_through_the_command_line(
     front = None
     try:
         assert t_start.group(2) == "https"
-        assert t_start.group(5) == f"judged traces to {judged}; bearer token required"
+        assert t_start.group(5) == (
+            f"judged traces to {judged}; bearer token required; "
+            "verdicts: one line per run on stdout"
+        )
         t_http, t_mgmt = t_start.group(3), t_start.group(4)
         front, f_start = _serve(
             "--forward", f"https://127.0.0.1:{t_http}",

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -81,7 +82,7 @@ def test_alone_it_prints_its_addresses_and_the_verdicts() -> None:
     try:
         assert start.group(3) == (
             "no backend: judged spans are not kept (--forward URL or --output FILE); "
-            "verdicts as JSON lines to stdout"
+            "verdicts: JSON lines to stdout"
         )
         assert 0 < float(start.group(4)) < 100  # the refund rules: well under the budget
         assert int(start.group(5)) > 10
@@ -101,7 +102,7 @@ def test_output_keeps_the_judged_traces_for_eval(tmp_path: Path) -> None:
     judged = tmp_path / "judged.jsonl"
     proc, start = _serve("--output", str(judged))
     try:
-        assert start.group(3) == f"judged traces to {judged}"
+        assert start.group(3) == f"judged traces to {judged}; verdicts: one line per run on stdout"
         trace_id = _agent("silent_failure", start.group(2))
         # a trace with no agent run is kept too, unjudged
         tid, rid = new_ids()
@@ -111,7 +112,15 @@ def test_output_keeps_the_judged_traces_for_eval(tmp_path: Path) -> None:
         )
     finally:
         out, _ = _stop(proc)
-    assert out == ""  # verdicts are not printed when the traces are kept
+    # one human line per judged run (it used to go silent once the traces were kept)
+    agent_line, bare_line = out.splitlines()
+    assert re.fullmatch(
+        r"fail  refund-duplicate-charge/silent_failure/\S+  F-OUTPUT-UNSUPPORTED_CLAIM "
+        rf"\[refund-claim-needs-refund\]: the answer claims .+  \(trace {trace_id}\)",
+        agent_line,
+    ), out
+    assert bare_line.startswith("warn  (unnamed run)  F-EVIDENCE-NO_FINAL_ANSWER")
+    assert bare_line.endswith(f"(trace {tid.hex()})")
     spans = load_spans(judged)
     assert {s.trace_id for s in spans} == {trace_id, tid.hex()}
     (root,) = [s for s in spans if s.trace_id == trace_id and s.parent_span_id is None]
@@ -129,3 +138,57 @@ def test_output_keeps_the_judged_traces_for_eval(tmp_path: Path) -> None:
     verdict = verdicts[trace_id]
     assert verdict["verdict"] == "fail"
     assert verdict["primary"]["code"] == "F-OUTPUT-UNSUPPORTED_CLAIM"
+
+
+def test_no_verdict_lines_says_verdicts_are_off(tmp_path: Path) -> None:
+    """--no-verdict-lines with --output: nothing on stdout, and the start-up line says the
+    verdicts are off and how to turn them on."""
+    proc, start = _serve("--output", str(tmp_path / "judged.jsonl"), "--no-verdict-lines")
+    try:
+        assert start.group(3) == (
+            f"judged traces to {tmp_path / 'judged.jsonl'}; "
+            "verdicts: off (--verdict-lines prints one line per run on stdout)"
+        )
+        _agent("healthy", start.group(2))
+    finally:
+        out, _ = _stop(proc)
+    assert out == ""
+
+
+def test_an_unwritable_output_fails_at_start() -> None:
+    """--output to a file that cannot be written stops the start, as --verdicts-jsonl does
+    (it used to start and lose every judged trace at the first write)."""
+    for flag in ("--output", "--verdicts-jsonl"):
+        done = subprocess.run(
+            [str(BIN / "tracejudge"), "serve", "--rules", str(RULES), flag, "/proc/version",
+             "--grpc-port", "0", "--http-port", "0"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        key = flag.removeprefix("--").replace("-", "_")
+        assert done.returncode == 2, (flag, done.stderr)
+        assert done.stderr.splitlines()[-1] == (
+            f"Error: {key}: cannot write /proc/version: Invalid argument"
+        )
+        assert "listening on" not in done.stderr
+
+
+def test_lost_spans_make_the_exit_status_one() -> None:
+    """A backend that never answers: the accepted spans are lost at shutdown, serve exits 1
+    and says how to keep them next time (--queue-dir)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    proc, start = _serve("--forward", dead, "--shutdown-timeout", "1s")
+    try:
+        _agent("healthy", start.group(2))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert out.startswith("pass  refund-duplicate-charge/healthy/")
+    last = err.splitlines()[-1]
+    assert re.fullmatch(
+        r"Error: \d+ accepted spans were lost; --queue-dir DIR keeps undelivered spans on "
+        r"disk until the backend is back",
+        last,
+    ), err

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from tracejudge.cli.errors import InputError
 from tracejudge.collector.config import ConfigError, check_forward_url
 from tracejudge.collector.drain import (
     Moved,
@@ -47,7 +48,7 @@ def _open(queue_dir: Path) -> DiskStore:
     try:
         return open_queue(queue_dir)
     except QueueUsageError as exc:
-        raise click.UsageError(str(exc)) from exc
+        raise InputError(str(exc)) from exc
 
 
 @queue_group.command("list")
@@ -93,7 +94,7 @@ def drain_command(
     try:
         moved = asyncio.run(drain(store, targets, url, timeout=timeout, attempts=tries))
     except QueueUsageError as exc:
-        raise click.UsageError(str(exc)) from exc
+        raise InputError(str(exc)) from exc
     except QueueCommandError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
@@ -110,7 +111,7 @@ def drop_command(queue_dir: Path, targets: tuple[str, ...]) -> None:
     try:
         moved = drop(store, targets)
     except QueueUsageError as exc:
-        raise click.UsageError(str(exc)) from exc
+        raise InputError(str(exc)) from exc
     except QueueCommandError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:

@@ -6,7 +6,10 @@ typo fails at launch with the key's name rather than later with a lost trace.
 A backend is optional: ``--output FILE`` keeps the judged traces as OTLP/JSON lines, and
 with neither ``--forward`` nor ``--output`` nor ``--verdicts-jsonl`` the verdicts are
 printed as JSON lines on stdout, so ``tracejudge serve --rules rules.yaml`` alone is a
-working first try. One line on stderr says where it listens and where things go.
+working first try; otherwise each judged run gets one human line on stdout
+(``--no-verdict-lines``: none). One line on stderr says where it listens and where things
+go, verdicts included. Spans accepted and then lost (a backend down at shutdown, with no
+``--queue-dir``) make the exit status 1.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 import click
 
+from tracejudge.cli.errors import InputError
 from tracejudge.collector.collector import Collector
 from tracejudge.collector.config import ConfigError, build_config, load_config_file
 from tracejudge.collector.credentials import is_reference
@@ -144,6 +148,12 @@ from tracejudge.collector.credentials import is_reference
     help="Write verdicts as JSON lines to PATH, or - for stdout (the default when there is "
     "no --forward and no --output).",
 )
+@click.option(
+    "--verdict-lines/--no-verdict-lines",
+    default=None,
+    help="One human line per judged run on stdout (default: on, unless the verdicts go "
+    "to stdout as JSON lines).",
+)
 @click.option("--webhook", help="POST each verdict as JSON to this URL.")
 @click.option("--queue-dir", type=click.Path(path_type=Path), help="Disk queue (SQLite WAL).")
 @click.option(
@@ -203,13 +213,29 @@ def serve(config_file: Path | None, verbose: bool, **flags: Any) -> None:
             raise ConfigError("rules: a rules file is required (--rules or rules: in --config)")
         if not config.forward and config.output is None and config.verdicts_jsonl is None:
             config.verdicts_jsonl = "-"  # no backend: the verdicts are the output
+        told = {k.replace("-", "_") for k in file_values} | {
+            k for k, v in flags.items() if v is not None
+        }
+        if "verdict_lines" not in told:  # a human line per run, unless stdout has the JSON
+            config.verdict_lines = config.verdicts_jsonl != "-"
+        config.validate()
         collector = Collector(config)
     except (ConfigError, ValueError, OSError) as exc:
-        raise click.UsageError(str(exc)) from exc
+        raise InputError(str(exc)) from exc
     try:
         asyncio.run(collector.serve_forever(announce=_announce))
+    except ConfigError as exc:  # a file it cannot write
+        raise InputError(str(exc)) from exc
     except OSError as exc:
         raise click.ClickException(f"cannot start: {exc}") from exc
+    lost = collector.stats.spans.get("dropped", 0)
+    if lost:
+        keep = (
+            "--dead-letter FILE keeps batches a backend refuses"
+            if config.queue_dir is not None
+            else "--queue-dir DIR keeps undelivered spans on disk until the backend is back"
+        )
+        raise click.ClickException(f"{lost} accepted spans were lost; {keep}")
 
 
 def _announce(line: str) -> None:

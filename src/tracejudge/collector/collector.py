@@ -41,7 +41,7 @@ from tracejudge.collector.receivers import management_app, receiver_app
 from tracejudge.collector.redact import LogScrubber
 from tracejudge.collector.server_log import ServerErrors, server_logger
 from tracejudge.collector.shadow import attach_shadow_pairs
-from tracejudge.collector.sinks import JsonlSink, VerdictSink, WebhookSink
+from tracejudge.collector.sinks import JsonlSink, TextSink, VerdictSink, WebhookSink
 from tracejudge.collector.stats import Stats, otlp_metric_reader
 from tracejudge.collector.store import DiskStore, QueuedTarget, open_for_serve
 from tracejudge.collector.targets import TargetSpec, split_forward, target_specs
@@ -271,6 +271,8 @@ class Collector:
         sinks: list[VerdictSink] = []
         if cfg.verdicts_jsonl:
             sinks.append(JsonlSink(cfg.verdicts_jsonl, cfg.file_mode))
+        if cfg.verdict_lines:
+            sinks.append(TextSink())
         if cfg.webhook:
             sinks.append(WebhookSink(cfg.webhook, self.stats))
         self.pipeline = Pipeline(
@@ -335,11 +337,19 @@ class Collector:
             parts.append("bearer token required")
         if cfg.tls_client_ca is not None:
             parts.append("client certificates required")
+        verdicts = []
+        if cfg.verdict_lines:
+            verdicts.append("one line per run on stdout")
         if cfg.verdicts_jsonl is not None:
             where = "stdout" if cfg.verdicts_jsonl == "-" else cfg.verdicts_jsonl
-            parts.append(f"verdicts as JSON lines to {where}")
+            verdicts.append(f"JSON lines to {where}")
         if cfg.webhook is not None:
-            parts.append(f"verdicts to {display_url(cfg.webhook, hide_path=True)}")
+            verdicts.append(f"POST to {display_url(cfg.webhook, hide_path=True)}")
+        parts.append(
+            f"verdicts: {', '.join(verdicts)}"
+            if verdicts
+            else "verdicts: off (--verdict-lines prints one line per run on stdout)"
+        )
         if cfg.conversation_wait > 0:
             parts.append(
                 f"conversations judged after {cfg.conversation_wait:g}s quiet "

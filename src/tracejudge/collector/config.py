@@ -173,6 +173,9 @@ class CollectorConfig:
     """Extra regular expressions to redact, besides the shared secret detectors."""
     passthrough: bool = False
     verdicts_jsonl: str | None = None
+    verdict_lines: bool = False
+    """One human line per judged run on stdout (``serve`` turns it on unless the verdicts
+    already go to stdout as JSON lines)."""
     webhook: str | None = None
     queue_dir: Path | None = None
     dead_letter: Path | None = None
@@ -312,6 +315,8 @@ class CollectorConfig:
                 check_forward_url(self.forward_logs)
             except ConfigError as exc:
                 raise ConfigError(f"forward_logs: {str(exc).removeprefix('forward: ')}") from exc
+        if self.verdict_lines and self.verdicts_jsonl == "-":
+            raise ConfigError("verdict_lines: stdout already carries the verdicts as JSON lines")
         if self.evaluation_logs and self.forward_logs is None:
             raise ConfigError("evaluation_logs: needs forward_logs (a logs endpoint)")
         if self.output is not None:
@@ -405,7 +410,7 @@ _BOOLS = {"drop_content", "passthrough", "redact_attributes", "insecure_no_auth"
 _BOOLS |= {"forward_insecure_skip_verify", "grpc_bdp_probe"}
 _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint", "management_host"}
 _STRS |= {"auth_token_env"}
-_BOOLS |= {"evaluation_logs"}
+_BOOLS |= {"evaluation_logs", "verdict_lines"}
 _STRS |= {"forward_logs"}
 _INTS |= {"shadow_max_pending"}
 _PATHS = {"rules", "queue_dir", "baselines", "cases", "output", "dead_letter"}

@@ -18,6 +18,7 @@ from typing import IO, Any
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tracejudge.collector.config import ConfigError
 from tracejudge.collector.files import DEFAULT_FILE_MODE, open_append
 from tracejudge.collector.forward import RetryableError
 
@@ -45,14 +46,25 @@ def _hex_ids(obj: dict[str, Any]) -> None:
             obj[key] = base64.b64decode(value).hex()
 
 
+def open_for_append(path: Path | str, key: str, file_mode: int = DEFAULT_FILE_MODE) -> IO[str]:
+    """``path`` opened for appending text (created with ``file_mode``); ``ConfigError``
+    naming ``key`` if it cannot be."""
+    try:
+        return open_append(Path(path), file_mode)
+    except OSError as exc:
+        raise ConfigError(f"{key}: cannot write {path}: {exc.strerror or exc}") from exc
+
+
 class FileTarget:
     """Appends each forwarded batch to ``path`` as one OTLP/JSON line, flushed."""
 
     def __init__(self, path: Path, file_mode: int = DEFAULT_FILE_MODE) -> None:
+        """Opens ``path`` for appending now: a file that cannot be written fails the start
+        (``ConfigError`` naming the key), not the first forward."""
         self.path = path
         self.file_mode = file_mode
         self.url = f"file:{path}"
-        self._fh: IO[str] | None = None
+        self._fh: IO[str] | None = open_for_append(path, "output", file_mode)
 
     async def send(self, payload: bytes) -> None:
         """Encode and append in a worker thread (file I/O must not stall the event loop);

@@ -1,5 +1,5 @@
-"""Verdict sinks: where each verdict goes besides the spans (JSON lines, a webhook, and
-observers such as the gate's window, which take the verdict object itself).
+"""Verdict sinks: where each verdict goes besides the spans (JSON lines, a human line per run,
+a webhook, and observers such as the gate's window, which take the verdict object itself).
 
 A sink must never slow the pipeline: the JSON-lines sink writes a batch per decision tick,
 and the webhook sink posts from its own bounded queue (dropping, with a count, only when a
@@ -18,9 +18,12 @@ from typing import IO, Any, Protocol
 
 import aiohttp
 
-from tracejudge.collector.files import DEFAULT_FILE_MODE, open_append
+from tracejudge.collector.file_target import open_for_append
+from tracejudge.collector.files import DEFAULT_FILE_MODE
 from tracejudge.collector.stats import Stats
 from tracejudge.engine.verdict import Verdict
+from tracejudge.report.records import SHADOW_RECORD, parse_record
+from tracejudge.report.text import verdict_line
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -51,7 +54,9 @@ class JsonlSink:
 
     def __init__(self, target: str, file_mode: int = DEFAULT_FILE_MODE) -> None:
         self._own = target != "-"
-        self._fh: IO[str] = open_append(Path(target), file_mode) if self._own else sys.stdout
+        self._fh: IO[str] = (
+            open_for_append(target, "verdicts_jsonl", file_mode) if self._own else sys.stdout
+        )
 
     def emit(self, records: Sequence[dict[str, Any]]) -> None:
         """Write and flush the lines (a reader tailing the file sees whole lines)."""
@@ -67,6 +72,34 @@ class JsonlSink:
         """Close the file (stdout stays open)."""
         if self._own:
             self._fh.close()
+
+
+class TextSink:
+    """One human line per judged run on stdout (``serve`` with a backend or ``--output``):
+    what happened without reading JSON. Shadow pairing reports get a short line too."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        self._out = sys.stdout if stream is None else stream
+
+    def emit(self, records: Sequence[dict[str, Any]]) -> None:
+        """Write and flush one line per record."""
+        lines = []
+        for r in records:
+            if r.get("record") == SHADOW_RECORD:
+                lines.append(f"shadow pairing: {r.get('outcome')} (request {r.get('request_id')})")
+                continue
+            try:
+                lines.append(verdict_line(parse_record(r, "verdict")))
+            except ValueError:
+                log.exception("a verdict could not be shown as a line")
+        try:
+            self._out.write("".join(line + "\n" for line in lines))
+            self._out.flush()
+        except OSError:
+            log.exception("writing verdict lines failed")
+
+    async def close(self) -> None:
+        """Nothing to release (stdout stays open)."""
 
 
 class WebhookSink:

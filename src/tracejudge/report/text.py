@@ -161,6 +161,21 @@ def eval_table(
     )
 
 
+def verdict_line(r: VerdictRecord) -> str:
+    """One judged run on one line, for a log or a terminal that scrolls (``serve``):
+    verdict, run (case/variant/run id), primary code, rule and explanation, trace id."""
+    parts = [p for p in (r.case_id, r.variant, r.run_id) if p]
+    label = "/".join(parts) if parts else (r.agent or "(unnamed run)")
+    line = f"{r.verdict:<5} {'shadow ' if r.shadow else ''}{_one_line(label)}"
+    finding = r.primary_finding
+    if r.primary is not None:
+        rule = f" [{finding.rule}]" if finding is not None and finding.rule else ""
+        line += f"  {r.primary.code}{rule}: {_one_line(r.primary.explanation)}"
+    elif r.error:
+        line += f"  {_one_line(r.error)}"
+    return f"{line}  (trace {r.trace_id})"
+
+
 def eval_footer(records: Sequence[VerdictRecord]) -> str:
     """A one-line count of verdicts."""
     counts = {v: sum(r.verdict == v for r in records) for v in VERDICT_COLOURS}
