@@ -76,6 +76,27 @@ def test_eval_judges_each_run_against_its_case(files: tuple[Path, Path, Path]) -
     assert failed["primary"]["span_id"] == failed["root_span_id"]
 
 
+def test_a_cases_file_that_matches_no_run_says_so(
+    files: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """A cases file none of whose cases is a run's case judged nothing: exit 2, naming the
+    case ids the runs do have; when only some runs lack a case, a note counts them."""
+    rules, cases, traces = files
+    other = tmp_path / "other.yaml"
+    other.write_text("version: 1\ncases:\n  - id: elsewhere\n    must_communicate: [hi]\n")
+    result = _run("eval", "--rules", rules, "--cases", other, traces)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        f"tracejudge eval: {other}: none of its 1 case(s) matches a run; the runs' case ids "
+        "(tracejudge.case.id) are: refund-ok, refund-unknown, refund-wrong"
+    )
+    partial = _run("eval", "--rules", rules, "--cases", cases, traces)
+    assert partial.exit_code == 1
+    assert (
+        f"tracejudge eval: note: 1 of 4 runs have no case in {cases} (case ids: refund-unknown)"
+    ) in partial.stderr.splitlines()
+
+
 def test_the_cited_span_is_the_tool_call(files: tuple[Path, Path, Path]) -> None:
     rules, cases, traces = files
     result = _run("eval", "--rules", rules, "--cases", cases, "--format", "json", traces)

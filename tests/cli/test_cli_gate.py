@@ -104,3 +104,17 @@ def test_bad_verdict_file_and_window_without_times_exit_2(tmp_path: Path) -> Non
     r = _run(untimed, "--agent", "a", "--variant", "v", "--window", "10m")
     assert r.exit_code == 2
     assert "decided_at" in r.output
+
+
+def test_an_agent_or_variant_with_no_runs_names_what_was_seen(tmp_path: Path) -> None:
+    """A misspelt --agent or --variant: inconclusive, and the reason lists the agents and
+    variants the lines do hold (it used to say only "no judged runs")."""
+    path = _write(tmp_path / "v.jsonl", _traffic(0.0, n=8))
+    r = _run(path, "--agent", "refnud", "--variant", "canary")
+    assert r.exit_code == 3, r.output
+    assert r.output == (
+        "inconclusive: no judged runs of agent 'refnud' variant 'canary'; "
+        "seen: agent 'refund' (variants 'canary', 'stable')\n"
+    )
+    r = _run(path, "--agent", "refund", "--variant", "canry")
+    assert r.output.endswith("seen: agent 'refund' (variants 'canary', 'stable')\n")

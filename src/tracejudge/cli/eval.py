@@ -171,6 +171,9 @@ def eval_command(
 
     loaded = load_runs(list(files))
     echo_errors("eval", loaded.errors)
+    unmatched = None
+    if cases is not None and cases_path is not None and loaded.runs:
+        unmatched = cases_unmatched(cases_path, len(cases), loaded.runs, set(cases.cases))
     verdicts: list[Verdict] = []
     for run in loaded.runs:
         try:
@@ -197,9 +200,41 @@ def eval_command(
 
     if not loaded.runs and not loaded.errors:
         echo_errors("eval", ["no agent runs found in the given files"])
+    if unmatched is not None:
+        message, matched_none = unmatched
+        echo_errors("eval", [message])
+        if matched_none:  # the cases file judged nothing: a wrong file, not a pass
+            sys.exit(EXIT_INPUT)
     if loaded.errors or not loaded.runs:
         sys.exit(EXIT_INPUT)
     sys.exit(EXIT_FAILED if any(not r.passed for r in records) else EXIT_OK)
+
+
+CASE_IDS_SHOWN = 5
+
+
+def cases_unmatched(
+    cases_path: Path, count: int, runs: list[Run], case_ids: set[str]
+) -> tuple[str, bool] | None:
+    """What to say when runs have no entry in the cases file: ``(message, none matched)``,
+    or None when every run has one. A cases file that matches no run at all judged
+    nothing, which ``eval`` treats as an input error."""
+    missing = [r for r in runs if r.case_id is None or r.case_id not in case_ids]
+    if not missing:
+        return None
+    seen = sorted({r.case_id or "(none)" for r in missing})
+    shown = ", ".join(seen[:CASE_IDS_SHOWN]) + (" …" if len(seen) > CASE_IDS_SHOWN else "")
+    if len(missing) == len(runs):
+        return (
+            f"{cases_path}: none of its {count} case(s) matches a run; the runs' case ids "
+            f"(tracejudge.case.id) are: {shown}",
+            True,
+        )
+    return (
+        f"note: {len(missing)} of {len(runs)} runs have no case in {cases_path} "
+        f"(case ids: {shown})",
+        False,
+    )
 
 
 def _print(

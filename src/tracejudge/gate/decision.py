@@ -176,6 +176,32 @@ def _select(
     ]
 
 
+SEEN_SHOWN = 5
+"""Agents, and variants per agent, named when the asked-for ones have no runs."""
+
+
+def _seen(runs: Sequence[GateRun]) -> str:
+    """What the runs hold instead: ``seen: agent 'a' (variants 'x', 'y'), ...``, so a
+    misspelt agent or variant is plain to see."""
+    by_agent: dict[str | None, dict[str | None, None]] = {}
+    for r in runs:
+        by_agent.setdefault(r.agent, {})[r.variant] = None
+    if not by_agent:
+        return "no runs at all"
+
+    def names(values: Iterable[str | None], noun: str) -> str:
+        shown = sorted(repr(v) if v is not None else f"no {noun}" for v in values)
+        more = f", … {len(shown) - SEEN_SHOWN} more" if len(shown) > SEEN_SHOWN else ""
+        return ", ".join(shown[:SEEN_SHOWN]) + more
+
+    parts = [
+        f"agent {repr(a) if a is not None else '(none)'} (variants {names(variants, 'variant')})"
+        for a, variants in sorted(by_agent.items(), key=lambda kv: str(kv[0]))
+    ]
+    more = f"; … {len(parts) - SEEN_SHOWN} more agents" if len(parts) > SEEN_SHOWN else ""
+    return f"seen: {'; '.join(parts[:SEEN_SHOWN])}{more}"
+
+
 def decide(
     candidate: Iterable[GateRun],
     baseline: Iterable[GateRun] | None,
@@ -221,7 +247,7 @@ def decide(
         )
     span = f" in the last {policy.window:g}s" if policy.window is not None else ""
     if c.runs == 0:
-        return answer("inconclusive", f"no judged runs of {who}{span}")
+        return answer("inconclusive", f"no judged runs of {who}{span}; {_seen(cand_all)}")
     if c.runs < policy.min_runs:
         return answer(
             "inconclusive", f"{c.runs} runs of {who}{span}, fewer than min_runs={policy.min_runs}"
