@@ -1,4 +1,5 @@
-"""``tracejudge rules check``: validate rules files before they judge anything.
+"""``tracejudge rules check``: validate rules files before they judge anything; ``rules
+init``: a starter file, hooked to the rules JSON Schema for editors.
 
 Rule authors fix a file in one pass when they see every problem at once, each with the
 path of the offending field, so this prints all errors of all files, not the first one.
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from tracejudge.cli.errors import InputError
 from tracejudge.cli.eval import EXIT_FAILED, EXIT_OK, echo_errors
 
 
@@ -45,6 +47,49 @@ def check_command(files: tuple[Path, ...]) -> None:
         sys.exit(EXIT_FAILED)
     click.echo(f"{len(files)} rules file(s) valid, {rules} rule(s)")
     sys.exit(EXIT_OK)
+
+
+STARTER = Path(__file__).with_name("starter_rules.yaml")
+"""The file ``rules init`` writes (after its schema line)."""
+
+
+@rules_group.command("init")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path), default="rules.yaml")
+@click.option(
+    "--schema",
+    "schema_ref",
+    metavar="PATH|URL",
+    default=None,
+    help="What the editor hook points at (default: the JSON Schema installed with "
+    "tracejudge, relative to PATH when it lies below PATH's directory).",
+)
+@click.option("--force", is_flag=True, help="Overwrite PATH if it exists.")
+def init_command(path: Path, schema_ref: str | None, force: bool) -> None:
+    """Write a starter rules file to PATH (default rules.yaml), hooked to the rules JSON
+    Schema for editors (the YAML language server: VS Code, Neovim, JetBrains, Helix)."""
+    from tracejudge.engine.ruleschema import OUTPUT as SCHEMA
+
+    if path.exists() and not force:
+        raise InputError(f"{path} exists; pass --force to overwrite it")
+    ref = schema_ref or schema_reference(SCHEMA, path)
+    body = STARTER.read_text(encoding="utf-8").replace("{name}", str(path))
+    try:
+        path.write_text(f"# yaml-language-server: $schema={ref}\n{body}", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+    click.echo(f"wrote {path}; check it with: tracejudge rules check {path}")
+    sys.exit(EXIT_OK)
+
+
+def schema_reference(schema: Path, rules: Path) -> str:
+    """The schema as the rules file should name it: relative to the file's directory when
+    it lies below it (a project's .venv: the same for everyone who checks it out),
+    absolute otherwise."""
+    schema = schema.resolve()
+    here = rules.resolve().parent
+    if schema.is_relative_to(here):
+        return schema.relative_to(here).as_posix()
+    return schema.as_posix()
 
 
 def _count_rules(ruleset: object) -> int:
