@@ -11,9 +11,10 @@ what an application around it looks like: one ``tracejudge.instrument(...)`` lin
 a run.
 
 Spans go to the OTLP endpoint in ``OTEL_EXPORTER_OTLP_ENDPOINT`` (e.g. ``tracejudge serve``),
-or, with ``--trace-out FILE``, into an OTLP/JSON file that ``tracejudge eval`` judges. When
-nothing listens at the endpoint, one note says so and the spans stay local (quick and quiet,
-rather than seconds of export retries).
+or, with ``--trace-out FILE``, are appended to FILE as OTLP/JSON lines (``instrument(file=...)``,
+the OTLP file exporter) that ``tracejudge eval`` judges. When nothing listens at the
+endpoint, one note says so and the spans stay local (quick and quiet, rather than seconds of
+export retries).
 """
 
 from __future__ import annotations
@@ -23,14 +24,9 @@ import sys
 from pathlib import Path
 
 import openai
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracejudge
 from tracejudge.demo.model_server import ScriptedModelServer
-from tracejudge.demo.recording import write_otlp_json
 from tracejudge.demo.refund_agent import run_refund_agent
 from tracejudge.demo.refund_scripts import VARIANTS, refund_scripts
 
@@ -39,15 +35,14 @@ def main(argv: list[str] | None = None) -> int:
     """Run the agent once and print its answer."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", choices=VARIANTS, default="healthy")
-    parser.add_argument("--trace-out", type=Path, help="write the run's spans as OTLP/JSON")
+    parser.add_argument(
+        "--trace-out", type=Path, help="append the run's spans to this file as OTLP/JSON lines"
+    )
     parser.add_argument("--stream", action="store_true", help="use streamed completions")
     args = parser.parse_args(argv)
 
-    memory = InMemorySpanExporter()
     if args.trace_out:
-        provider = TracerProvider(resource=Resource({"service.name": "refund-agent"}))
-        provider.add_span_processor(SimpleSpanProcessor(memory))
-        tracejudge.instrument(tracer_provider=provider)  # the one line, with a local provider
+        tracejudge.instrument(file=args.trace_out)  # the one line: spans appended to a file
     else:
         # the one line: OTLP to OTEL_EXPORTER_OTLP_ENDPOINT (one warning if nothing listens)
         tracejudge.instrument()
@@ -61,10 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"answer: {result.answer}")
     print(f"refunds made: {result.world.refunds or 'none'}")
     print(f"trace: {result.trace_id}")
+    tracejudge.uninstrument()  # flushes the spans still batched
     if args.trace_out:
-        write_otlp_json(args.trace_out, memory.get_finished_spans())
-        print(f"spans: {len(memory.get_finished_spans())} written to {args.trace_out}")
-    tracejudge.uninstrument()
+        print(f"spans: appended to {args.trace_out}")
     return 0
 
 

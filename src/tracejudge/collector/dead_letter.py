@@ -27,8 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from tracejudge.collector.file_target import request_to_otlp_json
 from tracejudge.collector.files import DEFAULT_FILE_MODE, open_append
+from tracejudge.model.encode_json import request_to_otlp_json
 
 log = logging.getLogger("tracejudge.collector")
 

@@ -10,40 +10,14 @@ drop-content handling and the same disk queue as a network backend.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 from pathlib import Path
-from typing import IO, Any
-
-from google.protobuf import json_format
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from typing import IO
 
 from tracejudge.collector.config import ConfigError
 from tracejudge.collector.files import DEFAULT_FILE_MODE, open_append
 from tracejudge.collector.forward import RetryableError
-
-_ID_KEYS = ("traceId", "spanId", "parentSpanId")
-
-
-def request_to_otlp_json(payload: bytes) -> dict[str, Any]:
-    """An OTLP protobuf request as OTLP/JSON: hex ids and integer enums, as the OTLP/HTTP
-    JSON encoding wants (protobuf's own JSON mapping would write ids in base64)."""
-    request = ExportTraceServiceRequest.FromString(payload)
-    doc: dict[str, Any] = json_format.MessageToDict(request, use_integers_for_enums=True)
-    for rs in doc.get("resourceSpans", []):
-        for ss in rs.get("scopeSpans", []):
-            for span in ss.get("spans", []):
-                _hex_ids(span)
-                for link in span.get("links", []):
-                    _hex_ids(link)
-    return doc
-
-
-def _hex_ids(obj: dict[str, Any]) -> None:
-    for key in _ID_KEYS:
-        value = obj.get(key)
-        if isinstance(value, str):
-            obj[key] = base64.b64decode(value).hex()
+from tracejudge.model.encode_json import request_to_otlp_json
 
 
 def open_for_append(path: Path | str, key: str, file_mode: int = DEFAULT_FILE_MODE) -> IO[str]:

@@ -4,8 +4,11 @@ Why it is careful about providers: libraries that take over the global TracerPro
 leak or lose spans (a known complaint against several GenAI instrumentations). So:
 an explicit ``tracer_provider=`` wins; otherwise an application-configured global
 provider is used as is; only when the application has none do we build an SDK provider
-with an OTLP exporter configured from the standard ``OTEL_*`` variables, and we never
-replace a provider afterwards.
+with the exporters ``OTEL_TRACES_EXPORTER`` names (default ``otlp``, configured from the
+standard ``OTEL_*`` variables; ``otlp_file`` for the OTLP file exporter), and we never
+replace a provider afterwards. ``instrument(file=PATH)`` adds the file exporter to
+whichever provider is used (and, when it builds one, only that exporter unless
+``OTEL_TRACES_EXPORTER`` asks for more).
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ import os
 import sys
 import threading
 from collections.abc import Iterable
+from pathlib import Path
 from types import ModuleType
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from opentelemetry import trace
 from opentelemetry.metrics import MeterProvider
@@ -34,6 +38,10 @@ from tracejudge.instrumentation._patcher import (
     warn_once,
 )
 from tracejudge.instrumentation._runtime import Runtime, current_runtime, set_runtime
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import SpanProcessor
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 logger = logging.getLogger("tracejudge.instrumentation")
 
@@ -56,6 +64,7 @@ def instrument(
     redact_patterns: Iterable[str] = (),
     max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
     raise_internal_errors: bool = False,
+    file: str | os.PathLike[str] | None = None,
 ) -> None:
     """Patch every supported client SDK that is installed; safe to call again.
 
@@ -73,13 +82,18 @@ def instrument(
     - ``redact_patterns``: extra regular expressions whose matches are redacted.
     - ``max_attribute_bytes``: cap of one content attribute (UTF-8 bytes).
     - ``raise_internal_errors``: re-raise tracejudge's own errors (tests only).
+    - ``file``: also append the spans to this file as OTLP/JSON lines, which ``tracejudge
+      eval`` reads (the OTLP file exporter, ``tracejudge.instrumentation.file_exporter``);
+      a path that cannot be written raises ``ValueError``.
 
     A second call re-applies the new settings: patchers are removed and applied again.
     Bad arguments raise ``ValueError``/``TypeError`` before anything is patched.
     """
     global _generation
     with _lock:
-        provider = tracer_provider or _application_or_default_provider()
+        provider = tracer_provider or _application_or_default_provider(file is not None)
+        if file is not None and not _sdk_disabled():
+            _add_file_exporter(provider, Path(file))
         runtime = Runtime(
             tracer_provider=provider,
             meter_provider=meter_provider,
@@ -184,12 +198,14 @@ def uninstrument() -> None:
             retiring.retired = True
         set_runtime(None)
         provider = _configured_provider
-        flush = getattr(provider, "force_flush", None)
-        if callable(flush):
-            try:
-                flush()
-            except Exception:
-                logger.debug("tracejudge: flush on uninstrument failed", exc_info=True)
+        flushes = [getattr(provider, "force_flush", None)]
+        flushes += [p.force_flush for p in _file_processors.values()]
+        for flush in flushes:
+            if callable(flush):
+                try:
+                    flush()
+                except Exception:
+                    logger.debug("tracejudge: flush on uninstrument failed", exc_info=True)
 
 
 def active_patchers() -> tuple[str, ...]:
@@ -213,33 +229,112 @@ def _unpatch_all() -> None:
             logger.warning("tracejudge: could not unpatch %s", patcher.name, exc_info=True)
 
 
-def _application_or_default_provider() -> TracerProvider:
-    """The global provider if the application set one, else one we configure from env."""
+def _application_or_default_provider(file_given: bool = False) -> TracerProvider:
+    """The global provider if the application set one, else one we configure from env
+    (with no exporter of its own when only ``file=`` asks for spans)."""
     global _configured_provider
     current = trace.get_tracer_provider()
     if not isinstance(current, trace.ProxyTracerProvider):
         return current
     if _configured_provider is not None:
         return _configured_provider
-    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+    if _sdk_disabled():
         return current
-    if os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() == "none":
+    default = "none" if file_given else "otlp"
+    names = [
+        n.strip().lower()
+        for n in os.environ.get("OTEL_TRACES_EXPORTER", default).split(",")
+        if n.strip()
+    ]
+    exporters = [e for e in (_exporter(n) for n in names if n != "none") if e is not None]
+    if not exporters and not file_given:
         return current
-    provider = _build_otlp_provider()
+    provider = _build_provider(exporters)
     trace.set_tracer_provider(provider)
     _configured_provider = trace.get_tracer_provider()
     return _configured_provider
 
 
-def _build_otlp_provider() -> TracerProvider:
-    """SDK provider + batch OTLP exporter; protocol from ``OTEL_EXPORTER_OTLP_*PROTOCOL``.
+def _sdk_disabled() -> bool:
+    """``OTEL_SDK_DISABLED=true``: no provider of ours, no file written."""
+    return os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
 
-    The exporter is wrapped so that a collector that is not running costs the application
-    one warning, not seconds of retries (``_guard``)."""
+
+def _build_provider(exporters: list[SpanExporter]) -> TracerProvider:
+    """An SDK provider (resource from ``OTEL_SERVICE_NAME``/``OTEL_RESOURCE_ATTRIBUTES``)
+    with a batching processor per exporter."""
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    provider = SdkTracerProvider(resource=Resource.create())
+    for exporter in exporters:
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    return provider
+
+
+def _exporter(name: str) -> SpanExporter | None:
+    """The exporter ``OTEL_TRACES_EXPORTER`` names (None, warned once, for one we lack or
+    a file that cannot be written)."""
+    if name == "otlp":
+        return _otlp_exporter()
+    if name in FILE_EXPORTER_NAMES:
+        from tracejudge.instrumentation.file_exporter import OtlpFileSpanExporter, output_path
+
+        path = output_path(os.environ.get(FILE_VARIABLE, ""))
+        try:
+            return OtlpFileSpanExporter(path)
+        except OSError as exc:
+            warn_once(f"<{name}>", f"{FILE_VARIABLE}: cannot write {path}: {exc}; not kept")
+            return None
+    warn_once(
+        f"<exporter {name}>",
+        f"OTEL_TRACES_EXPORTER={name} is not an exporter tracejudge sets up (otlp, "
+        f"{', '.join(FILE_EXPORTER_NAMES)}, none); configure the tracer provider yourself",
+    )
+    return None
+
+
+FILE_EXPORTER_NAMES = ("otlp_file", "otlp_file/development")
+"""``OTEL_TRACES_EXPORTER`` values for the OTLP file exporter (the name OpenTelemetry's
+declarative configuration gives it)."""
+FILE_VARIABLE = "TRACEJUDGE_TRACES_FILE"
+"""Where the OTLP file exporter writes (a path or ``file://`` URI; unset: stdout)."""
+_file_processors: dict[tuple[int, Path], SpanProcessor] = {}
+"""The file exporters' processors ``instrument(file=...)`` added, by provider and file: a
+second call for the same file adds none; ``uninstrument()`` flushes them."""
+
+
+def _add_file_exporter(provider: TracerProvider, path: Path) -> None:
+    """Append ``provider``'s spans to ``path`` (ValueError: not an SDK provider, or a file
+    that cannot be written)."""
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from tracejudge.instrumentation.file_exporter import OtlpFileSpanExporter
+
+    key = (id(provider), path.resolve())
+    if key in _file_processors:
+        return
+    add = getattr(provider, "add_span_processor", None)
+    if not callable(add):
+        raise ValueError(
+            f"file: the tracer provider ({type(provider).__name__}) takes no span "
+            "processors; pass an SDK TracerProvider, or add OtlpFileSpanExporter to yours"
+        )
+    try:
+        exporter = OtlpFileSpanExporter(path)
+    except OSError as exc:
+        raise ValueError(f"file: cannot write {path}: {exc.strerror or exc}") from exc
+    processor = BatchSpanProcessor(exporter)
+    add(processor)
+    _file_processors[key] = processor
+
+
+def _otlp_exporter() -> SpanExporter:
+    """The OTLP exporter; protocol from ``OTEL_EXPORTER_OTLP_*PROTOCOL``.
+
+    It is wrapped so that a collector that is not running costs the application one
+    warning, not seconds of retries (``_guard``)."""
     protocol = (
         os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
         or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
@@ -261,6 +356,4 @@ def _build_otlp_provider() -> TracerProvider:
     from tracejudge.instrumentation._endpoint import traces_endpoint
     from tracejudge.instrumentation._guard import UnreachableGuard
 
-    provider = SdkTracerProvider(resource=Resource.create())
-    provider.add_span_processor(BatchSpanProcessor(UnreachableGuard(exporter, traces_endpoint())))
-    return provider
+    return UnreachableGuard(exporter, traces_endpoint())
