@@ -213,3 +213,41 @@ def test_named_targets_keep_their_own_transport_options(certs: Certs) -> None:
     assert cfg.target_options("https://a.example").tls.ca_file == certs.ca
     with pytest.raises(ConfigError, match="not a target name"):
         _build(forward=[{"url": "https://a.example", "name": "bad name"}])
+
+
+def test_relative_paths_in_a_config_file_are_relative_to_the_file(tmp_path: Path) -> None:
+    """``serve --config deploy/serve.yaml`` from elsewhere: the file's relative paths name
+    files beside it (they used to resolve against the working directory); flags do not."""
+    from tracejudge.collector.config import load_config_file
+
+    deploy = tmp_path / "deploy"
+    deploy.mkdir()
+    (deploy / "rules.yaml").write_text("version: 1\nrules: []\n")
+    (deploy / "ca.pem").write_text("")
+    config = deploy / "serve.yaml"
+    config.write_text(
+        "rules: rules.yaml\n"
+        "output: out/judged.jsonl\n"
+        "verdicts_jsonl: '-'\n"
+        "queue-dir: q\n"
+        "forward_headers: {authorization: 'file:token', x-env: 'env:TOKEN'}\n"
+        "forward:\n"
+        "  - {url: 'https://a:4318', ca_file: ca.pem, headers: ['k=file:k.txt']}\n"
+        "  - http://b:4318\n"
+        "auth_token_file: /etc/tokens\n"
+    )
+    values = load_config_file(config)
+    assert values == {
+        "rules": str(deploy / "rules.yaml"),
+        "output": str(deploy / "out" / "judged.jsonl"),
+        "verdicts_jsonl": "-",
+        "queue-dir": str(deploy / "q"),
+        "forward_headers": {"authorization": f"file:{deploy / 'token'}", "x-env": "env:TOKEN"},
+        "forward": [
+            {"url": "https://a:4318", "ca_file": str(deploy / "ca.pem"),
+             "headers": [f"k=file:{deploy / 'k.txt'}"]},
+            "http://b:4318",
+        ],
+        "auth_token_file": "/etc/tokens",
+    }  # fmt: skip
+    assert build_config({"rules": values["rules"]}, {}).rules == deploy / "rules.yaml"

@@ -259,9 +259,10 @@ def test_example_config_is_valid() -> None:
 
     root = Path(__file__).resolve().parents[2]
     values = load_config_file(root / "collector" / "tracejudge.example.yaml")
-    values["rules"] = str(root / "examples" / "refund" / "rules.yaml")
     cfg = build_config(values, {})
     assert cfg.forward
+    assert cfg.rules is not None
+    assert cfg.rules.resolve() == root / "examples" / "refund" / "rules.yaml"
 
 
 def test_judge_crash_yields_error_verdict(

@@ -532,7 +532,10 @@ def build_config(file_values: dict[str, Any], overrides: dict[str, Any]) -> Coll
 
 
 def load_config_file(path: Path) -> dict[str, Any]:
-    """Read a YAML config file into a mapping; a non-mapping or bad YAML is a ConfigError."""
+    """Read a YAML config file into a mapping, its relative paths made relative to the
+    file's directory (``config_paths``); a non-mapping or bad YAML is a ConfigError."""
+    from tracejudge.collector.config_paths import resolve_config_paths
+
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -541,4 +544,4 @@ def load_config_file(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(doc, dict):
         raise ConfigError(f"config {path}: expected a mapping at the top level")
-    return doc
+    return resolve_config_paths(doc, path.parent, _PATHS)
