@@ -271,6 +271,26 @@ class TestBaselineRecord:
         doc = json.loads(stored.read_text())
         assert [c["tool"] for c in doc["calls"]] == ["issue_refund"]
 
+    def test_the_documented_command_records_the_runs_case(self, tmp_path: Path) -> None:
+        """docs/baselines-and-canary.md's command, on the refund example's healthy run: the
+        baseline is stored under the case that run carries, silently; another case warns
+        which runs it will be compared with (the page used to record `dup-charge-7`, a case
+        no run has)."""
+        healthy = Path(__file__).resolve().parents[2] / "examples/refund/traces/healthy.json"
+        out = tmp_path / "baselines"
+        case = "refund-duplicate-charge"
+        result = _run("baseline", "record", "--case", case, "--out", out, healthy)
+        assert result.exit_code == 0, result.output
+        assert (out / f"{case}.json").exists()
+        assert result.stderr == "review it and commit it with your rules\n"
+        other = _run("baseline", "record", "--case", "dup-charge-7", "--out", out, healthy)
+        assert other.exit_code == 0
+        assert other.stderr.splitlines()[0] == (
+            f"tracejudge baseline record: warning: the run carries case '{case}'; recorded as "
+            "case 'dup-charge-7', the baseline is compared only with runs of case "
+            f"'dup-charge-7' (--case {case} matches this run)"
+        )
+
     def test_several_runs_need_a_trace_id(self, tmp_path: Path, mixed: tuple[Path, Path]) -> None:
         """Never guess which run is golden: list the candidates, exit 2; --trace-id picks."""
         out = tmp_path / "baselines"

@@ -81,10 +81,15 @@ def record_command(
         echo_errors("baseline record", [problem])
         sys.exit(EXIT_INPUT)
     run = runs[0]
-    if run.case_id is not None and run.case_id != case_id:
+    if run.case_id != case_id:
+        said = f"case {run.case_id!r}" if run.case_id is not None else "no case id"
         echo_errors(
             "baseline record",
-            [f"note: the run says case {run.case_id!r}; recording it as case {case_id!r}"],
+            [
+                f"warning: the run carries {said}; recorded as case {case_id!r}, the "
+                f"baseline is compared only with runs of case {case_id!r}"
+                + (f" (--case {run.case_id} matches this run)" if run.case_id else "")
+            ],
         )
     run.case_id = case_id
     try:
