@@ -195,3 +195,30 @@ def test_readme_instrument_snippet_runs_quietly_without_a_collector(plain: Insta
     assert "Traceback" not in done.stderr
     assert EXPORT_NOISE.findall(done.stderr) == [], done.stderr
     assert elapsed < 10, f"took {elapsed:.1f}s"
+
+
+def test_collector_docs_in_process_example_runs_from_an_install(plain: Installed) -> None:
+    """docs/collector.md's in-process collector, run by an installed package in an empty
+    directory: it used to find its rules through the checkout's examples/ and failed here."""
+    page = (REPO_ROOT / "docs" / "collector.md").read_text(encoding="utf-8")
+    found = re.search(r"## In-process use\n+```python\n(.*?)```", page, re.S)
+    assert found is not None, "the collector page's in-process example moved"
+    script = plain.empty.parent / "in_process.py"
+    script.write_text(found.group(1), encoding="utf-8")
+    done = plain.run("python", script, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.fullmatch(r"OTLP/gRPC on \d+ OTLP/HTTP on \d+\n", done.stdout), done.stdout
+
+
+def test_rules_init_and_python_m_from_an_install(plain: Installed) -> None:
+    """``python -m tracejudge rules init`` in an empty directory: the starter file ships in
+    the wheel and passes ``rules check``; its schema line names the installed schema."""
+    done = plain.run("python", "-m", "tracejudge", "rules", "init")
+    assert done.returncode == 0, done.stdout + done.stderr
+    first = (plain.empty / "rules.yaml").read_text("utf-8").splitlines()[0]
+    schema = Path(first.removeprefix("# yaml-language-server: $schema="))
+    assert schema.is_relative_to(plain.venv)
+    assert schema.is_file()
+    check = plain.run("tracejudge", "rules", "check", "rules.yaml")
+    assert check.stdout == "1 rules file(s) valid, 7 rule(s)\n", check.stderr
+    (plain.empty / "rules.yaml").unlink()
