@@ -151,8 +151,9 @@ def test_a_false_predicate_is_explained_by_its_rule_not_its_expression() -> None
     check = {"type": "cel", "expr": "run.tool_calls == 0"}
     doc = json.loads(rules_text(check, layer="policy"))
     doc["rules"][0]["description"] = "Answer\n  without calling tools."
-    v = Engine(load_rules_text(json.dumps(doc))).judge(run)
-    assert (v.primary.code, v.primary.rule_id) == ("F-CUSTOM-PREDICATE", "r1")
-    assert v.primary.explanation == "Answer without calling tools."
+    primary = Engine(load_rules_text(json.dumps(doc))).judge(run).primary
+    assert primary is not None
+    assert (primary.code, primary.rule_id) == ("F-CUSTOM-PREDICATE", "r1")
+    assert primary.explanation == "Answer without calling tools."
     v = judge_one(check, run, layer="policy")
     assert v.primary.explanation == "predicate is false: run.tool_calls == 0"
