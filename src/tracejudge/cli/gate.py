@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from tracejudge.cli.eval import EXIT_INPUT, echo_errors
+from tracejudge.cli.terminal import text_or_json
 from tracejudge.gate import GatePolicy, decide, run_of
 from tracejudge.gate.params import parse_duration
 from tracejudge.report.records import VerdictFileError, read_all
@@ -71,14 +72,7 @@ def _window(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
     show_default=True,
     help="Non-inferiority margin: the bar is the baseline's pass rate minus this.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="json: the GET /v1/gate answer.",
-)
+@text_or_json("the GET /v1/gate answer.")
 def gate_command(
     verdicts: tuple[Path, ...],
     agent: str,

@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from tracejudge.cli.eval import EXIT_INPUT, EXIT_OK, echo_errors
-from tracejudge.cli.terminal import colour_wanted
+from tracejudge.cli.terminal import colour_wanted, text_or_json
 from tracejudge.report.records import VerdictFileError, read_all
 from tracejudge.report.summary import DEFAULT_KS, summarize
 from tracejudge.report.summary_json import summary_dict
@@ -97,14 +97,7 @@ def spread_option(args: list[str], option: str) -> list[str]:
     type=click.IntRange(min=1),
     help=f"k for pass@k and pass^k (repeatable; default {', '.join(map(str, DEFAULT_KS))}).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="json: the same numbers as one JSON object (rates as fractions, null if unknown).",
-)
+@text_or_json("the same numbers as one JSON object (rates as fractions, null if unknown).")
 def report_command(
     verdicts: tuple[Path, ...],
     fmt: str,

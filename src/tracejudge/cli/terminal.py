@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Mapping
-from typing import TextIO
+from collections.abc import Callable, Mapping
+from typing import Any, TextIO
+
+import click
 
 
 def colour_wanted(stream: TextIO | None = None, environ: Mapping[str, str] | None = None) -> bool:
@@ -29,3 +31,16 @@ def terminal_width(stream: TextIO | None = None) -> int | None:
     if not out.isatty():
         return None
     return shutil.get_terminal_size().columns
+
+
+def text_or_json(json_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The ``--format text|json`` option (parameter ``fmt``) of a command whose text is for
+    people and whose JSON is for programs; ``json_help`` says what the JSON is."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help=f"json: {json_help}",
+    )
