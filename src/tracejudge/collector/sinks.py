@@ -13,7 +13,6 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import IO, Any, Protocol
 
 import aiohttp
