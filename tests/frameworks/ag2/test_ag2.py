@@ -24,16 +24,28 @@ from ag2.middleware import TelemetryMiddleware
 from ag2.testing import TestConfig
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tests.support.otel import FakeClock
 from tests.support.refund_trajectories import Trajectory, judge, recorded
 from tracejudge.model import build_runs
 from tracejudge.model.decode_proto import spans_from_proto_request
 from tracejudge.model.run import ModelCall, Run, ToolCall
 
 USAGE = Usage(prompt_tokens=300, completion_tokens=40)
+
+
+@pytest.fixture
+def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """The framework suites' fake clock, at 1 ms per reading instead of 1 s: these tests judge
+    the runs with the refund rules, whose budget allows a run 10 s, and an AG2 run reads the
+    clock more than ten times (at 1 s per reading the healthy run failed ``run-budget``)."""
+    clock = FakeClock(step_ns=1_000_000)
+    monkeypatch.setattr(sdk_trace, "time_ns", clock)
+    return clock
 
 
 def tools_for(story: Trajectory, fail: str = "") -> list[Any]:
