@@ -39,6 +39,17 @@ if [ ! -x "$UV" ]; then
   bash scripts/bootstrap.sh
 fi
 
+# The test tooling the suites import (pytest, its plugins, inline-snapshot), at the versions
+# pyproject's dev extra pins: one list, so a tool the tests start using is not missing here.
+mapfile -t TEST_TOOLS < <(.venv/bin/python - <<'PY'
+import tomllib
+dev = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["dev"]
+for requirement in dev:
+    if requirement.startswith(("pytest", "inline-snapshot")):
+        print(requirement)
+PY
+)
+
 if [ ! -x "$VENV/bin/python" ]; then
   "$UV" venv --quiet --python .venv/bin/python "$VENV"
 fi
@@ -47,7 +58,7 @@ fi
   "langchain-core==$LANGCHAIN_CORE_OLDEST" "langgraph==$LANGGRAPH_OLDEST" \
   "langchain-openai==$LANGCHAIN_OPENAI_OLDEST" \
   "httpx<0.28" \
-  "pytest>=8.0" "pytest-timeout>=2.3"
+  "${TEST_TOOLS[@]}"
 
 "$VENV/bin/python" - <<PY
 import importlib.metadata
