@@ -85,4 +85,13 @@ if [ ${#TESTS[@]} -eq 0 ]; then
   echo "sdk-matrix: no instrumentation tests found" >&2
   exit 1
 fi
-exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}" "$@"
+# Two whole-span snapshots record what today's Agents SDK does, not what our instrumentation
+# does, and 0.2.7 does otherwise: it runs an input guardrail in parallel with the first model
+# call (so a tripped guardrail's run also has a `chat` span), and its handoff prompt is shorter
+# (the scripted model's token counts differ). They run on the current SDK in `make test`; here
+# they are deselected by name, so any other difference still fails.
+DESELECT=(
+  --deselect "tests/frameworks/openai_agents/test_openai_agents.py::test_handoff_nests_the_next_agent_and_is_the_transfer_tool_execution"
+  --deselect "tests/frameworks/openai_agents/test_openai_agents.py::test_a_triggered_guardrail_is_its_own_span_and_fails_the_run"
+)
+exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "${DESELECT[@]}" "${TESTS[@]}" "$@"
