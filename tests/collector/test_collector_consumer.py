@@ -1,7 +1,7 @@
 """The receivers' seam: they talk to a ``TraceConsumer``, not to the pipeline.
 
 The consumer here is a small real implementation of the Protocol (no pipeline, no judge):
-what it checks is that the HTTP and gRPC receivers depend on those three methods only and
+what it checks is that the HTTP and gRPC receivers depend on those four methods only and
 map their answers to OTLP statuses.
 """
 
@@ -27,6 +27,7 @@ from tests.collector.collector_support import make_request, make_span, new_ids
 from tracejudge.collector.consumer import IngestResult, Throttled, TraceConsumer
 from tracejudge.collector.grpc_receiver import GrpcLimits, start_grpc
 from tracejudge.collector.inflight import InflightBytes
+from tracejudge.collector.otlp import SplitResult, split_by_trace
 from tracejudge.collector.receivers import receiver_app
 
 
@@ -42,15 +43,16 @@ class CountingConsumer:
         if self.full:
             raise Throttled("test consumer full", 3.0)
 
-    def ingest(
-        self,
-        request: ExportTraceServiceRequest,
-        raw: bytes | None = None,
-        decode_rejects: Sequence[str] = (),
-    ) -> IngestResult:
+    def split(
+        self, request: ExportTraceServiceRequest | bytes, decode_rejects: Sequence[str] = ()
+    ) -> SplitResult:
+        if isinstance(request, bytes):
+            request = ExportTraceServiceRequest.FromString(request)
         self.requests.append(request)
-        spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-        return IngestResult(spans, len(decode_rejects), "; ".join(decode_rejects))
+        return split_by_trace(request, None, decode_rejects)
+
+    def admit(self, split: SplitResult) -> IngestResult:
+        return IngestResult(split.accepted, split.rejected, split.error_message)
 
     def throttled(self) -> None:
         self.refused += 1
@@ -132,13 +134,8 @@ class RefusingConsumer(CountingConsumer):
         super().__init__()
         self.markers: list[weakref.ref[_Marker]] = []
 
-    def ingest(
-        self,
-        request: ExportTraceServiceRequest,
-        raw: bytes | None = None,
-        decode_rejects: Sequence[str] = (),
-    ) -> IngestResult:
-        marker = _Marker()  # held by this frame, as the parsed request is
+    def admit(self, split: SplitResult) -> IngestResult:
+        marker = _Marker()  # held by this frame, as the split request is
         self.markers.append(weakref.ref(marker))
         raise Throttled("trace buffer full", 1.0)
 

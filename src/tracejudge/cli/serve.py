@@ -164,7 +164,16 @@ from tracejudge.collector.credentials import is_reference
 )
 @click.option("--max-traces", type=int, help="Most traces buffered at once.")
 @click.option("--max-buffered-bytes", help="Most span bytes buffered (e.g. 512MiB).")
-@click.option("--max-spans-per-trace", type=int, help="Judge a trace early at this many spans.")
+@click.option(
+    "--max-spans-per-trace",
+    type=int,
+    help="Judge a trace early at this many spans; one request may bring no more of a trace.",
+)
+@click.option(
+    "--max-traces-per-request",
+    type=int,
+    help="Traces one request may bring (default 10000); the rest are refused.",
+)
 @click.option("--max-request-bytes", help="Largest request after decompression (default 4MiB).")
 @click.option("--max-queue-bytes", help="Forward queue size per backend before back-pressure.")
 @click.option(

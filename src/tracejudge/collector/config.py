@@ -185,6 +185,11 @@ class CollectorConfig:
     max_buffered_bytes: int = 64 * 1024**2
     """Span bytes buffered until their traces are decided (with those being judged)."""
     max_spans_per_trace: int = 20_000
+    """A trace is judged early at this many spans; one request may bring no more of a
+    trace (the rest are refused with partial success)."""
+    max_traces_per_request: int = 10_000
+    """Traces one request may bring (at most ``max_traces`` too); spans of the others are
+    refused with partial success naming the limit."""
     max_request_bytes: int = 4 * 1024**2
     """4 MiB, the default gRPC message limit that Jaeger, Tempo and otelcol also use."""
     max_queue_bytes: int = 64 * 1024**2
@@ -352,6 +357,7 @@ class CollectorConfig:
         for name in (
             "max_traces",
             "max_spans_per_trace",
+            "max_traces_per_request",
             "decided_cache_size",
             "http_max_connections_per_client",
             "metrics_max_label_values",
@@ -405,7 +411,7 @@ _SIZES = {"max_buffered_bytes", "max_request_bytes", "max_queue_bytes", "max_bat
 _SIZES |= {"max_disk_queue_bytes", "decided_cache_bytes", "max_inflight_request_bytes"}
 _INTS = {"grpc_port", "http_port", "management_port", "max_traces", "max_spans_per_trace"}
 _INTS |= {"decided_cache_size", "http_max_connections_per_client", "metrics_max_label_values"}
-_INTS |= {"grpc_max_concurrent_streams"}
+_INTS |= {"grpc_max_concurrent_streams", "max_traces_per_request"}
 _BOOLS = {"drop_content", "passthrough", "redact_attributes", "insecure_no_auth"}
 _BOOLS |= {"forward_insecure_skip_verify", "grpc_bdp_probe"}
 _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint", "management_host"}

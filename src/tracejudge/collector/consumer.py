@@ -1,10 +1,11 @@
 """The seam between receivers and what processes their data: the trace consumer.
 
 Receivers (gRPC, HTTP) depend on this Protocol only, as the OpenTelemetry Collector's
-receivers depend on ``consumer.Traces``: they parse and validate bytes, ask the consumer
-for room, hand it the request and translate its answer (``IngestResult``) or refusal
-(``Throttled``) into their protocol's status. Anything with these three methods can sit
-behind a receiver: the pipeline, or a test's consumer that needs no decisions at all.
+receivers depend on ``consumer.Traces``: they ask the consumer for room, have it split the
+request's bytes (on a decoding thread), hand it the split and translate its answer
+(``IngestResult``) or refusal (``Throttled``) into their protocol's status. Anything with
+these four methods can sit behind a receiver: the pipeline, or a test's consumer that
+needs no decisions at all.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tracejudge.collector.otlp import SplitResult
 
 
 class Throttled(Exception):
@@ -34,20 +37,23 @@ class IngestResult:
 
 
 class TraceConsumer(Protocol):
-    """Takes parsed OTLP trace requests from the receivers."""
+    """Takes OTLP trace requests from the receivers: ``split`` on a decoding thread (a
+    large request must not hold the event loop), then ``admit`` on the loop."""
 
     def check_capacity(self) -> None:
         """Raise ``Throttled`` when no request should be parsed now (cheap, before parsing)."""
         ...
 
-    def ingest(
-        self,
-        request: ExportTraceServiceRequest,
-        raw: bytes | None = None,
-        decode_rejects: Sequence[str] = (),
-    ) -> IngestResult:
-        """Admit a request (``raw``: the protobuf body it was parsed from, if any;
-        ``decode_rejects``: spans the decoder refused); raise ``Throttled`` to refuse it."""
+    def split(
+        self, request: ExportTraceServiceRequest | bytes, decode_rejects: Sequence[str] = ()
+    ) -> SplitResult:
+        """Validate and split a request, a protobuf body or one parsed from OTLP/JSON
+        (``decode_rejects``: spans the JSON decoder refused); ``ValueError`` when the body
+        is undecodable. Runs off the event loop: it must touch no shared state."""
+        ...
+
+    def admit(self, split: SplitResult) -> IngestResult:
+        """Admit a split request (on the loop); raise ``Throttled`` to refuse it."""
         ...
 
     def throttled(self) -> None:

@@ -7,6 +7,7 @@ UNAVAILABLE with ``RetryInfo``, the OTLP "retry later" for gRPC.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
@@ -18,7 +19,7 @@ from google.rpc import code_pb2  # type: ignore[import-untyped]
 from tracejudge.collector.auth import Authenticator
 from tracejudge.collector.consumer import Admits, IngestResult, Throttled, TraceConsumer
 from tracejudge.collector.inflight import InflightBytes
-from tracejudge.collector.otlp import parse_request, response_bytes, status_bytes
+from tracejudge.collector.otlp import SplitResult, response_bytes, status_bytes
 from tracejudge.collector.receivers import bind_problem
 
 __all__ = [
@@ -78,8 +79,8 @@ def export_method(
     the reservation shrinks to the message's size and is given back when the call ends.
     Clients see no difference: on the wire a unary call is a client stream of one message.
 
-    ``parse`` (ValueError: INVALID_ARGUMENT) and ``ingest`` (``Throttled``: UNAVAILABLE)
-    the message; ``respond`` serializes the partial-success answer. They run to completion
+    ``parse`` (on a decoding thread; ValueError: INVALID_ARGUMENT) and ``ingest`` (on the
+    loop; ``Throttled``: UNAVAILABLE) the message; ``respond`` serializes the partial-success answer. They run to completion
     before any abort. A refusal raised from inside the frames
     that hold the message and its parsed request (``context.abort`` raises) kept both alive
     in grpc's reference cycles until the cyclic GC came by: under a burst of large requests
@@ -96,7 +97,7 @@ def export_method(
             if isinstance(data, bytes):
                 budget.release(held - len(data))
                 held = len(data)
-                answer = _answer(data, parse, ingest, respond)
+                answer = await _answer(data, parse, ingest, respond)
             else:  # grpc.aio.EOF: the client sent no message
                 answer = Refusal(grpc.StatusCode.INVALID_ARGUMENT, "Export without a request")
             del data
@@ -112,15 +113,16 @@ def export_method(
     return grpc.stream_unary_rpc_method_handler(export)
 
 
-def _answer(
+async def _answer(
     data: bytes,
     parse: Callable[[bytes], Request],
     ingest: Callable[[Request, bytes], IngestResult],
     respond: Callable[[int, str], bytes],
 ) -> bytes | Refusal:
-    """Parse and ingest one message: the serialized response, or why not (plain values)."""
+    """Parse (on a decoding thread: a large message must not hold the loop) and ingest one
+    message: the serialized response, or why not (plain values)."""
     try:
-        request = parse(data)
+        request = await asyncio.get_running_loop().run_in_executor(None, parse, data)
     except ValueError as exc:
         return Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
     try:
@@ -139,9 +141,11 @@ def grpc_handler(
     """``TraceService/Export`` on raw bytes (we parse them ourselves), admitted by
     ``export_method``: with ``auth``, a call without a valid ``authorization: Bearer``
     metadata entry is answered UNAUTHENTICATED before its message is even read."""
-    method = export_method(
-        pipeline, auth, budget, cap, parse_request, pipeline.ingest, response_bytes
-    )
+
+    def admit(split: SplitResult, _raw: bytes) -> IngestResult:
+        return pipeline.admit(split)
+
+    method = export_method(pipeline, auth, budget, cap, pipeline.split, admit, response_bytes)
     return grpc.method_handlers_generic_handler(_SERVICE, {"Export": method})
 
 

@@ -26,6 +26,9 @@ from tracejudge.model.spans import SpanRecord
 
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
+_EMPTY = b"\x0a\x00"
+"""An empty ``ResourceSpans`` entry of a request (field 1, length 0)."""
+_EMPTY_RUN = _EMPTY * 2048
 _REASONS = 3
 """Rejection reasons quoted in a partial-success message (the rest are counted)."""
 
@@ -40,6 +43,27 @@ class TraceFragment:
     has_root: bool
 
 
+@dataclass(frozen=True, slots=True)
+class RequestLimits:
+    """What one request may bring, enforced while it is split: spans beyond either limit
+    are refused with OTLP partial success, the message naming the limit. One request could
+    otherwise fill the whole buffer (``max_traces``) or bring a trace far past
+    ``max_spans_per_trace`` that had to be judged whole."""
+
+    max_traces: int = 1 << 62
+    """Distinct traces (``max_traces_per_request``); spans of later traces are refused."""
+    max_spans_per_trace: int = 1 << 62
+    """Spans of one trace (``max_spans_per_trace``); a trace's later spans are refused."""
+    traces_name: str = "max_traces_per_request"
+    """The setting ``max_traces`` comes from, named in the refusal."""
+
+
+NO_LIMITS = RequestLimits()
+
+TRACES_LIMIT = "max_traces_per_request"
+SPANS_LIMIT = "max_spans_per_trace"
+
+
 @dataclass(slots=True)
 class SplitResult:
     """A request split per trace, with the spans refused and why."""
@@ -48,6 +72,8 @@ class SplitResult:
     accepted: int = 0
     rejected: int = 0
     error_message: str = ""
+    over_limit: dict[str, int] = field(default_factory=dict)
+    """Spans refused by each per-request limit (``TRACES_LIMIT``, ``SPANS_LIMIT``)."""
 
 
 def parse_request(data: bytes) -> ExportTraceServiceRequest:
@@ -95,8 +121,10 @@ def split_by_trace(
     request: ExportTraceServiceRequest,
     raw: bytes | None = None,
     decode_rejects: Sequence[str] = (),
+    limits: RequestLimits = NO_LIMITS,
 ) -> SplitResult:
-    """Group valid spans by trace id; spans with invalid ids are rejected (partial success).
+    """Group valid spans by trace id; spans with invalid ids are rejected (partial success),
+    and so are spans beyond ``limits``.
 
     ``decode_rejects`` are the reasons for spans the decoder already left out (OTLP/JSON
     spans it could not convert); they count as rejected and lead the error message.
@@ -106,20 +134,124 @@ def split_by_trace(
     protobuf messages and copying spans into them. ``raw``, the request's own bytes, lets a
     ``ResourceSpans`` that holds one trace be buffered as received, with no serializing.
     """
-    out = SplitResult()
-    reasons: list[str] = list(decode_rejects[:_REASONS])
-    out.rejected = len(decode_rejects)
+    splitter = _Splitter(limits, decode_rejects)
     slices = resource_spans_slices(raw) if raw is not None else None
     if slices is not None and len(slices) != len(request.resource_spans):
         slices = None
     for i, rs in enumerate(request.resource_spans):
+        splitter.add(rs, slices[i] if slices is not None else None)
+    return splitter.result()
+
+
+def split_body(data: bytes, limits: RequestLimits = NO_LIMITS) -> SplitResult:
+    """``split_by_trace`` of a protobuf body, one ``ResourceSpans`` at a time: raises
+    ``ValueError`` (with ``parse_request``'s reason) when the body is undecodable.
+
+    Parsing the whole request at once cost memory per ``ResourceSpans``, empty or not: a
+    4 MB body of 2 million empty ones took 120 MB parsed and 600 MB split, for no span
+    at all. Here the body's top-level fields are walked; each ``ResourceSpans`` is parsed
+    framed as a request of its own (so nesting limits count exactly as in the whole
+    request), split, and let go; an empty one costs nothing but its two bytes. Unknown
+    top-level fields are skipped, as a parser does; a body the walk cannot follow (a
+    deprecated group field) is parsed whole, as before.
+    """
+    splitter = _Splitter(limits, ())
+    view = memoryview(data)
+    end = len(data)
+    pos = 0
+    while pos < end:
+        if data.startswith(_EMPTY_RUN, pos):
+            # Empty ``ResourceSpans`` (2 bytes each) skipped a few thousand at a time.
+            pos += len(_EMPTY_RUN)
+            continue
+        if data.startswith(_EMPTY, pos):
+            pos += 2
+            continue
+        start = pos
+        key, pos = _read_varint(data, pos, end)
+        number = key >> 3
+        wire = key & 7
+        if number == 0:
+            return split_by_trace(parse_request(data), data, (), limits)
+        if wire == 2:
+            size, pos = _read_varint(data, pos, end)
+            if pos + size > end:
+                parse_request(data)  # raises with the parser's own reason
+                raise ValueError("undecodable ExportTraceServiceRequest: truncated message")
+            if number == 1 and size:
+                entry = view[start : pos + size]
+                try:
+                    one = ExportTraceServiceRequest.FromString(entry)  # type: ignore[arg-type]
+                except DecodeError as exc:
+                    raise ValueError(f"undecodable ExportTraceServiceRequest: {exc}") from exc
+                splitter.add(one.resource_spans[0], view[pos : pos + size])
+                del one
+            pos += size
+        elif wire == 0:
+            pos = _read_varint(data, pos, end)[1]
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        else:  # groups: rare enough to parse the whole body the ordinary way
+            return split_by_trace(parse_request(data), data, (), limits)
+        if pos > end:
+            parse_request(data)
+            raise ValueError("undecodable ExportTraceServiceRequest: truncated message")
+    return splitter.result()
+
+
+def _read_varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """The varint at ``pos`` and the position after it; ``ValueError`` when malformed."""
+    value = 0
+    shift = 0
+    while True:
+        if pos >= end or shift > 63:
+            raise ValueError("undecodable ExportTraceServiceRequest: truncated or bad varint")
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, pos
+        shift += 7
+
+
+class _Splitter:
+    """``split_by_trace``'s state over one request: fragments, refusals and, per trace,
+    the spans accepted so far (the per-request limits)."""
+
+    def __init__(self, limits: RequestLimits, decode_rejects: Sequence[str]) -> None:
+        self.limits = limits
+        self.out = SplitResult()
+        self.reasons: list[str] = list(decode_rejects[:_REASONS])
+        self.out.rejected = len(decode_rejects)
+        self.spans_of: dict[bytes, int] = {}
+        """Spans accepted so far per trace in this request."""
+        self.over_traces: dict[str, set[bytes]] = {}
+        """Traces that had spans refused, per limit."""
+
+    def add(self, rs: ResourceSpans, raw: memoryview | None) -> None:
+        """Split one ``ResourceSpans`` (``raw``: its own bytes, when known)."""
         whole = _single_trace(rs)
         if whole is not None:
             tid, count, has_root = whole
-            data = bytes(slices[i]) if slices is not None else rs.SerializeToString()
-            out.fragments.append(TraceFragment(tid, data, count, has_root))
-            out.accepted += count
-            continue
+            have = self.spans_of.get(tid)
+            if have is None and len(self.spans_of) >= self.limits.max_traces:
+                self._over(TRACES_LIMIT, tid, count)
+                return
+            have = have or 0
+            if have + count <= self.limits.max_spans_per_trace:
+                self.spans_of[tid] = have + count
+                data = bytes(raw) if raw is not None else rs.SerializeToString()
+                self.out.fragments.append(TraceFragment(tid, data, count, has_root))
+                self.out.accepted += count
+                return
+            # Over the span limit: the general split below keeps the trace's first spans.
+        self._general(rs)
+
+    def _general(self, rs: ResourceSpans) -> None:
+        out = self.out
+        reasons = self.reasons
         head = _field(1, rs.resource.SerializeToString()) if rs.HasField("resource") else b""
         tail = _field(3, rs.schema_url.encode()) if rs.schema_url else b""
         groups: dict[bytes, list[bytes]] = {}
@@ -149,6 +281,8 @@ def split_by_trace(
                             f"parent_span_id {pid.hex()!r} (must be 8 bytes, span_id not all zero)"
                         )
                     continue
+                if not self._admit(tid):
+                    continue
                 if not pid:
                     roots.add(tid)
                 framed = _field(2, span.SerializeToString())
@@ -165,10 +299,53 @@ def split_by_trace(
             data = head + b"".join(parts) + tail
             out.fragments.append(TraceFragment(tid, data, counts[tid], tid in roots))
             out.accepted += counts[tid]
-    if out.rejected:
-        more = "" if out.rejected <= len(reasons) else f" (and {out.rejected - len(reasons)} more)"
-        out.error_message = "; ".join(reasons) + more
-    return out
+
+    def _admit(self, tid: bytes) -> bool:
+        """Count one valid span of ``tid`` against the limits; False when refused."""
+        have = self.spans_of.get(tid)
+        if have is None:
+            if len(self.spans_of) >= self.limits.max_traces:
+                self._over(TRACES_LIMIT, tid, 1)
+                return False
+            have = 0
+        if have >= self.limits.max_spans_per_trace:
+            self._over(SPANS_LIMIT, tid, 1)
+            return False
+        self.spans_of[tid] = have + 1
+        return True
+
+    def _over(self, limit: str, tid: bytes, spans: int) -> None:
+        self.out.rejected += spans
+        self.out.over_limit[limit] = self.out.over_limit.get(limit, 0) + spans
+        self.over_traces.setdefault(limit, set()).add(tid)
+
+    def result(self) -> SplitResult:
+        """The split, with the partial-success message: the limits that refused spans
+        first (always named), then the first reasons of the spans refused one by one."""
+        out = self.out
+        if not out.rejected:
+            return out
+        parts: list[str] = []
+        n = out.over_limit.get(TRACES_LIMIT, 0)
+        if n:
+            traces = len(self.over_traces[TRACES_LIMIT])
+            parts.append(
+                f"{n} spans of {traces} traces refused: the request holds more than "
+                f"{self.limits.traces_name} ({self.limits.max_traces}) traces"
+            )
+        n = out.over_limit.get(SPANS_LIMIT, 0)
+        if n:
+            traces = len(self.over_traces[SPANS_LIMIT])
+            parts.append(
+                f"{n} spans refused: {traces} traces of the request hold more than "
+                f"{SPANS_LIMIT} ({self.limits.max_spans_per_trace}) spans"
+            )
+        reasons = self.reasons
+        others = out.rejected - sum(out.over_limit.values())
+        parts.extend(reasons)
+        more = "" if others <= len(reasons) else f" (and {others - len(reasons)} more)"
+        out.error_message = "; ".join(parts) + more
+        return out
 
 
 def _single_trace(rs: ResourceSpans) -> tuple[bytes, int, bool] | None:

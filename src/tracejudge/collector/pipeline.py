@@ -30,8 +30,11 @@ from tracejudge.collector.forward import Item, TargetQueue
 from tracejudge.collector.judge import Judge
 from tracejudge.collector.modes import forward_mode
 from tracejudge.collector.otlp import (
+    RequestLimits,
+    SplitResult,
     TraceFragment,
     fragment_info,
+    split_body,
     split_by_trace,
 )
 from tracejudge.collector.payload import Payload, Piece
@@ -197,10 +200,35 @@ class Pipeline:
         raw: bytes | None = None,
         decode_rejects: Sequence[str] = (),
     ) -> IngestResult:
-        """Admit a request: validate and split it, buffer each trace, forward late spans.
-        ``raw`` (the protobuf body ``request`` was parsed from) saves re-serializing;
-        ``decode_rejects`` are spans the decoder already refused (reported, counted)."""
-        split = split_by_trace(request, raw, decode_rejects)
+        """Admit a parsed request: ``admit(split(request, decode_rejects))`` in one call
+        on the loop (the receivers split off it). ``raw`` (the protobuf body ``request`` was
+        parsed from) saves re-serializing; ``decode_rejects`` are spans the decoder
+        already refused (reported, counted)."""
+        return self.admit(split_by_trace(request, raw, decode_rejects, self.limits))
+
+    @property
+    def limits(self) -> RequestLimits:
+        """What one request may bring (``max_traces_per_request``, at most ``max_traces``;
+        ``max_spans_per_trace``)."""
+        cfg = self.config
+        if cfg.max_traces_per_request <= cfg.max_traces:
+            return RequestLimits(cfg.max_traces_per_request, cfg.max_spans_per_trace)
+        return RequestLimits(cfg.max_traces, cfg.max_spans_per_trace, "max_traces")
+
+    def split(
+        self, request: ExportTraceServiceRequest | bytes, decode_rejects: Sequence[str] = ()
+    ) -> SplitResult:
+        """Validate and split a request (a protobuf body, or a request parsed from
+        OTLP/JSON) per trace, within the per-request limits. Reads only the config, so
+        the receivers run it on a decoding thread: a large request never holds the loop.
+        Raises ``ValueError`` for an undecodable body."""
+        if isinstance(request, bytes):
+            return split_body(request, self.limits)
+        return split_by_trace(request, None, decode_rejects, self.limits)
+
+    def admit(self, split: SplitResult) -> IngestResult:
+        """Admit a split request (on the loop): buffer each trace, forward late spans;
+        ``Throttled`` when it does not fit, before anything of it is kept."""
         now = self._now()
         fresh = []
         # What goes straight to the forward queues: late spans, and in passthrough mode
@@ -233,6 +261,8 @@ class Pipeline:
         self.stats.count("late", late)
         self.stats.count("received", split.accepted)
         self.stats.count("rejected", split.rejected)
+        for limit, n in split.over_limit.items():
+            self.stats.over_limit[limit] = self.stats.over_limit.get(limit, 0) + n
         return IngestResult(split.accepted, split.rejected, split.error_message)
 
     def _admit(self, fresh: Sequence[TraceFragment], direct: Sequence[Payload]) -> None:
@@ -241,11 +271,24 @@ class Pipeline:
         incoming = sum(len(f.data) for f in fresh)
         if incoming and self._over_bytes(incoming):
             raise Throttled("trace buffer full", self.config.retry_after_hint)
+        if self._over_traces(fresh):
+            raise Throttled("trace buffer full (max_traces)", self.config.retry_after_hint)
         full = self._room(sum(len(p.data) for p in direct), True)
         if full is not None:
             raise Throttled(
                 f"forward queue for {full.target.url} full", self.config.retry_after_hint
             )
+
+    def _over_traces(self, fresh: Sequence[TraceFragment]) -> bool:
+        """True when the new traces of ``fresh`` would take the buffer past ``max_traces``
+        (an empty buffer takes one request: the per-request limit keeps it within)."""
+        buffer = self.buffer
+        have = len(buffer.traces) + buffer.held_traces
+        if not have:
+            return False
+        known = buffer.traces
+        new = {f.trace_id for f in fresh if f.trace_id not in known}
+        return have + len(new) > buffer.max_traces
 
     def _over_bytes(self, incoming: int) -> bool:
         """True when ``incoming`` more bytes would take buffered plus in-judging traces past

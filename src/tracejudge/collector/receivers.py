@@ -1,7 +1,7 @@
 """OTLP/HTTP receiver: ``POST /v1/traces``, plus health, metrics and the gate's routes.
 
-It takes raw bytes and hands a parsed request to a ``TraceConsumer`` (the pipeline in
-``serve``); it knows nothing else of it. It follows the OTLP/HTTP rules exactly: protobuf
+It takes raw bytes, has a ``TraceConsumer`` (the pipeline in ``serve``) split them on a
+decoding thread and admits the split on the loop; it knows nothing else of it. It follows the OTLP/HTTP rules exactly: protobuf
 or JSON in, the answer in the request's encoding, gzip decompressed as a stream with a cap
 (a zip bomb gets 413, not an OOM), 400 with a ``google.rpc.Status`` body for undecodable
 data, 415 / 405 for wrong type / method, and 503 + Retry-After when the collector is full.
@@ -29,7 +29,7 @@ from tracejudge.collector.exposition import CONTENT_TYPE as PROMETHEUS_CONTENT_T
 from tracejudge.collector.exposition import wants_prometheus
 from tracejudge.collector.flagger import add_flagger_routes
 from tracejudge.collector.inflight import InflightBytes
-from tracejudge.collector.otlp import parse_request, response_bytes, status_bytes
+from tracejudge.collector.otlp import SplitResult, response_bytes, status_bytes
 from tracejudge.gate.params import ParamError
 from tracejudge.model.decode_json import json_to_proto_partial, parse_json_document
 
@@ -235,18 +235,15 @@ def traces_handler(
         if isinstance(got, web.StreamResponse):
             return got
         body, ctype = got
+        loop = asyncio.get_running_loop()
         try:
-            if ctype == JSON:
-                # Spans the converter cannot represent (bad ids, values nested deeper than
-                # protobuf decoders accept) are rejected one by one: partial success.
-                partial = json_to_proto_partial(parse_json_document(body))
-                parsed, decode_rejects = partial.request, partial.rejected
-            else:
-                parsed, decode_rejects = parse_request(body), []
+            # Off the loop: a large request takes seconds to decode and split, and
+            # /healthz and every other client would wait for it.
+            split = await loop.run_in_executor(None, _split, pipeline, body, ctype == JSON)
         except (ValueError, UnicodeDecodeError) as exc:
             return _status_response(400, code_pb2.INVALID_ARGUMENT, str(exc)[:500], ctype)
         try:
-            result = pipeline.ingest(parsed, body if ctype == PROTOBUF else None, decode_rejects)
+            result = pipeline.admit(split)
         except Throttled as exc:  # this request's exact size, or the disk queue refused it
             pipeline.throttled()
             return _status_response(503, code_pb2.UNAVAILABLE, str(exc), ctype, exc.retry_after)
@@ -257,6 +254,16 @@ def traces_handler(
         return web.Response(body=raw, content_type=PROTOBUF)
 
     return handle
+
+
+def _split(pipeline: TraceConsumer, body: bytes, json: bool) -> SplitResult:
+    """Decode and split a body (on a decoding thread). OTLP/JSON spans the converter cannot
+    represent (bad ids, values nested deeper than protobuf decoders accept) are rejected
+    one by one: partial success."""
+    if json:
+        partial = json_to_proto_partial(parse_json_document(body))
+        return pipeline.split(partial.request, partial.rejected)
+    return pipeline.split(body)
 
 
 GateAnswer = Callable[[Mapping[str, str]], dict[str, Any]]

@@ -53,6 +53,8 @@ class Stats:
         """Traces whose decision raised (forwarded unjudged with verdict ``error``)."""
         self.quarantined = 0
         """Disk-queue fragments moved aside at start-up because they cannot be replayed."""
+        self.over_limit: dict[str, int] = {}
+        """Spans refused (partial success) by a per-request limit, by the limit's name."""
         self._latencies: list[float] = []
         self._unsorted = False
         self.latency_buckets = [0] * (len(LATENCY_BUCKETS) + 1)
@@ -215,6 +217,7 @@ class Stats:
             "judge_errors": self.judge_errors,
             "decision_errors": self.decision_errors,
             "quarantined": self.quarantined,
+            "spans_over_request_limits": dict(self.over_limit),
             "queue_depth": self.queue_depth(),
             "decision_latency_s": {"p50": p50, "p99": p99, "count": len(self._latencies)},
             "shadow": {
