@@ -80,11 +80,12 @@ def export_method(
     Clients see no difference: on the wire a unary call is a client stream of one message.
 
     ``parse`` (on a decoding thread; ValueError: INVALID_ARGUMENT) and ``ingest`` (on the
-    loop; ``Throttled``: UNAVAILABLE) the message; ``respond`` serializes the partial-success answer. They run to completion
-    before any abort. A refusal raised from inside the frames
-    that hold the message and its parsed request (``context.abort`` raises) kept both alive
-    in grpc's reference cycles until the cyclic GC came by: under a burst of large requests
-    over gRPC that was most of the collector's peak memory (docs/collector.md, Memory)."""
+    loop; ``Throttled``: UNAVAILABLE) the message; ``respond`` serializes the
+    partial-success answer. They run to completion before any abort. A refusal raised
+    from inside the frames that hold the message and its parsed request (``context.abort``
+    raises) kept both alive in grpc's reference cycles until the cyclic GC came by: under a
+    burst of large requests over gRPC that was most of the collector's peak memory
+    (docs/collector.md, Memory)."""
 
     async def export(_requests: object, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
         await admit_grpc(context, consumer, auth)

@@ -1,10 +1,11 @@
 """OTLP/HTTP receiver: ``POST /v1/traces``, plus health, metrics and the gate's routes.
 
 It takes raw bytes, has a ``TraceConsumer`` (the pipeline in ``serve``) split them on a
-decoding thread and admits the split on the loop; it knows nothing else of it. It follows the OTLP/HTTP rules exactly: protobuf
-or JSON in, the answer in the request's encoding, gzip decompressed as a stream with a cap
-(a zip bomb gets 413, not an OOM), 400 with a ``google.rpc.Status`` body for undecodable
-data, 415 / 405 for wrong type / method, and 503 + Retry-After when the collector is full.
+decoding thread and admits the split on the loop; it knows nothing else of it. It follows
+the OTLP/HTTP rules exactly: protobuf or JSON in, the answer in the request's encoding,
+gzip decompressed as a stream with a cap (a zip bomb gets 413, not an OOM), 400 with a
+``google.rpc.Status`` body for undecodable data, 415 / 405 for wrong type / method, and
+503 + Retry-After when the collector is full.
 The gRPC receiver is ``grpc_receiver.py``.
 """
 
