@@ -41,7 +41,7 @@ HEAVY = "run.tools.map(t, run.tools.filter(u, u.name + t.name == 'x').size()).si
 class InlineWorker:
     """Runs a batch on the event loop itself: the collector before judging moved off it."""
 
-    def start(self, job: BatchJob[Any, Any]) -> None:
+    def start(self, job: BatchJob[Any, Any], spans: int = 0) -> None:
         """Judge everything now, on the loop."""
         job.run()
 

@@ -378,7 +378,7 @@ class Pipeline:
         """Count a decided trace, remember its decision; returns its verdict records."""
         records = self._record(trace, outcome.verdicts)
         self.cost.check(trace.trace_id, outcome.seconds, len(outcome.verdicts))
-        self.worker.observe(outcome.seconds)
+        self.worker.observe(outcome.seconds, trace.spans)
         ids = trace.trace_ids()
         for tid in ids:
             self.decided.put(tid, outcome.decision)
@@ -431,7 +431,7 @@ class Pipeline:
                 self._inflight.setdefault(tid, [])
             self._inflight_bytes += t.nbytes
         job = BatchJob(self.decider.decide_safely, traces, _CHUNK, _LEAD)
-        self.worker.start(job)
+        self.worker.start(job, max(t.spans for t in traces))
         start = 0
         try:
             while start < len(traces):

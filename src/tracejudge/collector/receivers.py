@@ -29,7 +29,7 @@ from tracejudge.collector.consumer import Admits, Throttled, TraceConsumer
 from tracejudge.collector.exposition import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE
 from tracejudge.collector.exposition import wants_prometheus
 from tracejudge.collector.flagger import add_flagger_routes
-from tracejudge.collector.inflight import InflightBytes
+from tracejudge.collector.inflight import BodyCharge, InflightBytes
 from tracejudge.collector.otlp import SplitResult, response_bytes, status_bytes
 from tracejudge.gate.params import ParamError
 from tracejudge.model.decode_json import json_to_proto_partial, parse_json_document
@@ -90,12 +90,23 @@ class BodyTimeout(Exception):
     """The body did not arrive within the body timeout (a short or stalled body)."""
 
 
-async def read_body(request: web.Request, gzip: bool, cap: int, timeout: float) -> bytes:
+class OverBudget(Exception):
+    """The body's bytes do not fit the in-flight budget (``max_inflight_request_bytes``)."""
+
+
+async def read_body(
+    request: web.Request,
+    gzip: bool,
+    cap: int,
+    timeout: float,
+    charge: BodyCharge | None = None,
+) -> bytes:
     """Read the body within ``timeout`` seconds, decompressing gzip as a stream, refusing
     more than ``cap`` bytes. A Content-Length larger than what is sent, or a chunked body
-    that stops, would otherwise hold the connection forever."""
+    that stops, would otherwise hold the connection forever. ``charge``: the in-flight
+    budget, charged the bytes held as they arrive (``OverBudget`` when they do not fit)."""
     try:
-        return await asyncio.wait_for(_read_body(request, gzip, cap), timeout)
+        return await asyncio.wait_for(_read_body(request, gzip, cap, charge), timeout)
     except TimeoutError:
         raise BodyTimeout(f"request body not received within {timeout:g}s") from None
 
@@ -104,7 +115,9 @@ def _gunzip() -> Any:
     return zlib.decompressobj(16 + zlib.MAX_WBITS)
 
 
-async def _read_body(request: web.Request, gzip: bool, cap: int) -> bytes:
+async def _read_body(
+    request: web.Request, gzip: bool, cap: int, charge: BodyCharge | None
+) -> bytes:
     out = bytearray()
     raw = 0
     d = _gunzip() if gzip else None
@@ -114,8 +127,10 @@ async def _read_body(request: web.Request, gzip: bool, cap: int) -> bytes:
             raise TooLarge
         if d is None:
             out += chunk
-            continue
-        d = _inflate(d, chunk, out, cap)
+        else:
+            d = _inflate(d, chunk, out, cap)
+        if charge is not None and not charge.grow_to(len(out)):
+            raise OverBudget
     if d is not None:
         try:
             out += d.flush()
@@ -168,11 +183,16 @@ status_response = _status_response
 
 
 async def read_otlp_body(
-    request: web.Request, consumer: Admits, cap: int, body_timeout: float
+    request: web.Request,
+    consumer: Admits,
+    cap: int,
+    body_timeout: float,
+    charge: BodyCharge | None = None,
 ) -> tuple[bytes, str] | web.StreamResponse:
     """An OTLP/HTTP request's body and content type, or the answer that refuses it: the
     method (405), the encodings (415), capacity (503 + Retry-After, before the body is
-    read), the body's time, size and gzip (408, 413, 400). One intake for ``/v1/traces``
+    read), the body's time, size and gzip (408, 413, 400), the in-flight budget
+    (``charge``; 503 + Retry-After, the connection closed). One intake for ``/v1/traces``
     and ``/v1/logs``, so both signals answer bad input alike."""
     if request.method != "POST":
         return web.Response(status=405, headers={"Allow": "POST"})
@@ -192,7 +212,18 @@ async def read_otlp_body(
         consumer.throttled()
         return _status_response(503, code_pb2.UNAVAILABLE, str(exc), ctype, exc.retry_after)
     try:
-        body = await read_body(request, encoding == "gzip", cap, body_timeout)
+        body = await read_body(request, encoding == "gzip", cap, body_timeout, charge)
+    except OverBudget:
+        consumer.throttled()
+        resp = _status_response(
+            503,
+            code_pb2.UNAVAILABLE,
+            "too many request bytes in flight (max_inflight_request_bytes)",
+            ctype,
+            1.0,
+        )
+        resp.force_close()  # the rest of the body may still come: drop the connection
+        return resp
     except BodyTimeout as exc:
         resp = _status_response(408, code_pb2.DEADLINE_EXCEEDED, str(exc), ctype)
         resp.force_close()  # the rest of the body may still come: drop the connection
@@ -213,26 +244,16 @@ def traces_handler(
     budget = InflightBytes(1 << 62) if inflight is None else inflight
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        """Reserve the body's bytes in the in-flight budget, then ``_handle`` it."""
-        length = request.content_length
-        need = cap if length is None else min(length, cap)
-        if request.method == "POST" and not budget.reserve(need):
-            pipeline.throttled()
-            return _status_response(
-                503,
-                code_pb2.UNAVAILABLE,
-                "too many request bytes in flight (max_inflight_request_bytes)",
-                request.content_type if request.content_type == JSON else PROTOBUF,
-                1.0,
-            )
+        """``_handle`` the request, its body charged to the in-flight budget as it arrives
+        and given back once answered."""
+        charge = BodyCharge(budget)
         try:
-            return await _handle(request)
+            return await _handle(request, charge)
         finally:
-            if request.method == "POST":
-                budget.release(need)
+            charge.release()
 
-    async def _handle(request: web.Request) -> web.StreamResponse:
-        got = await read_otlp_body(request, pipeline, cap, body_timeout)
+    async def _handle(request: web.Request, charge: BodyCharge) -> web.StreamResponse:
+        got = await read_otlp_body(request, pipeline, cap, body_timeout, charge)
         if isinstance(got, web.StreamResponse):
             return got
         body, ctype = got

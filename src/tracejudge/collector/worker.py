@@ -126,6 +126,13 @@ class AdaptiveJudging:
     loop (a chunk of such traces stalls the receivers for a few milliseconds); one trace
     slower than ``loop_limit`` moves it back (that trace was judged on the loop: the price
     of measuring instead of guessing, paid once per switch, logged).
+
+    On the loop, a batch holding a trace larger than the cheap ones is still judged on the
+    thread: judging time grows with spans, and one request can bring a 20,000-span trace
+    after thousands of 10-span ones (it held the loop, /healthz and both receivers for
+    seconds). A trace is judged on the loop only when its spans times the highest cost
+    per span seen since judging moved there (a trace's time over its spans, an
+    overestimate for small traces) stays within ``loop_limit``.
     """
 
     def __init__(self, cheap: float, loop_limit: float, settle_runs: int = 64) -> None:
@@ -136,29 +143,44 @@ class AdaptiveJudging:
         self.moves = 0
         """Times judging moved between the thread and the loop (``/metrics`` ``judging``)."""
         self._cheap_in_a_row = 0
+        self._per_span = 0.0
+        """Highest judging time per span of the cheap streak and of the traces judged on
+        the loop since (what a trace's size is weighed with)."""
         self._thread = JudgeWorker()
 
-    def start(self, job: BatchJob[A, R]) -> None:
-        """Judge ``job`` on the thread, or let it judge itself chunk by chunk on the loop."""
-        if self.on_thread:
+    def start(self, job: BatchJob[A, R], spans: int = 0) -> None:
+        """Judge ``job`` on the thread, or let it judge itself chunk by chunk on the loop.
+        ``spans``: its largest trace's; a batch expected to cost more than ``loop_limit``
+        for one trace goes to the thread whatever the state."""
+        if self.on_thread or spans * self._per_span > self.loop_limit:
             self._thread.start(job)
         else:
             job.on_loop = True
 
-    def observe(self, seconds: float) -> None:
-        """One trace's judging time."""
+    def observe(self, seconds: float, spans: int = 1) -> None:
+        """One trace's judging time (``spans``: its size)."""
+        per_span = seconds / max(1, spans)
         if not self.on_thread:
+            if spans * self._per_span > self.loop_limit:
+                return  # too big for the loop: judged on the thread, as expected
+            self._per_span = max(self._per_span, per_span)
             if seconds > self.loop_limit:
                 self.on_thread = True
                 self.moves += 1
                 self._cheap_in_a_row = 0
+                self._per_span = 0.0
                 log.info(
                     "judging a trace took %.1f ms: judging moves off the event loop to the "
                     "worker thread",
                     seconds * 1000,
                 )
             return
-        self._cheap_in_a_row = self._cheap_in_a_row + 1 if seconds < self.cheap else 0
+        if seconds < self.cheap:
+            self._cheap_in_a_row += 1
+            self._per_span = max(self._per_span, per_span)
+        else:
+            self._cheap_in_a_row = 0
+            self._per_span = 0.0
         if self._cheap_in_a_row >= self.settle_runs:
             self.on_thread = False
             self.moves += 1
