@@ -9,14 +9,17 @@ delivered exactly once.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import grpc
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 
@@ -24,14 +27,19 @@ from tests.collector.collector_support import (
     LoopThread,
     Sink,
     StandInJudge,
+    attrs,
     make_request,
     make_span,
     new_ids,
     post,
     wait_for,
 )
+from tests.collector.test_collector_judging import _agent_trace, _rules
 from tests.collector.test_collector_reliability import _spawn
+from tracejudge import semconv as sc
 from tracejudge.collector import Collector
+from tracejudge.collector.judge import load_judge
+from tracejudge.collector.otlp import to_records
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.spans import SpanRecord
 
@@ -301,3 +309,41 @@ def test_a_body_of_two_million_empty_resource_spans_stays_under_the_memory_bound
         proc.wait(15)
         if proc.poll() is None:
             proc.kill()
+
+
+# --- judging time -------------------------------------------------------------------------------
+
+
+def test_a_run_over_max_judge_time_gets_verdict_error_and_its_spans_are_forwarded(
+    collector_factory: Callable[..., Collector], sink: Sink, tmp_path: Path
+) -> None:
+    """The real engine with 40 rules costing milliseconds each on a 98-tool run, and
+    ``max_judge_time`` far below what the whole file takes: the run gets verdict ``error``
+    naming the limit, its spans are forwarded once stamped ``error``, the timeout is
+    counted, and judging stopped early (well under the same run judged unbounded here)."""
+    rules = _rules(tmp_path / "heavy.yaml", heavy=40)
+    tid, body = _agent_trace(tools=98)
+    request = ExportTraceServiceRequest.FromString(body)
+    unbounded = load_judge(rules)
+    began = time.thread_time()
+    assert [v.verdict for v in unbounded.judge_spans(to_records(request.resource_spans))] == [
+        "pass"
+    ]
+    full = time.thread_time() - began
+    budget = full / 20
+    c = collector_factory(
+        judge=load_judge(rules), max_judge_time=budget, max_rule_cost=None, tick=0.02
+    )
+    assert post(c.http_port, body)[0] == 200
+    wait_for(lambda: len(sink.spans()) == 99, what="the trace forwarded")
+    assert {s.trace_id for s in sink.spans()} == {tid}
+    stamped = [attrs(s) for s in sink.spans() if sc.TRACEJUDGE_VERDICT in attrs(s)]
+    assert [a[sc.TRACEJUDGE_VERDICT] for a in stamped] == ["error"]
+    lines = [json.loads(x) for x in (tmp_path / "verdicts.jsonl").read_text().splitlines()]
+    assert [v["verdict"] for v in lines] == ["error"]
+    assert lines[0]["error"].startswith(
+        f"JudgeTimeout: judging took more than max_judge_time ({budget:g}s of CPU): stopped after "
+    )
+    assert c.stats.judge_timeouts == 1
+    assert c.pipeline is not None
+    assert c.pipeline.cost.slowest < full / 2  # stopped, not judged to the end

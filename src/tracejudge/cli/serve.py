@@ -187,6 +187,11 @@ from tracejudge.collector.credentials import is_reference
 @click.option(
     "--max-rule-cost", help="Refuse rules costing more per run at start (default 100ms; 0: off)."
 )
+@click.option(
+    "--max-judge-time",
+    help="CPU time judging one trace may take; past it the run's verdict is error and its "
+    "spans are forwarded (default 10s; 0: off).",
+)
 @click.option("--max-judge-lag", help="Push back when judging is this far behind (default 5s).")
 @click.option("--shutdown-timeout", help="How long SIGTERM may spend flushing (default 10s).")
 @click.option("--http-header-timeout", help="Time to send a request head (default 10s).")

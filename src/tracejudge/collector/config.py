@@ -223,6 +223,9 @@ class CollectorConfig:
     max_rule_cost: float | None = 0.1
     """Budget for judging one run: a rules file costing more on the synthetic 10-span run
     is refused at start, and each live run over it is counted and logged (None or 0: off)."""
+    max_judge_time: float | None = 10.0
+    """CPU time judging one trace may take (the rules engine's); a run not judged by then
+    gets verdict ``error`` saying so and its spans are forwarded (None or 0: off)."""
     forward_timeout: float = 10.0
     retry_initial: float = 0.2
     retry_max: float = 10.0
@@ -366,6 +369,8 @@ class CollectorConfig:
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive")
+        if self.max_judge_time is not None and self.max_judge_time < 0:
+            raise ConfigError("max_judge_time: must not be negative (0 turns it off)")
         if self.max_judge_lag <= 0:
             raise ConfigError("max_judge_lag: must be positive")
         if self.max_disk_queue_bytes is not None and self.queue_dir is None:
@@ -406,6 +411,7 @@ _DURATIONS = {
     "grpc_handshake_timeout",
     "max_judge_lag",
     "max_rule_cost",
+    "max_judge_time",
 }
 _SIZES = {"max_buffered_bytes", "max_request_bytes", "max_queue_bytes", "max_batch_bytes"}
 _SIZES |= {"max_disk_queue_bytes", "decided_cache_bytes", "max_inflight_request_bytes"}

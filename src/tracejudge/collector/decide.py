@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,12 +27,19 @@ from tracejudge.collector.payload import Payload, Piece
 from tracejudge.collector.redact import Scrubber
 from tracejudge.collector.stamp import Decision
 from tracejudge.collector.stats import Stats
+from tracejudge.engine.engine import JudgeTimeout
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.log_events import join_serialized_logs
+from tracejudge.model.spans import SpanRecord
 
 log = logging.getLogger("tracejudge.collector")
 
 __all__ = ["Decider", "Outcome", "payloads_for"]
+
+JudgeWithin = Callable[[Sequence[SpanRecord], float], list[Verdict]]
+"""``Engine.judge_spans_within``: judging bounded in CPU seconds."""
+_TIMEOUT = f"{JudgeTimeout.__name__}:"
+"""How an error verdict of a run over ``max_judge_time`` begins."""
 
 
 @dataclass(slots=True)
@@ -46,6 +53,8 @@ class Outcome:
     seconds: float = 0.0
     """CPU time the judge took on this trace (the rule-cost budget and adaptive judging
     are checked against it)."""
+    timed_out: bool = False
+    """Judging ran out of ``max_judge_time`` (a verdict says ``error``, with the reason)."""
 
 
 class Decider:
@@ -59,8 +68,14 @@ class Decider:
         mode: ForwardMode,
         durability: Durability,
         stats: Stats,
+        max_judge_time: float | None = None,
     ) -> None:
         self.judge = judge
+        self.max_judge_time = max_judge_time or None
+        """CPU seconds one trace may be judged for (None: no bound)."""
+        within: JudgeWithin | None = getattr(judge, "judge_spans_within", None)
+        self._within = within
+        """The judge's bounded form, when it has one (the rules engine does)."""
         self.scrubber = scrubber
         self.mode = mode
         self.durability = durability
@@ -73,7 +88,11 @@ class Decider:
             records = to_records(fragments)
             if trace.logs:  # events that came as OTLP log records join their spans
                 join_serialized_logs(records, trace.logs)
-            verdicts = self.judge.judge_spans(records)
+            limit = self.max_judge_time
+            if limit is not None and self._within is not None:
+                verdicts = self._within(records, limit)
+            else:
+                verdicts = self.judge.judge_spans(records)
         except Exception as exc:  # the judge must never take the collector down
             self.stats.judge_errors += 1
             log.exception("judging trace %s failed", trace.trace_id.hex())
@@ -110,7 +129,10 @@ class Decider:
             self.scrubber.verdict(v)
         stamped = conversation_verdicts(trace, verdicts) if trace.roots else verdicts
         pieces, decision = self.mode.decided(trace.fragments, fragments, stamped)
-        return Outcome(pieces, verdicts, decision, seconds)
+        timed_out = any(
+            v.verdict == "error" and (v.error or "").startswith(_TIMEOUT) for v in verdicts
+        )
+        return Outcome(pieces, verdicts, decision, seconds, timed_out)
 
     def decide_safely(self, trace: PendingTrace) -> Outcome | Exception:
         """``decide`` on the worker thread: the outcome, or what it raised (one bad trace

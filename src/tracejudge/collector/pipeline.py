@@ -118,7 +118,9 @@ class Pipeline:
         self.shadow: ShadowPairs | None = None
         """Shadow runs waiting for their stable run (also an observer): the timer reports
         those that waited too long, shutdown the rest (``collector/shadow.py``)."""
-        self.decider = Decider(judge, self.scrubber, self.mode, self.durability, stats)
+        self.decider = Decider(
+            judge, self.scrubber, self.mode, self.durability, stats, config.max_judge_time
+        )
         """Decides one trace (on the judging thread); ``rules_version`` lives there."""
         self.wake = asyncio.Event()
         """Set to run the decision timer now (a trace became due before ``wake_at``)."""
@@ -379,6 +381,15 @@ class Pipeline:
         records = self._record(trace, outcome.verdicts)
         self.cost.check(trace.trace_id, outcome.seconds, len(outcome.verdicts))
         self.worker.observe(outcome.seconds, trace.spans)
+        if outcome.timed_out:
+            self.stats.judge_timeouts += 1
+            log.warning(
+                "judging trace %s ran out of max_judge_time (%gs); forwarded with verdict "
+                "error (%d spans)",
+                trace.trace_id.hex(),
+                self.config.max_judge_time,
+                trace.spans,
+            )
         ids = trace.trace_ids()
         for tid in ids:
             self.decided.put(tid, outcome.decision)

@@ -53,6 +53,8 @@ class Stats:
         """Traces whose decision raised (forwarded unjudged with verdict ``error``)."""
         self.quarantined = 0
         """Disk-queue fragments moved aside at start-up because they cannot be replayed."""
+        self.judge_timeouts = 0
+        """Traces whose judging ran out of ``max_judge_time`` (verdict ``error``)."""
         self.over_limit: dict[str, int] = {}
         """Spans refused (partial success) by a per-request limit, by the limit's name."""
         self._latencies: list[float] = []
@@ -215,6 +217,7 @@ class Stats:
             "requests_throttled": self.requests_throttled,
             "webhook_dropped": self.webhook_dropped,
             "judge_errors": self.judge_errors,
+            "judge_timeouts": self.judge_timeouts,
             "decision_errors": self.decision_errors,
             "quarantined": self.quarantined,
             "spans_over_request_limits": dict(self.over_limit),

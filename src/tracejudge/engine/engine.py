@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 from tracejudge.engine.checks.case import CASE_RULE_ID, CaseCheck
@@ -40,6 +41,20 @@ log = logging.getLogger(__name__)
 _GIL_SLICE = 0.002
 """Judging longer than this (2 ms) offers the GIL to other threads between rules."""
 _LAYER_RANK = {"trajectory": 0, "policy": 1, "outcome": 2, "budget": 3}
+
+
+class JudgeTimeout(Exception):
+    """Judging took more of its thread's CPU time than ``judge_spans_within`` allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """The CPU time one ``judge_spans_within`` call may take."""
+
+    deadline: float
+    """``time.thread_time()`` past which judging stops."""
+    seconds: float
+    """The budget as given (quoted in the verdict)."""
 
 
 class Engine:
@@ -80,10 +95,23 @@ class Engine:
             self._plan_cases = with_cases
         return self._plan
 
-    def judge(self, run: Run) -> Verdict:
-        """The verdict on one run. Never raises: an internal error is ``verdict="error"``."""
+    def judge(self, run: Run, budget: Budget | None = None) -> Verdict:
+        """The verdict on one run. Never raises: an internal error is ``verdict="error"``,
+        and so is a run not judged within ``budget`` (see ``judge_spans_within``)."""
         try:
-            return self._judge(run)
+            return self._judge(run, budget)
+        except JudgeTimeout as exc:  # expected, and said in the verdict: no traceback
+            return self._error(
+                run.trace_id,
+                run.root_span_id,
+                exc,
+                agent=run.agent_name,
+                case_id=run.case_id,
+                variant=run.variant_id,
+                agent_version=run.agent_version,
+                request_id=run.request_id,
+                shadow=run.shadow,
+            )
         except Exception as exc:  # a bug in a check must not take the collector down
             log.exception("tracejudge: judging trace %s failed", getattr(run, "trace_id", "?"))
             return self._error(
@@ -106,6 +134,16 @@ class Engine:
 
         Never raises either: if the run builder fails, the trace gets one error verdict.
         """
+        return self._judge_spans(spans, None)
+
+    def judge_spans_within(self, spans: Sequence[SpanRecord], seconds: float) -> list[Verdict]:
+        """``judge_spans`` within ``seconds`` of this thread's CPU time (the collector's
+        ``max_judge_time``): a run still being judged then, and every run after it, gets
+        ``verdict="error"`` saying so. Checked before each run and between rules, every
+        2 ms of judging, so one rule (bounded by CEL's iteration budget) may overrun it."""
+        return self._judge_spans(spans, Budget(time.thread_time() + seconds, seconds))
+
+    def _judge_spans(self, spans: Sequence[SpanRecord], budget: Budget | None) -> list[Verdict]:
         try:
             runs = merge_conversations(build_runs(spans))
         except Exception as exc:
@@ -114,7 +152,7 @@ class Engine:
             roots = [s.span_id for s in spans if s.parent_span_id is None]
             root = roots[0] if roots else (spans[0].span_id if spans else "")
             return [self._error(trace_id, root, exc)]
-        return [self.judge(run) for run in runs]
+        return [self.judge(run, budget) for run in runs]
 
     def _error(
         self,
@@ -146,7 +184,18 @@ class Engine:
             error=clip_explanation(f"{type(exc).__name__}: {exc}"),
         )
 
-    def _judge(self, run: Run) -> Verdict:
+    def _over(self, budget: Budget, done: int, rule_id: str) -> None:
+        """Raise ``JudgeTimeout`` when this thread's CPU time is past the budget."""
+        if time.thread_time() > budget.deadline:
+            where = f" (at {rule_id})" if rule_id else ""
+            raise JudgeTimeout(
+                f"judging took more than max_judge_time ({budget.seconds:g}s of CPU): "
+                f"stopped after {done} of {len(self._steps())} rules{where}"
+            )
+
+    def _judge(self, run: Run, budget: Budget | None = None) -> Verdict:
+        if budget is not None:
+            self._over(budget, 0, "")  # building the runs may have taken it all
         ctx = RunContext(
             run,
             self.ruleset.tools,
@@ -165,7 +214,9 @@ class Engine:
         add = outcomes.append
         clock = time.perf_counter
         yield_at = clock() + _GIL_SLICE
+        done = 0
         for rule_id, layer, selector, evaluate, rule, prefix in self._steps():
+            done += 1
             if selector is not None and not selector.matches(run, tool_names):
                 add(RuleOutcome(rule_id, layer, "not_applicable", root))
                 continue
@@ -176,6 +227,8 @@ class Engine:
                 # the GIL for the whole run and stall the receivers. Offer it every slice.
                 time.sleep(0)
                 yield_at = clock() + _GIL_SLICE
+                if budget is not None:
+                    self._over(budget, done, rule_id)
             if report.metrics:
                 if prefix:
                     metrics.update({prefix + k: v for k, v in report.metrics.items()})
