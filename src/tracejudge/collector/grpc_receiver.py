@@ -7,7 +7,6 @@ UNAVAILABLE with ``RetryInfo``, the OTLP "retry later" for gRPC.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
@@ -20,7 +19,7 @@ from tracejudge.collector.auth import Authenticator
 from tracejudge.collector.consumer import Admits, IngestResult, Throttled, TraceConsumer
 from tracejudge.collector.inflight import InflightBytes
 from tracejudge.collector.otlp import SplitResult, response_bytes, status_bytes
-from tracejudge.collector.receivers import bind_problem
+from tracejudge.collector.receivers import bind_problem, decode
 
 __all__ = [
     "GRPC_BUDGET_WAIT",
@@ -120,10 +119,10 @@ async def _answer(
     ingest: Callable[[Request, bytes], IngestResult],
     respond: Callable[[int, str], bytes],
 ) -> bytes | Refusal:
-    """Parse (on a decoding thread: a large message must not hold the loop) and ingest one
-    message: the serialized response, or why not (plain values)."""
+    """Parse (a large message on a decoding thread: it must not hold the loop) and ingest
+    one message: the serialized response, or why not (plain values)."""
     try:
-        request = await asyncio.get_running_loop().run_in_executor(None, parse, data)
+        request = await decode(parse, data, len(data))
     except ValueError as exc:
         return Refusal(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
     try:

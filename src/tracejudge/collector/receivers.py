@@ -17,7 +17,8 @@ import os
 import socket
 import zlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from aiohttp import web
 from google.protobuf import json_format
@@ -39,6 +40,23 @@ log = logging.getLogger("tracejudge.collector")
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 _SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+
+
+INLINE_DECODE_BYTES = 64 * 1024
+"""Bodies up to this size are decoded and split on the loop (well under a millisecond);
+larger ones on a decoding thread. The thread costs each request two hand-overs of the GIL,
+which under a costly judgement on the judging thread took a small request hundreds of ms."""
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+async def decode(fn: Callable[[T], R], arg: T, size: int) -> R:
+    """``fn(arg)`` for a body of ``size`` bytes: on the loop when small, else on a decoding
+    thread, so a large request never holds the loop, ``/healthz`` and the other clients."""
+    if size <= INLINE_DECODE_BYTES:
+        return fn(arg)
+    return await asyncio.get_running_loop().run_in_executor(None, fn, arg)
 
 
 class TooLarge(Exception):
@@ -257,11 +275,8 @@ def traces_handler(
         if isinstance(got, web.StreamResponse):
             return got
         body, ctype = got
-        loop = asyncio.get_running_loop()
         try:
-            # Off the loop: a large request takes seconds to decode and split, and
-            # /healthz and every other client would wait for it.
-            split = await loop.run_in_executor(None, _split, pipeline, body, ctype == JSON)
+            split = await decode(partial(_split, pipeline, json=ctype == JSON), body, len(body))
         except (ValueError, UnicodeDecodeError) as exc:
             return _status_response(400, code_pb2.INVALID_ARGUMENT, str(exc)[:500], ctype)
         try:
@@ -278,7 +293,7 @@ def traces_handler(
     return handle
 
 
-def _split(pipeline: TraceConsumer, body: bytes, json: bool) -> SplitResult:
+def _split(pipeline: TraceConsumer, body: bytes, *, json: bool) -> SplitResult:
     """Decode and split a body (on a decoding thread). OTLP/JSON spans the converter cannot
     represent (bad ids, values nested deeper than protobuf decoders accept) are rejected
     one by one: partial success."""
