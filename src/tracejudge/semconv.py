@@ -235,6 +235,9 @@ TRACEJUDGE_REQUEST_ID: Final = "tracejudge.request.id"
 TRACEJUDGE_RUN_SHADOW: Final = "tracejudge.run.shadow"
 """Set true on the agent span of a shadow run (the candidate answering a copy of a real request; its output never reaches the user). Shadow runs are compared with the stable run of the same tracejudge.request.id and never counted as user traffic. [tracejudge; boolean]"""
 
+TRACEJUDGE_SOURCE_PROBLEMS: Final = "tracejudge.source.problems"
+"""Set by an importer on the agent span of a run built from a file (a benchmark's results) when the file could not say everything the run needs, such as a simulation whose task is missing; each item names the record and its position. The verdict gets an F-EVIDENCE-SOURCE_PROBLEM warning. [tracejudge; string[]]"""
+
 TRACEJUDGE_CONVERSATION_END: Final = "tracejudge.conversation.end"
 """Set true on the agent span of a conversation's last turn; the collector (with --conversation-wait) judges the conversation's held traces as soon as this trace is assembled instead of waiting for the conversation to go quiet. [tracejudge; boolean]"""
 

@@ -170,6 +170,8 @@ def eval_command(
     engine = Engine(ruleset, baselines=store, cases=cases)
 
     loaded = load_runs(list(files))
+    for line in loaded.summaries:
+        click.echo(f"tracejudge eval: {line}", err=True)
     echo_errors("eval", loaded.errors)
     unmatched = None
     if cases is not None and cases_path is not None and loaded.runs:

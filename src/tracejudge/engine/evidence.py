@@ -15,6 +15,7 @@ F-EVIDENCE-PARENT_CYCLE    parent_cycle    parent links loop                    
 F-EVIDENCE-UNFINISHED_SPAN unfinished_span a span has no valid end time                  trajectory
 F-EVIDENCE-UNJUDGED_STEPS  unjudged_steps  model/tool spans outside every agent run      trajectory
 F-EVIDENCE-BAD_MESSAGES    bad_messages    a span's messages are not a JSON message list outcome
+F-EVIDENCE-SOURCE_PROBLEM  source_problem  an importer's tracejudge.source.problems      outcome
 F-EVIDENCE-ARGS_NOT_JSON   (the steps)     tool arguments kept as text                   trajectory
 ========================== =============== ============================================= ==========
 
@@ -87,6 +88,12 @@ _CLASSES: dict[NoteCode, _Class] = {
         "trajectory",
         "tool result(s) in the conversation answer no tool call the agent requested "
         "(a transcript cut or mis-paired?); what the agent acted on is uncertain",
+    ),
+    "source_problem": _Class(
+        "F-EVIDENCE-SOURCE_PROBLEM",
+        "outcome",
+        "the file this run was imported from could not say everything the run needs "
+        "(a benchmark simulation whose task is missing?)",
     ),
     "shadow_without_request": _Class(
         "F-EVIDENCE-SHADOW_NO_REQUEST",

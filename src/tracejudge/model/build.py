@@ -309,6 +309,7 @@ def _build_run(trace: _Trace, root_id: str, ids: list[str], *, agent: bool) -> R
     run.tenant_id = _s(_lookup(root, ordered, sc.TRACEJUDGE_TENANT_ID))
     run.conversation_id = _s(_lookup(root, ordered, sc.GEN_AI_CONVERSATION_ID, sc.SESSION_ID))
     _shadow_identity(run, root, notes)
+    _source_problems(root, notes)
     _final_answer(run, root if agent else None, notes)
     return run
 
@@ -347,6 +348,18 @@ def _shadow_identity(run: Run, root: SpanRecord, notes: list[Note]) -> None:
                 "with the stable run of its request",
             )
         )
+
+
+def _source_problems(root: SpanRecord, notes: list[Note]) -> None:
+    """``tracejudge.source.problems``: what an importer could not establish from the file
+    the run came from (``model.tau2``: a simulation whose task is missing). Each item is a
+    note, so the verdict warns (``F-EVIDENCE-SOURCE_PROBLEM``) instead of passing."""
+    problems = root.attributes.get(sc.TRACEJUDGE_SOURCE_PROBLEMS)
+    if isinstance(problems, str):
+        problems = [problems]
+    if isinstance(problems, list | tuple):
+        for problem in problems:
+            notes.append(Note("source_problem", (root.span_id,), str(problem)))
 
 
 def short_repr(value: Any) -> str:

@@ -3,9 +3,11 @@
 ``tracejudge eval`` reads whatever people have lying around: an OTLP/JSON export, the
 OpenTelemetry Collector file exporter's output (one request per line, often named
 ``.json``; in its proto format, requests framed by a 4-byte big-endian size), a binary
-``.pb`` dump, any of them gzipped. Gzip is detected by its magic bytes
-(so a ``.json`` that is really gzipped still loads); JSON vs protobuf by the extension,
-falling back to sniffing the first byte when the extension says nothing.
+``.pb`` dump, chat transcripts and benchmark results (tau-bench records,
+``model.transcripts``; tau2-bench results files, ``model.tau2``), any of them gzipped.
+Gzip is detected by its magic bytes (so a ``.json`` that is really gzipped still loads);
+JSON vs protobuf by the extension, falling back to sniffing the first byte when the
+extension says nothing.
 """
 
 from __future__ import annotations
@@ -13,13 +15,15 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tracejudge.model.decode_json import spans_from_json
 from tracejudge.model.decode_proto import spans_from_proto_request
 from tracejudge.model.errors import OtlpDecodeError
 from tracejudge.model.spans import SpanRecord
+from tracejudge.model.tau2 import is_tau2_results, spans_from_tau2
 from tracejudge.model.transcripts import is_transcript, spans_from_transcript_doc
 
 __all__ = ["group_by_trace", "load_spans", "load_traces", "read_spans"]
@@ -79,7 +83,13 @@ def _length_prefixed(data: bytes) -> list[bytes] | None:
 
 def _decode_doc(doc: object, where: str = "") -> list[SpanRecord]:
     """One parsed JSON document: chat transcripts and tau-bench records become the spans an
-    instrumented agent would have emitted (``model.transcripts``); anything else is OTLP."""
+    instrumented agent would have emitted (``model.transcripts``, ``model.tau2``); anything
+    else is OTLP."""
+    if is_tau2_results(doc):
+        read = spans_from_tau2(doc)
+        if read.problems:
+            raise read.problems[0]
+        return read.spans
     if is_transcript(doc):
         return spans_from_transcript_doc(doc, where)
     return spans_from_json(doc)
@@ -144,7 +154,19 @@ def _decode_json_lines(
     return out
 
 
-def _decode_json_text(text: str, problems: list[OtlpDecodeError]) -> list[SpanRecord]:
+def _decode_tau2(
+    doc: Mapping[str, Any], problems: list[OtlpDecodeError], summaries: list[str]
+) -> list[SpanRecord]:
+    """A tau2-bench results file: a bad simulation is a problem, the rest are read."""
+    read = spans_from_tau2(doc)
+    problems.extend(read.problems)
+    summaries.append(read.summary())
+    return read.spans
+
+
+def _decode_json_text(
+    text: str, problems: list[OtlpDecodeError], summaries: list[str]
+) -> list[SpanRecord]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as whole_error:
@@ -153,6 +175,8 @@ def _decode_json_text(text: str, problems: list[OtlpDecodeError]) -> list[SpanRe
         if not _is_json_lines(lines):
             raise OtlpDecodeError("", _json_problem(whole_error, text)) from None
         return _decode_json_lines(lines, problems)
+    if is_tau2_results(doc):
+        return _decode_tau2(doc, problems, summaries)
     if is_transcript(doc):
         return spans_from_transcript_doc(doc)
     if isinstance(doc, list):  # a JSON array of requests
@@ -178,7 +202,9 @@ def _decode_frames(frames: list[bytes], problems: list[OtlpDecodeError]) -> list
     return out
 
 
-def _decode_file(file: Path, data: bytes, problems: list[OtlpDecodeError]) -> list[SpanRecord]:
+def _decode_file(
+    file: Path, data: bytes, problems: list[OtlpDecodeError], summaries: list[str]
+) -> list[SpanRecord]:
     if not data.strip():
         raise OtlpDecodeError("", "empty file")
     if data[:2] == _GZIP_MAGIC:
@@ -195,16 +221,20 @@ def _decode_file(file: Path, data: bytes, problems: list[OtlpDecodeError]) -> li
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise OtlpDecodeError("", f"not UTF-8 JSON: {exc}") from None
-    return _decode_json_text(text, problems)
+    return _decode_json_text(text, problems, summaries)
 
 
 def _in_file(file: Path, exc: OtlpDecodeError) -> OtlpDecodeError:
     return OtlpDecodeError(f"{file}: {exc.path}" if exc.path else str(file), exc.reason)
 
 
-def read_spans(path: str | Path) -> tuple[list[SpanRecord], list[OtlpDecodeError]]:
-    """Every span of one trace file that can be read, and one error per line (JSON lines)
-    or message (framed protobuf) that cannot: one bad line never hides the good ones.
+def read_spans(
+    path: str | Path, summaries: list[str] | None = None
+) -> tuple[list[SpanRecord], list[OtlpDecodeError]]:
+    """Every span of one trace file that can be read, and one error per line (JSON lines),
+    message (framed protobuf) or simulation (tau2-bench results) that cannot: one bad part
+    never hides the good ones. ``summaries`` receives one line per benchmark results file
+    counting what was read and what was not (prefixed with the file name).
 
     A file that cannot be read at all (not JSON, not protobuf, corrupt gzip, a broken
     single document) raises ``OtlpDecodeError``; an unreadable one ``OSError``. Every
@@ -213,10 +243,13 @@ def read_spans(path: str | Path) -> tuple[list[SpanRecord], list[OtlpDecodeError
     file = Path(path)
     data = file.read_bytes()
     problems: list[OtlpDecodeError] = []
+    counts: list[str] = []
     try:
-        spans = _decode_file(file, data, problems)
+        spans = _decode_file(file, data, problems, counts)
     except OtlpDecodeError as exc:
         raise _in_file(file, exc) from None
+    if summaries is not None:
+        summaries.extend(f"{file}: {line}" for line in counts)
     return spans, [_in_file(file, p) for p in problems]
 
 

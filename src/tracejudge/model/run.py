@@ -27,6 +27,7 @@ NoteCode: TypeAlias = Literal[
     "bad_messages",
     "orphan_tool_result",
     "shadow_without_request",
+    "source_problem",
     # where evidence came from, or a repair rules already see: recorded, no finding
     "args_not_json",
     "result_error",

@@ -29,6 +29,8 @@ class LoadedRuns:
     errors: list[str] = field(default_factory=list)
     files_read: int = 0
     spans: int = 0
+    summaries: list[str] = field(default_factory=list)
+    """One line per benchmark results file: what was read and what was not."""
 
 
 def load_runs(paths: Sequence[Path]) -> LoadedRuns:
@@ -38,7 +40,7 @@ def load_runs(paths: Sequence[Path]) -> LoadedRuns:
     spans: list[SpanRecord] = []
     for path in paths:
         try:
-            file_spans, bad_parts = read_spans(path)
+            file_spans, bad_parts = read_spans(path, out.summaries)
         except OtlpDecodeError as exc:
             out.errors.append(f"malformed trace file {exc}")
             continue
