@@ -45,7 +45,7 @@ MAX_CASES = 100_000
 MAX_NODES = 4_000_000
 """Values in the whole file once YAML aliases expand (a "billion laughs" bound)."""
 
-ArgMode: TypeAlias = Literal["exact", "subset", "ignore", "tolerance", "delta"]
+ArgMode: TypeAlias = Literal["exact", "subset", "keys", "unordered", "ignore", "tolerance", "delta"]
 CommunicateIn: TypeAlias = Literal["final_answer", "assistant_messages"]
 
 _BASE: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -79,7 +79,8 @@ class CasesError(ValueError):
 
 @dataclass(slots=True, frozen=True)
 class ArgMatch:
-    """How one argument is compared: ``exact``, ``subset``, ``ignore``, or a number within
+    """How one argument is compared: ``exact``, ``subset``, ``keys`` (records on the
+    expected keys), ``unordered`` (a list as a multiset), ``ignore``, or a number within
     ``amount`` (``tolerance``: relative to the expected value; ``delta``: absolute)."""
 
     mode: ArgMode
@@ -397,7 +398,7 @@ def _action(a: dict[str, Any], where: str, expected: bool) -> ActionSpec:
     per: dict[str, ArgMatch] = {}
     for name, m in (a.get("argument_match") or {}).items():
         if isinstance(m, str):
-            per[str(name)] = ArgMatch(m)  # type: ignore[arg-type]  # schema: exact|subset|ignore
+            per[str(name)] = ArgMatch(m)  # type: ignore[arg-type]  # schema: the string modes
         elif "tolerance" in m:
             per[str(name)] = ArgMatch("tolerance", float(m["tolerance"]))
         else:

@@ -188,6 +188,10 @@ def value_matches(actual: Any, expected: Any, rule: ArgMatch) -> bool:
         return True
     if mode == "subset":
         return subset(actual, expected)
+    if mode == "keys":
+        return on_keys(actual, expected)
+    if mode == "unordered":
+        return unordered(actual, expected)
     if mode in ("tolerance", "delta") and _number(actual) and _number(expected):
         gap = abs(float(actual) - float(expected))
         limit = rule.amount * abs(float(expected)) if mode == "tolerance" else rule.amount
@@ -229,6 +233,34 @@ def subset(actual: Any, expected: Any) -> bool:
         n = len(expected)
         return len(max_matching(n, len(actual), lambda e, a: subset(actual[a], expected[e]))) == n
     return same(actual, expected)
+
+
+def on_keys(actual: Any, expected: Any) -> bool:
+    """``expected`` with records compared on their expected keys: an object matches when
+    each key it lists matches (extra keys in ``actual`` are ignored), recursively; a list
+    has the same length and matches item by item, in order; a scalar is equal."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            k in actual and on_keys(actual[k], v) for k, v in expected.items()
+        )
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(expected)
+            and all(on_keys(a, e) for a, e in zip(actual, expected, strict=True))
+        )
+    return same(actual, expected)
+
+
+def unordered(actual: Any, expected: Any) -> bool:
+    """A list compared as a multiset: the same number of items, each expected item matched
+    (``on_keys``) by a different actual item, in any order. Not a list: as ``on_keys``."""
+    if not isinstance(expected, list):
+        return on_keys(actual, expected)
+    if not isinstance(actual, list) or len(actual) != len(expected):
+        return False
+    n = len(expected)
+    return len(max_matching(n, n, lambda e, a: on_keys(actual[a], expected[e]))) == n
 
 
 def max_matching(n_left: int, n_right: int, edge: Callable[[int, int], bool]) -> dict[int, int]:
