@@ -87,7 +87,7 @@ bench-collector: bootstrap compiled backends
 
 # Judging accuracy on the real tau-bench airline runs (examples/airline): policy rules alone,
 # then with the cases file; prints detection, false alarms and agreement against the targets.
-bench-accuracy: bootstrap
+bench-accuracy: bootstrap  # both domains: tau-bench airline, tau2-bench retail
 	$(PY) bench/bench_accuracy.py
 
 # Every benchmark, one after the other; results belong in docs/performance.md.

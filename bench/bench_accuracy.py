@@ -1,34 +1,47 @@
-"""Judging accuracy on real runs nobody here wrote: the tau-bench airline dev split.
+"""Judging accuracy on real runs nobody here wrote: tau-bench airline and tau2-bench retail.
 
-Run: ``make bench-accuracy`` (or ``.venv/bin/python bench/bench_accuracy.py``). The 100
-GPT-4o conversations in examples/airline/tau-bench-dev/ are read as transcripts (the same
-import ``tracejudge eval`` does), judged with
+Run: ``make bench-accuracy`` (or ``.venv/bin/python bench/bench_accuracy.py``). Two dev sets:
 
-(a) examples/airline/rules.yaml: rules written from the airline policy text alone;
-(b) examples/airline/cases.jsonl: each task's expected actions, translated mechanically
-    from tau-bench's ``info.task.actions`` (with the rules file's ``tools:``, so the engine
-    knows which tools write, but none of its rules); and both together.
+- **tau-bench airline**: the 100 GPT-4o conversations in examples/airline/tau-bench-dev/;
+- **tau2-bench retail**: the 480 GPT-4o conversations (40 tasks x 12 runs) in
+  examples/retail/tau2-retail-dev/sims/, read as ``tracejudge eval`` reads them.
 
-The labels come from tau-bench itself, never from the engine:
+Each is judged with
 
-- ``reward`` 1 or 0: whether the final database equals the one the expected actions give;
-- *visibly wrong*: a reward-0 run whose trace shows the wrong write: a successful write
-  that no expected action matches exactly (name and arguments), or a write the API
-  rejected. A reward-0 run that only *misses* a write is not visible without the case.
+(a) ``rules.yaml``: rules written from the domain's policy text alone;
+(b) ``cases.jsonl``: each task's expected actions, translated mechanically
+    (``cases from-tau-bench`` / ``cases from-tau2``), with the rules file's ``tools:`` (so
+    the engine knows which tools write) but none of its rules; and both together.
 
-Printed: (a) the share of visibly wrong runs judged ``fail`` (target >= 90%) and the share
-of reward-1 runs judged ``fail`` (false alarms, target <= 5%); (b) the agreement of
-``fail`` with reward 0 (target >= 95%); then every miss and false alarm with its primary
-finding, for reading by cause.
+The labels come from the benchmarks themselves, never from the engine:
+
+- ``reward`` 1 or 0: whether the final database equals the one the expected actions give
+  (tau2 retail: and the answer communicated what it had to);
+- *visibly wrong*: a reward-0 run whose trace shows the wrong write: a successful write that
+  no expected action matches (name and arguments, compared as the cases file compares
+  them), or a write the API rejected. A reward-0 run that only *misses* a write is not
+  visible without the case.
+
+Printed per domain: (a) the share of visibly wrong runs judged ``fail`` (target >= 90%) and
+the share of reward-1 runs judged ``fail`` (target <= 5% apart from the runs listed as
+visible policy breaches in the example's README); (b) the agreement of ``fail`` with reward 0
+(target >= 97%); undecided findings per run; then every miss and false alarm with its
+primary finding, for reading by cause. ``--eval-timing`` also times ``tracejudge eval`` on
+the airline set (100 runs) as a user runs it: wall and CPU of the process.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
+import re
+import resource
+import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,15 +49,18 @@ from typing import Any
 import yaml
 
 from tracejudge.engine import Engine, load_rules, load_rules_text
-from tracejudge.engine.verdict import Verdict
+from tracejudge.engine.tau2 import action_matches, argument_match
+from tracejudge.engine.verdict import Finding, Verdict
 from tracejudge.report.loading import load_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMINGS: list[tuple[str, float]] = []
 """Per judge() call: what judged, and the wall time per run (conversation built included)."""
 AIRLINE = ROOT / "examples" / "airline"
-DATA = AIRLINE / "tau-bench-dev" / "gpt-4o-airline.dev.json"
-WRITES = frozenset(
+AIRLINE_DATA = AIRLINE / "tau-bench-dev" / "gpt-4o-airline.dev.json"
+RETAIL = ROOT / "examples" / "retail"
+RETAIL_SIMS = RETAIL / "tau2-retail-dev" / "sims"
+AIRLINE_WRITES = frozenset(
     {
         "book_reservation",
         "cancel_reservation",
@@ -54,36 +70,62 @@ WRITES = frozenset(
         "send_certificate",
     }
 )
-
+RETAIL_WRITES = frozenset(
+    {
+        "cancel_pending_order",
+        "exchange_delivered_order_items",
+        "modify_pending_order_address",
+        "modify_pending_order_items",
+        "modify_pending_order_payment",
+        "modify_user_address",
+        "return_delivered_order_items",
+    }
+)
 
 CONTRADICTING_TASKS = frozenset({26, 34, 46})
-"""Tasks whose *expected* actions break the written policy (examples/airline/README.md says
-how): a rule that follows the policy fails their reward-1 runs. Reported apart, never
+"""Airline tasks whose *expected* actions break the written policy (examples/airline/README.md
+says how): a rule that follows the policy fails their reward-1 runs. Reported apart, never
 dropped from the figures."""
 
 
 @dataclass(slots=True, frozen=True)
 class Label:
-    """What tau-bench says of one run."""
+    """What the benchmark says of one run; ``name`` is how people find it."""
 
     run_id: str
+    name: str
+    task: str
     reward: int
     visible: bool
     why: str
+
+
+@dataclass(slots=True, frozen=True)
+class Domain:
+    """One dev set: where its runs, rules and cases are, and how to label its runs."""
+
+    title: str
+    data: list[Path]
+    rules: Path
+    cases: Path
+    labels: Callable[[], dict[str, Label]]
+    apart: Callable[[dict[str, Label]], set[str]]
+    """Run ids whose reward-1 failures are adjudicated (listed breaches), reported apart."""
+    apart_why: str
 
 
 def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def labels(records: list[dict[str, Any]]) -> dict[str, Label]:
-    """Ground truth per run id (``<task>-<trial>``), from the records alone."""
+def airline_labels() -> dict[str, Label]:
+    """Ground truth per run id (``<task>-<trial>``), from the tau-bench records alone."""
     out: dict[str, Label] = {}
-    for record in records:
+    for record in json.loads(AIRLINE_DATA.read_text()):
         expected = [
             (a["name"], _key(a["kwargs"]))
             for a in record["info"]["task"]["actions"]
-            if a["name"] in WRITES
+            if a["name"] in AIRLINE_WRITES
         ]
         pending: list[tuple[str, str, str]] = []
         done: list[tuple[str, str]] = []
@@ -95,7 +137,7 @@ def labels(records: list[dict[str, Any]]) -> dict[str, Label]:
             if message["role"] == "tool":
                 k = next(i for i, p in enumerate(pending) if p[0] == message["tool_call_id"])
                 _, name, args = pending.pop(k)
-                if name not in WRITES:
+                if name not in AIRLINE_WRITES:
                     continue
                 if str(message["content"]).startswith("Error"):
                     rejected.append(name)
@@ -107,11 +149,104 @@ def labels(records: list[dict[str, Any]]) -> dict[str, Label]:
             [f"unexpected {n}" for n in unexpected] + [f"rejected {n}" for n in rejected]
         )
         run_id = f"{record['task_id']}-{record['trial']}"
-        out[run_id] = Label(run_id, reward, reward == 0 and bool(why), why)
+        task = str(record["task_id"])
+        out[run_id] = Label(run_id, run_id, task, reward, reward == 0 and bool(why), why)
     return out
 
 
-def judge(rules: Path, cases: Path | None, *, tools_only: bool = False) -> dict[str, Verdict]:
+def retail_files() -> list[Path]:
+    """The 12 tau2-bench results files of the retail dev set, in name order."""
+    return sorted(RETAIL_SIMS.glob("*.json.gz"))
+
+
+def _tag(path: Path) -> str:
+    """``...learned-policy-chloe-gpt4o_run1.json.gz`` -> ``chloe-gpt4o-1``."""
+    m = re.search(r"learned-policy-(.+)_run(\d+)\.json\.gz$", path.name)
+    return f"{m.group(1)}-{m.group(2)}" if m else path.stem
+
+
+def retail_labels() -> dict[str, Label]:
+    """Ground truth per run id (the simulation id), from the tau2 results files alone;
+    runs are named ``<task>/<policy>-<run>`` (``5/chloe-gpt4o-1``)."""
+    out: dict[str, Label] = {}
+    for path in retail_files():
+        doc = json.loads(gzip.decompress(path.read_bytes()))
+        expected: dict[str, list[tuple[str, dict[str, Any], dict[str, str]]]] = {}
+        for task in doc["tasks"]:
+            expected[str(task["id"])] = [
+                (a["name"], a["arguments"], argument_match(a["name"], a["arguments"]))
+                for a in task["evaluation_criteria"]["actions"] or ()
+                if a["name"] in RETAIL_WRITES
+            ]
+        for sim in doc["simulations"]:
+            task = str(sim["task_id"])
+            pending: dict[str, tuple[str, Any]] = {}
+            unexpected: list[str] = []
+            rejected: list[str] = []
+            for message in sim["messages"]:
+                for call in message.get("tool_calls") or ():
+                    pending[call["id"]] = (call["name"], call["arguments"])
+                if message["role"] != "tool":
+                    continue
+                name, args = pending.pop(message["id"])
+                if name not in RETAIL_WRITES:
+                    continue
+                if str(message["content"]).startswith("Error"):
+                    rejected.append(name)
+                elif not any(
+                    n == name and action_matches(args, want, match)
+                    for n, want, match in expected.get(task, ())
+                ):
+                    unexpected.append(name)
+            reward = int(sim["reward_info"]["reward"])
+            why = ", ".join(
+                [f"unexpected {n}" for n in unexpected] + [f"rejected {n}" for n in rejected]
+            )
+            name = f"{task}/{_tag(path)}"
+            out[sim["id"]] = Label(sim["id"], name, task, reward, reward == 0 and bool(why), why)
+    return out
+
+
+_LISTED = re.compile(r"^\|\s*`(\d+/[\w.-]+)`\s*\|", re.MULTILINE)
+
+
+def retail_listed_breaches(truth: dict[str, Label]) -> set[str]:
+    """Run ids of the reward-1 runs examples/retail/README.md lists as visible breaches of
+    the written policy (a table row per run: ``| `5/chloe-gpt4o-1` | breach | sentence |``)."""
+    names = set(_LISTED.findall((RETAIL / "README.md").read_text()))
+    return {k for k, lab in truth.items() if lab.name in names}
+
+
+def airline_contradicting(truth: dict[str, Label]) -> set[str]:
+    """Run ids of the airline tasks whose expected actions break the policy."""
+    return {k for k, lab in truth.items() if int(lab.task) in CONTRADICTING_TASKS}
+
+
+DOMAINS: dict[str, Domain] = {
+    "airline": Domain(
+        "tau-bench airline dev",
+        [AIRLINE_DATA],
+        AIRLINE / "rules.yaml",
+        AIRLINE / "cases.jsonl",
+        airline_labels,
+        airline_contradicting,
+        "on tasks whose expected actions break the policy (26, 34, 46)",
+    ),
+    "retail": Domain(
+        "tau2-bench retail dev",
+        retail_files(),
+        RETAIL / "rules.yaml",
+        RETAIL / "cases.jsonl",
+        retail_labels,
+        retail_listed_breaches,
+        "listed in examples/retail/README.md as visible breaches of the written policy",
+    ),
+}
+
+
+def judge(
+    domain: Domain, rules: Path, cases: Path | None, *, tools_only: bool = False
+) -> dict[str, Verdict]:
     """The verdict of every dev run, by run id. ``tools_only``: keep the rules file's
     ``tools:`` (what is a write) but none of its rules, so only the cases judge."""
     if tools_only:
@@ -121,13 +256,13 @@ def judge(rules: Path, cases: Path | None, *, tools_only: bool = False) -> dict[
     else:
         ruleset = load_rules(rules)
     engine = _engine(ruleset, cases)
-    loaded = load_runs([DATA])
+    loaded = load_runs(domain.data)
     if loaded.errors:
         raise SystemExit("\n".join(loaded.errors))
     start = time.perf_counter()
     out = {run.run_id or run.trace_id: engine.judge(run) for run in loaded.runs}
     took = (time.perf_counter() - start) / max(1, len(loaded.runs))
-    what = f"{rules.name}{' (tools: only)' if tools_only else ''}"
+    what = f"{domain.title}: {rules.name}{' (tools: only)' if tools_only else ''}"
     TIMINGS.append((what + (f" + {cases.name}" if cases else ""), took))
     return out
 
@@ -146,98 +281,156 @@ def _primary(v: Verdict) -> str:
     return f"{v.primary.code} ({v.primary.rule_id})"
 
 
+def undecided(finding: Finding) -> bool:
+    """Whether a finding says a heuristic could not decide (read by name, so the figure
+    follows however the engine spells it: a severity, a flag or a code)."""
+    return (
+        getattr(finding, "undecided", False) is True
+        or str(getattr(finding, "severity", "")) == "undecided"
+        or "UNDECIDED" in finding.code
+    )
+
+
+def _pct(n: int, d: int) -> str:
+    return f"{n}/{d} = {n / d:.1%}" if d else f"{n}/0"
+
+
 def report(
+    domain: Domain,
     truth: dict[str, Label],
     policy: dict[str, Verdict],
     cased: dict[str, Verdict] | None,
     both: dict[str, Verdict] | None = None,
 ) -> dict[str, Any]:
-    """The figures, printed and returned."""
+    """One domain's figures, printed and returned."""
     visible = [k for k, lab in truth.items() if lab.visible]
     good = [k for k, lab in truth.items() if lab.reward == 1]
     caught = [k for k in visible if policy[k].verdict == "fail"]
     alarms = [k for k in good if policy[k].verdict == "fail"]
+    apart_ids = domain.apart(truth)
+    apart = [k for k in alarms if k in apart_ids]
+    rest = [k for k in good if k not in apart_ids]
+    n_undecided = sum(undecided(f) for v in policy.values() for f in v.findings)
     figures: dict[str, Any] = {
         "runs": len(truth),
         "reward_0": sum(1 for lab in truth.values() if lab.reward == 0),
+        "reward_1": len(good),
         "visibly_wrong": len(visible),
         "policy_detection": len(caught) / len(visible) if visible else 0.0,
         "policy_false_alarms": len(alarms) / len(good) if good else 0.0,
+        "false_alarms_apart": len(apart),
+        "false_alarms_outside_apart": (len(alarms) - len(apart)) / len(rest) if rest else 0.0,
+        "undecided_per_run": n_undecided / len(truth) if truth else 0.0,
     }
+    print(f"== {domain.title}")
     print(
-        f"tau-bench airline dev: {figures['runs']} runs, {figures['reward_0']} reward 0, "
-        f"{len(visible)} visibly wrong, {len(good)} reward 1"
+        f"{figures['runs']} runs, {figures['reward_0']} reward 0 ({len(visible)} visibly wrong), "
+        f"{len(good)} reward 1"
     )
     print(
-        f"(a) policy rules: visibly wrong runs judged fail {len(caught)}/{len(visible)} = "
-        f"{figures['policy_detection']:.0%} (target >= 90%); reward-1 runs judged fail "
-        f"{len(alarms)}/{len(good)} = {figures['policy_false_alarms']:.0%} (target <= 5%)"
-    )
-    apart = [k for k in alarms if int(k.split("-")[0]) in CONTRADICTING_TASKS]
-    rest = [k for k in good if int(k.split("-")[0]) not in CONTRADICTING_TASKS]
-    figures["false_alarms_outside_contradicting_tasks"] = (
-        (len(alarms) - len(apart)) / len(rest) if rest else 0.0
+        f"(a) policy rules: visibly wrong runs judged fail {_pct(len(caught), len(visible))} "
+        f"(target >= 90%); reward-1 runs judged fail {_pct(len(alarms), len(good))}"
     )
     print(
-        f"    of the {len(alarms)} false alarms, {len(apart)} are on tasks whose expected actions "
-        f"break the policy ({', '.join(map(str, sorted(CONTRADICTING_TASKS)))}); on the other "
-        f"tasks {len(alarms) - len(apart)}/{len(rest)} = "
-        f"{figures['false_alarms_outside_contradicting_tasks']:.0%} of reward-1 runs fail"
+        f"    of those {len(alarms)}, {len(apart)} are {domain.apart_why}; the other reward-1 "
+        f"runs fail {_pct(len(alarms) - len(apart), len(rest))} (target <= 5%)"
+    )
+    print(
+        f"    undecided findings: {n_undecided} in {len(truth)} runs = "
+        f"{figures['undecided_per_run']:.2f} per run (target < 1)"
     )
     if cased is not None:
         agree = [k for k, lab in truth.items() if (cased[k].verdict == "fail") == (lab.reward == 0)]
         figures["cases_agreement"] = len(agree) / len(truth)
         print(
-            f"(b) cases file (with the rules' tools:, none of its rules): fail agrees with "
-            f"reward 0 on {len(agree)}/{len(truth)} = {figures['cases_agreement']:.0%} "
-            "(target >= 95%)"
+            "(b) cases file (with the rules' tools:, none of its rules): fail agrees with "
+            f"reward 0 on {_pct(len(agree), len(truth))} (target >= 97%)"
         )
     if both is not None:
         same = [k for k, lab in truth.items() if (both[k].verdict == "fail") == (lab.reward == 0)]
         figures["rules_and_cases_agreement"] = len(same) / len(truth)
         print(
-            f"    policy rules and cases together: {len(same)}/{len(truth)} = "
-            f"{figures['rules_and_cases_agreement']:.0%} (policy failures on reward-1 runs "
-            "count against it: tau-bench's reward does not read the conversation)"
+            f"    policy rules and cases together: {_pct(len(same), len(truth))} (policy "
+            "failures on reward-1 runs count against it: the reward does not read the "
+            "conversation)"
         )
-    print("\nmissed (visibly wrong, not failed):")
-    for k in sorted(set(visible) - set(caught), key=_order):
-        print(f"  {k:6} {truth[k].why:60} -> {_primary(policy[k])}")
+    print("missed (visibly wrong, not failed):")
+    for k in sorted(set(visible) - set(caught), key=lambda k: _order(truth[k])):
+        print(f"  {truth[k].name:24} {truth[k].why:50} -> {_primary(policy[k])}")
     print("false alarms (reward 1, failed):")
-    for k in sorted(alarms, key=_order):
-        print(f"  {k:6} -> {_primary(policy[k])}")
+    for k in sorted(alarms, key=lambda k: _order(truth[k])):
+        mark = " [listed]" if k in apart_ids else ""
+        print(f"  {truth[k].name:24} -> {_primary(policy[k])}{mark}")
+    causes = Counter(policy[k].primary.rule_id for k in alarms if policy[k].primary is not None)
+    print("false alarms by primary rule:", dict(causes.most_common()))
     codes = Counter(f.code for k in visible for f in policy[k].findings if f.severity == "fail")
     print("hard finding codes on visibly wrong runs:", dict(codes.most_common()))
     if cased is not None:
         print("(b) disagreements:")
-        for k in sorted(truth, key=_order):
+        for k in sorted(truth, key=lambda k: _order(truth[k])):
             lab = truth[k]
             if (cased[k].verdict == "fail") != (lab.reward == 0):
-                print(f"  {k:6} reward {lab.reward} -> {cased[k].verdict} {_primary(cased[k])}")
+                print(
+                    f"  {lab.name:24} reward {lab.reward} -> {cased[k].verdict} "
+                    f"{_primary(cased[k])}"
+                )
+    print()
     return figures
 
 
-def _order(run_id: str) -> tuple[int, int]:
-    task, trial = run_id.split("-")
-    return int(task), int(trial)
+def _order(label: Label) -> tuple[int, str]:
+    task = label.task
+    return (int(task) if task.isdigit() else 0, label.name)
+
+
+def eval_timing() -> dict[str, float]:
+    """``tracejudge eval`` on the airline dev set (100 runs) in a child process, as a user
+    runs it: wall time and the child's CPU time (user + system), start-up included."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "tracejudge",
+        "eval",
+        "--rules",
+        str(AIRLINE / "rules.yaml"),
+        str(AIRLINE_DATA),
+        "-q",
+    ]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(cmd, check=False, capture_output=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    print(f"tracejudge eval, 100 airline runs: {wall:.2f} s wall, {cpu:.2f} s CPU (this machine)")
+    return {"eval_100_runs_wall_s": wall, "eval_100_runs_cpu_s": cpu}
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rules", type=Path, default=AIRLINE / "rules.yaml")
-    parser.add_argument("--cases", type=Path, default=AIRLINE / "cases.jsonl")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--domain", choices=[*DOMAINS, "all"], default="all")
+    parser.add_argument("--rules", type=Path, default=None, help="replace the domain's rules")
+    parser.add_argument("--cases", type=Path, default=None, help="replace the domain's cases")
+    parser.add_argument("--eval-timing", action="store_true", help="also time tracejudge eval")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
-    records = json.loads(DATA.read_text())
-    truth = labels(records)
-    policy = judge(args.rules, None)
-    cased = both = None
-    if args.cases.exists():
-        cased = judge(args.rules, args.cases, tools_only=True)
-        both = judge(args.rules, args.cases)
-    figures = report(truth, policy, cased, both)
+    names = list(DOMAINS) if args.domain == "all" else [args.domain]
+    figures: dict[str, Any] = {}
+    for name in names:
+        domain = DOMAINS[name]
+        rules = args.rules or domain.rules
+        cases = args.cases or domain.cases
+        truth = domain.labels()
+        policy = judge(domain, rules, None)
+        cased = both = None
+        if cases.exists():
+            cased = judge(domain, rules, cases, tools_only=True)
+            both = judge(domain, rules, cases)
+        figures[name] = report(domain, truth, policy, cased, both)
     for what, took in TIMINGS:
-        print(f"judging with {what}: {took * 1e3:.2f} ms per run (wall, this machine)")
+        print(f"judging {what}: {took * 1e3:.2f} ms per run (wall, this machine)")
+    if args.eval_timing:
+        figures["timing"] = eval_timing()
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0

@@ -102,7 +102,9 @@ def argument_match(tool: str, arguments: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _matches(call_args: Any, expected: Mapping[str, Any], match: Mapping[str, str]) -> bool:
+def action_matches(call_args: Any, expected: Mapping[str, Any], match: Mapping[str, str]) -> bool:
+    """Whether a call's arguments are the expected action's, each compared by its
+    ``argument_match`` mode (``exact`` when unlisted), with no argument missing or extra."""
     if not isinstance(call_args, Mapping) or set(call_args) != set(expected):
         return False
     return all(
@@ -140,7 +142,7 @@ def _failures(
     for doc in docs:
         for task_id, label, position, (name, args), text, ok in _calls(doc):
             for k, (tool, action) in enumerate(expected.get(task_id, ())):
-                if tool != name or not _matches(
+                if tool != name or not action_matches(
                     args, action["arguments"], action.get("argument_match", {})
                 ):
                     continue
