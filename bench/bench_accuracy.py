@@ -361,7 +361,7 @@ def report(
     for k in sorted(alarms, key=lambda k: _order(truth[k])):
         mark = " [listed]" if k in apart_ids else ""
         print(f"  {truth[k].name:24} -> {_primary(policy[k])}{mark}")
-    causes = Counter(policy[k].primary.rule_id for k in alarms if policy[k].primary is not None)
+    causes = Counter(p.rule_id for k in alarms if (p := policy[k].primary) is not None)
     print("false alarms by primary rule:", dict(causes.most_common()))
     codes = Counter(f.code for k in visible for f in policy[k].findings if f.severity == "fail")
     print("hard finding codes on visibly wrong runs:", dict(codes.most_common()))
