@@ -56,7 +56,7 @@ def _sim(
     }  # fmt: skip
 
 
-def _doc(*sims: dict[str, Any], tasks: tuple[str, ...] = ("1",)) -> dict[str, Any]:
+def _doc(*sims: Any, tasks: tuple[str, ...] = ("1",)) -> dict[str, Any]:
     return {
         "info": {"environment_info": {"domain_name": "retail"}, "agent_info": {"llm": "gpt-4o"}},
         "tasks": [{"id": t, "evaluation_criteria": {"actions": []}} for t in tasks],
