@@ -403,7 +403,35 @@ def eval_timing() -> dict[str, float]:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     print(f"tracejudge eval, 100 airline runs: {wall:.2f} s wall, {cpu:.2f} s CPU (this machine)")
-    return {"eval_100_runs_wall_s": wall, "eval_100_runs_cpu_s": cpu}
+    probe = (
+        "import time; t = time.process_time(); import tracejudge.cli; "
+        "print(time.process_time() - t)"
+    )
+    imports = float(
+        subprocess.run(
+            [sys.executable, "-c", probe], check=True, capture_output=True, text=True
+        ).stdout
+    )
+    t0 = time.process_time()
+    engine = Engine(load_rules(AIRLINE / "rules.yaml"))
+    t1 = time.process_time()
+    runs = load_runs([AIRLINE_DATA]).runs
+    t2 = time.process_time()
+    for run in runs:
+        engine.judge(run)
+    t3 = time.process_time()
+    print(
+        f"  CPU by stage: importing the CLI {imports:.2f} s, loading the rules {t1 - t0:.2f} s, "
+        f"reading {len(runs)} runs {t2 - t1:.2f} s, judging them {t3 - t2:.2f} s"
+    )
+    return {
+        "eval_100_runs_wall_s": wall,
+        "eval_100_runs_cpu_s": cpu,
+        "import_cpu_s": imports,
+        "rules_cpu_s": t1 - t0,
+        "read_cpu_s": t2 - t1,
+        "judge_cpu_s": t3 - t2,
+    }
 
 
 def main() -> int:
