@@ -128,22 +128,29 @@ def test_tasks_become_cases_with_writes_notifications_and_information() -> None:
     assert made.marked == []
 
 
-def test_an_expected_action_the_environment_rejects_is_marked_with_its_evidence() -> None:
+def test_an_expected_action_the_environment_rejects_is_noted_not_expected() -> None:
     args = {"order_id": "#W1", "item_ids": ["1"], "payment_method_id": "paypal_1"}
-    task = _task("12", _action(RETURN, **args))
+    task = _task("12", _action(RETURN, **args), _action("transfer_to_human_agents", summary="s"))
     failed = _sim("s-1", "12", [(RETURN, args, "Error: Payment method should be the original")])
     made = cases_from_tau2([_doc([task], [failed])])
-    (action,) = made.cases[0]["expected_actions"]
-    assert action["severity"] == "warn"
-    assert action["note"].startswith(
-        "fails in the benchmark's environment: simulation s-1 (simulations[0]) messages[2] "
-        "answered 'Error: Payment method should be the original'"
+    (case,) = made.cases
+    # tau2 skips it when building the expected database: a return like it is unexpected
+    assert case["expected_actions"] == [{"tool": "transfer_to_human_agents", "severity": "warn"}]
+    (note,) = case["notes"]
+    assert note.startswith(
+        f"not expected: the task's {RETURN} "
+        '{"item_ids": ["1"], "order_id": "#W1", "payment_method_id": "paypal_1"} fails in the '
+        "benchmark's environment (simulation s-1 (simulations[0]) messages[2] answered "
+        "'Error: Payment method should be the original'"
     )
-    assert made.marked == ["tau2-retail-12 expected_actions[0]"]
-    # a simulation where the same call succeeds shows it does not always fail: not marked
+    assert made.marked == [f"tau2-retail-12 {RETURN}"]
+    assert len(load_cases_text(dump_jsonl(made.cases), fmt="jsonl")) == 1
+    # a simulation where the same call succeeds shows it does not always fail: kept
     worked = _sim("s-2", "12", [(RETURN, {**args}, '{"status": "return requested"}')])
     again = cases_from_tau2([_doc([task], [failed, worked])])
-    assert "severity" not in again.cases[0]["expected_actions"][0]
+    assert again.cases[0]["expected_actions"][0]["tool"] == RETURN
+    assert "notes" not in again.cases[0]
+    assert again.marked == []
 
 
 def test_a_run_with_the_item_ids_in_another_order_agrees_with_the_reward(tmp_path: Path) -> None:

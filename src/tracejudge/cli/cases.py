@@ -131,7 +131,7 @@ def _read_json(path: Path) -> Any:
 def from_tau2_command(prefix: str | None, output: Path | None, files: tuple[Path, ...]) -> None:
     """Translate tau2-bench results FILES (top-level tasks and simulations, gzip or not)
     into a cases file: one case per task; the simulations show which expected actions
-    fail in the benchmark's own environment (those are marked, severity warn)."""
+    fail in the benchmark's own environment (those are taken out and noted)."""
     import gzip
     import zlib
 
@@ -166,14 +166,14 @@ def from_tau2_command(prefix: str | None, output: Path | None, files: tuple[Path
         click.echo(f"tracejudge cases from-tau2: warning: {line}", err=True)
     for where in made.marked:
         click.echo(
-            f"tracejudge cases from-tau2: note: {where} fails in the benchmark's environment; "
-            "marked severity warn (see its note)",
+            f"tracejudge cases from-tau2: note: {where}: fails in the benchmark's environment, "
+            "so it is not expected (see the case's notes)",
             err=True,
         )
     click.echo(
         f"read {len(files)} file(s): {n} task(s), {made.simulations} simulation(s) "
         f"({len(made.without_task)} naming no task); {len(made.marked)} expected action(s) "
-        "marked as failing in the benchmark's environment",
+        "noted as failing in the benchmark's environment",
         err=True,
     )
     if output is None:

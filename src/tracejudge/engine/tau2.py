@@ -20,8 +20,9 @@ message. The translation keeps that meaning, as ``engine.tau_bench`` does for ta
   expected. tau2 replays the expected actions to build the expected database and skips one
   that raises, so such an action changes nothing there. When a simulation in the files
   shows the call, arguments matching, answered ``Error...`` and no simulation shows it
-  succeed, the action is kept with ``severity: warn`` and a ``note`` citing the
-  simulation, message and error.
+  succeed, the action leaves ``expected_actions`` (so a write like it is unexpected, as it
+  is for the reward) and the case's ``notes`` say so, citing the simulation, message and
+  error.
 - ``communicate_info`` become ``must_communicate`` text items checked in every assistant
   message, compared case-folded with digit-group commas dropped, as tau2 does.
 """
@@ -86,7 +87,7 @@ class Tau2Cases:
     files: int = 0
     simulations: int = 0
     marked: list[str] = field(default_factory=list)
-    """``case id expected_actions[k]``: expected actions marked as failing."""
+    """``case id tool``: expected actions taken out because the environment rejects them."""
     without_task: list[str] = field(default_factory=list)
     """Simulations whose task id has no task, named with their position."""
 
@@ -255,18 +256,24 @@ def cases_from_tau2(
         tid: [(a["tool"], a) for a in case["expected_actions"] if "arguments" in a]
         for tid, (_, _, case) in by_task.items()
     }
+    marked: dict[str, list[int]] = {}
     for (tid, k), failure in sorted(_failures(docs, expected).items()):
-        action = expected[tid][k][1]
-        action["severity"] = "warn"
-        action["note"] = (
-            f"fails in the benchmark's environment: {failure.simulation} "
-            f"{failure.position} answered {failure.error!r}, and no simulation shows it "
-            "succeed; tau2 skips an expected action that fails when it builds the expected "
-            "database, so it is not required"
-        )
+        tool, action = expected[tid][k]
         case = by_task[tid][2]
         where = case["expected_actions"].index(action)
-        out.marked.append(f"{case['id']} expected_actions[{where}]")
+        marked.setdefault(tid, []).append(where)
+        case.setdefault("notes", []).append(
+            f"not expected: the task's {tool} {json.dumps(action['arguments'], sort_keys=True)} "
+            f"fails in the benchmark's environment ({failure.simulation} {failure.position} "
+            f"answered {failure.error!r}, and no simulation shows it succeed); tau2 skips an "
+            "expected action that fails when it builds the expected database"
+        )
+        out.marked.append(f"{case['id']} {tool}")
+    for tid, wheres in marked.items():
+        case = by_task[tid][2]
+        case["expected_actions"] = [
+            a for i, a in enumerate(case["expected_actions"]) if i not in wheres
+        ]
 
     def order(task_id: str) -> tuple[int, int | str]:
         return (0, int(task_id)) if task_id.isdigit() else (1, task_id)
