@@ -119,5 +119,5 @@ def test_accuracy_on_the_dev_set_holds() -> None:
         if lab.reward == 1 and k not in listed and policy[k].verdict == "fail"
     )
     assert caught >= 90
-    assert agree >= 476
-    assert unlisted_alarms <= 15
+    assert agree >= 479
+    assert unlisted_alarms <= 7
