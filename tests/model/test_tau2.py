@@ -162,3 +162,19 @@ def test_eval_prints_what_it_read(tmp_path: Path) -> None:
         "1 task(s); 1 simulation(s) name a task the file does not have"
     ) in result.stderr
     assert "2 run(s)" in result.stdout
+
+
+def test_the_simulated_users_own_tool_calls_are_not_the_agents(tmp_path: Path) -> None:
+    """tau2's telecom user runs tools on their own device: those calls and results
+    (``requestor: user``) are not steps of the agent, and not orphan results either."""
+    sim = _sim("s-a", "1")
+    user_call = {"id": "u1", "name": "toggle_airplane_mode", "arguments": {}, "requestor": "user"}
+    sim["messages"][1:1] = [
+        {"role": "user", "content": None, "tool_calls": [user_call]},
+        {"role": "tool", "id": "u1", "content": "Airplane mode off", "requestor": "user"},
+    ]
+    loaded = load_runs([_write(tmp_path / "r.json.gz", _doc(sim))])
+    (run,) = loaded.runs
+    assert [c.name for c in run.tool_calls] == ["cancel_pending_order"]
+    verdict = Engine(load_rules_text(RULES)).judge(run)
+    assert verdict.verdict == "pass"

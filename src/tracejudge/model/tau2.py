@@ -16,7 +16,9 @@ means the same on tau2, tau-bench and live traffic: case ``tau2-<domain>-<task_i
 domain from ``info.environment_info.domain_name``), run id the simulation's ``id`` (a
 task's trials across several files stay apart), the model from ``info.agent_info.llm``.
 The clock starts at the simulation's ``start_time`` (tau2 writes local times without a
-zone; they are taken as UTC), one second per message.
+zone; they are taken as UTC), one second per message. The simulated user's own tool calls
+and their results (``requestor: user``, tau2's telecom domain) are not the agent's steps and
+are left out; the user's words stay.
 
 Bad input is never skipped silently. A simulation that cannot be read (not an object, no
 message list, a message of an unknown role) is a problem naming the simulation and the
@@ -124,6 +126,8 @@ def chat_messages(messages: Sequence[Any], where: str) -> list[dict[str, Any]]:
                     _call(c, f"{at}.tool_calls[{k}]") for k, c in enumerate(calls)
                 ]
         elif role == "tool":
+            if message.get("requestor") == "user":
+                continue  # the simulated user's own tool (tau2 telecom): not the agent's step
             cid = message.get("id")
             if cid is not None:
                 chat["tool_call_id"] = str(cid)
