@@ -64,7 +64,7 @@ def test_eval_runs_from_a_clean_clone(tmp_path: Path) -> None:
     git = shutil.which("git")
     assert git is not None
     clone = tmp_path / "clone"
-    subprocess.run([git, "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
+    subprocess.run([git, "clone", "-q", str(ROOT), str(clone)], check=True)
     example = clone / "examples" / "retail"
     sims = sorted((example / "tau2-retail-dev" / "sims").glob("*.json.gz"))
     done = subprocess.run(
@@ -74,7 +74,7 @@ def test_eval_runs_from_a_clean_clone(tmp_path: Path) -> None:
             "--cases", str(example / "cases.jsonl"),
             "--format", "json", *map(str, sims),
         ],
-        capture_output=True, text=True, check=False, timeout=600, cwd=clone,
+        capture_output=True, text=True, check=False, cwd=clone,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr  # some runs fail: exit 1, not an input error
     verdicts = [json.loads(line) for line in done.stdout.splitlines()]
@@ -93,7 +93,6 @@ def test_the_cases_file_is_what_the_documented_command_generates(tmp_path: Path)
         capture_output=True,
         text=True,
         check=False,
-        timeout=240,
     )
     assert done.returncode == 0, done.stderr
     assert out.read_text() == (RETAIL / "cases.jsonl").read_text()
