@@ -339,6 +339,18 @@ def report(
         f"    undecided findings: {n_undecided} in {len(truth)} runs = "
         f"{figures['undecided_per_run']:.2f} per run (target < 1)"
     )
+    # runs of one task are correlated (same task, same model): per task as well as per run
+    vis_tasks = {truth[k].task for k in visible}
+    missed_tasks = {truth[k].task for k in set(visible) - set(caught)}
+    rest_tasks = {truth[k].task for k in rest}
+    alarm_tasks = {truth[k].task for k in alarms if k not in apart_ids}
+    figures["tasks_with_a_missed_run"] = len(missed_tasks)
+    figures["tasks_with_an_unlisted_false_alarm"] = len(alarm_tasks)
+    print(
+        f"    per task: {len(missed_tasks)} of the {len(vis_tasks)} tasks with visibly wrong "
+        f"runs have a missed one; {len(alarm_tasks)} of the {len(rest_tasks)} tasks with "
+        "unlisted reward-1 runs have a false alarm"
+    )
     if cased is not None:
         agree = [k for k, lab in truth.items() if (cased[k].verdict == "fail") == (lab.reward == 0)]
         figures["cases_agreement"] = len(agree) / len(truth)
