@@ -27,8 +27,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
 
+from tests.support.guards import IO_S, WAIT_S
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector, CollectorConfig
+from tracejudge.collector.clock import Clock, ManualClock
 from tracejudge.collector.otlp import status_bytes
 from tracejudge.engine.verdict import Finding, RuleOutcome, Verdict
 from tracejudge.model.spans import STATUS_ERROR, SpanRecord
@@ -44,8 +46,9 @@ class LoopThread:
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
 
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
-        """Run a coroutine on the loop and wait for its result."""
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = WAIT_S) -> T:
+        """Run a coroutine on the loop and wait for its result (``timeout``: a deadlock
+        guard, tests/support/guards.py)."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def close(self) -> None:
@@ -224,8 +227,9 @@ def attrs(span: Span) -> dict[str, Any]:
     return out
 
 
-def wait_for(cond: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    """Poll until ``cond()`` or fail with ``what``."""
+def wait_for(cond: Callable[[], bool], timeout: float = WAIT_S, what: str = "condition") -> None:
+    """Poll until ``cond()`` or fail with ``what``. ``timeout`` is a deadlock guard, never a
+    claim about speed (tests/support/guards.py)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if cond():
@@ -286,7 +290,7 @@ def post(
     path: str = "/v1/traces",
 ) -> tuple[int, dict[str, str], bytes]:
     """A raw HTTP request to the collector (status, headers, body)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=IO_S)
     try:
         hdrs = {"Content-Type": content_type, **(headers or {})}
         conn.request(method, path, body=body, headers=hdrs)
@@ -315,12 +319,30 @@ def config(sink: Sink, tmp: Path | None = None, **overrides: Any) -> CollectorCo
     return CollectorConfig(**base).validate()
 
 
-def start_collector(lt: LoopThread, cfg: CollectorConfig, judge: Any = None) -> Collector:
-    """Build and start a Collector on the loop thread."""
+def start_collector(
+    lt: LoopThread, cfg: CollectorConfig, judge: Any = None, clock: Clock | None = None
+) -> Collector:
+    """Build and start a Collector on the loop thread (on ``clock`` when given: a
+    ``ManualClock`` the test moves, see ``settle``)."""
 
     async def go() -> Collector:
-        c = Collector(cfg, judge if judge is not None else StandInJudge())
+        c = Collector(cfg, judge if judge is not None else StandInJudge(), clock)
         await c.start()
         return c
 
     return lt.run(go())
+
+
+def timer_settled(c: Collector, clock: ManualClock) -> bool:
+    """True once the decision timer of ``c`` (started on ``clock``) has done everything due
+    at the clock's reading: it re-arms past ``clock.now()`` only after its tick, and a
+    trace that ingest found due sets ``wake`` until that tick has run."""
+    p = c.pipeline
+    return p is not None and p.wake_at > clock.now() and not p.wake.is_set()
+
+
+def advance(c: Collector, clock: ManualClock, seconds: float) -> None:
+    """Move ``clock`` on by ``seconds`` and wait until the collector's timer has decided
+    everything due by then (decisions made; their forwarding may still be under way)."""
+    clock.advance(seconds)
+    wait_for(lambda: timer_settled(c, clock), what=f"the decision timer at +{seconds}s")

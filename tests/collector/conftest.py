@@ -11,6 +11,7 @@ import pytest
 from tests.collector.collector_support import LoopThread, Sink, config, start_collector
 from tests.collector.judged_support import judged_collector
 from tracejudge.collector import Collector
+from tracejudge.collector.clock import Clock
 
 
 @pytest.fixture
@@ -34,11 +35,12 @@ def sink(lt: LoopThread) -> Iterator[Sink]:
 def collector_factory(
     lt: LoopThread, sink: Sink, tmp_path: Path
 ) -> Iterator[Callable[..., Collector]]:
-    """Start collectors (stand-in judge unless ``judge=`` is given); all stopped after."""
+    """Start collectors (stand-in judge unless ``judge=`` is given, the real clocks unless
+    ``clock=`` is); all stopped after."""
     started: list[Collector] = []
 
-    def make(judge: Any = None, **overrides: Any) -> Collector:
-        c = start_collector(lt, config(sink, tmp_path, **overrides), judge)
+    def make(judge: Any = None, clock: Clock | None = None, **overrides: Any) -> Collector:
+        c = start_collector(lt, config(sink, tmp_path, **overrides), judge, clock)
         started.append(c)
         return c
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from opentelemetry.trace import Status, StatusCode
 from tests.collector.collector_support import (
     Sink,
     StandInJudge,
+    advance,
     attrs,
     make_request,
     make_span,
@@ -32,6 +32,7 @@ from tests.collector.collector_support import (
 )
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
+from tracejudge.collector.clock import ManualClock
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.spans import SpanRecord
 
@@ -121,33 +122,42 @@ def test_decision_waits_after_root_then_forwards(
     collector_factory: Callable[..., Collector], sink: Sink
 ) -> None:
     """A trace is held while spans keep coming and decided wait_after_root after the last;
-    deciding earlier would judge half a run."""
-    c = collector_factory(decision_wait_after_root=0.3, decision_wait=5.0)
+    deciding earlier would judge half a run. On the manual clock: the spans come 0.15 s
+    apart (0.45 s in all, past one wait), the trace is still held 0.29 s after the last,
+    and decided once 0.3 s have passed."""
+    clock = ManualClock()
+    c = collector_factory(clock=clock, decision_wait_after_root=0.3, decision_wait=5.0)
     trace_id, root_id = new_ids()
     post(c.http_port, make_request([make_span(trace_id, root_id)]).SerializeToString())
     for _ in range(3):
-        time.sleep(0.15)
+        advance(c, clock, 0.15)
         child = make_span(trace_id, parent=root_id)
         post(c.http_port, make_request([child]).SerializeToString())
-    last = time.monotonic()
+    advance(c, clock, 0.29)
+    assert c.stats.traces_decided == 0
+    assert c.snapshot()["buffered_traces"] == 1
     assert sink.spans() == []
+    advance(c, clock, 0.02)
+    assert c.stats.traces_decided == 1
     wait_for(lambda: len(sink.spans()) == 4, what="whole trace")
-    took = time.monotonic() - last
-    assert 0.25 <= took < 1.0, took
     assert attrs(next(s for s in sink.spans() if s.span_id == root_id))[sc.TRACEJUDGE_VERDICT]
 
 
 def test_trace_without_root_is_decided_at_decision_wait(
     collector_factory: Callable[..., Collector], sink: Sink
 ) -> None:
-    """Spans whose root never arrives are still forwarded (unstamped) after decision_wait."""
-    c = collector_factory(decision_wait_after_root=0.1, decision_wait=0.6)
+    """Spans whose root never arrives are still forwarded (unstamped) after decision_wait,
+    not after decision_wait_after_root (manual clock)."""
+    clock = ManualClock()
+    c = collector_factory(clock=clock, decision_wait_after_root=0.1, decision_wait=0.6)
     trace_id, _ = new_ids()
-    start = time.monotonic()
     orphan = make_span(trace_id, parent=b"\x01" * 8)
     post(c.http_port, make_request([orphan]).SerializeToString())
+    advance(c, clock, 0.59)
+    assert c.stats.traces_decided == 0
+    advance(c, clock, 0.02)
+    assert c.stats.traces_decided == 1
     wait_for(lambda: len(sink.spans()) == 1, what="orphan span")
-    assert time.monotonic() - start >= 0.5
     assert sc.TRACEJUDGE_VERDICT not in attrs(sink.spans()[0])
 
 

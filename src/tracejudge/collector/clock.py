@@ -1,15 +1,29 @@
 """The collector's clock, injectable so decision timing is tested without sleeps.
 
-Decision deadlines (``decision_wait_after_root``, ``decision_wait``) and the timer's next
-wake are computed from ``Clock.now()``; the gate's window uses ``Clock.wall()``. The
-default reads the real clocks; a test passes a clock it advances by hand and drives the
-pipeline's timer step by step (``Pipeline.arm_timer`` then ``Pipeline.tick``).
+Decision deadlines (``decision_wait_after_root``, ``decision_wait``), the judge's lag and
+the timer's next wake are computed from ``Clock.now()``, and the timer sleeps with
+``Clock.call_later``; the gate's window uses ``Clock.wall()``. The default reads the real
+clocks and sleeps on the event loop; a test passes a ``ManualClock`` to ``Collector`` and
+moves time with ``advance`` (the collector's timer wakes when the clock passes its
+deadline, on its own loop), or drives a ``Pipeline`` step by step (``Pipeline.arm_timer``
+then ``Pipeline.tick``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
+
+
+class Timer(Protocol):
+    """A callback scheduled with ``Clock.call_later``."""
+
+    def cancel(self) -> None:
+        """Do not run it (no effect once it ran)."""
+        ...
 
 
 class Clock(Protocol):
@@ -23,6 +37,11 @@ class Clock(Protocol):
         """Seconds since the Unix epoch."""
         ...
 
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
+        """Run ``callback`` on the running event loop once ``now()`` has moved ``delay``
+        seconds on. Called on that loop."""
+        ...
+
 
 class SystemClock:
     """The real clocks. ``now`` is ``time.monotonic``, the clock asyncio's default loop
@@ -34,13 +53,36 @@ class SystemClock:
     def wall(self) -> float:
         return time.time()
 
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
+        return asyncio.get_running_loop().call_later(delay, callback)
+
+
+class _ManualTimer:
+    """One ``ManualClock.call_later``: its deadline, loop and callback."""
+
+    def __init__(
+        self, when: float, loop: asyncio.AbstractEventLoop, callback: Callable[[], None]
+    ) -> None:
+        self.when = when
+        self.loop = loop
+        self.callback = callback
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
 
 class ManualClock:
-    """A clock that moves only when told (``advance``): for tests and simulations."""
+    """A clock that moves only when told (``advance``): for tests and simulations.
+
+    ``advance`` may be called from any thread (a test thread driving a collector whose loop
+    runs in another): the timers it makes due run on the loop that scheduled them."""
 
     def __init__(self, start: float = 1000.0, wall_start: float = 1_800_000_000.0) -> None:
         self._now = start
         self._offset = wall_start - start
+        self._lock = threading.Lock()
+        self._timers: list[_ManualTimer] = []
 
     def now(self) -> float:
         return self._now
@@ -52,4 +94,26 @@ class ManualClock:
         """Move both readings forward by ``seconds`` (never backward)."""
         if seconds < 0:
             raise ValueError(f"a clock does not go back ({seconds})")
-        self._now += seconds
+        with self._lock:
+            self._now += seconds
+            due = [t for t in self._timers if t.when <= self._now]
+            self._timers = [t for t in self._timers if t.when > self._now and not t.cancelled]
+        for t in sorted(due, key=lambda t: t.when):
+            if not t.cancelled:
+                t.loop.call_soon_threadsafe(self._fire, t)
+
+    @staticmethod
+    def _fire(timer: _ManualTimer) -> None:
+        if not timer.cancelled:
+            timer.callback()
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
+        timer = _ManualTimer(self._now + delay, asyncio.get_running_loop(), callback)
+        with self._lock:
+            self._timers.append(timer)
+        return timer
+
+    def pending(self) -> int:
+        """Timers scheduled and not yet due or cancelled (a test's view of who waits)."""
+        with self._lock:
+            return sum(not t.cancelled for t in self._timers)

@@ -75,11 +75,11 @@ class Collector:
             self.rule_cost = measure(judge, config.max_rule_cost)
             check_budget(self.rule_cost, config.max_rule_cost, str(config.rules or "rules"))
         self.clock: Clock = SystemClock() if clock is None else clock
+        """Decision deadlines and the judge's lag are read from it and the decision timer
+        sleeps on it (a ``ManualClock`` lets a test move the collector's time by hand)."""
         self.recent = RecentVerdicts()
         """The runs this collector decided, for ``GET /v1/gate`` (bounded; agent, variant,
         outcome and policy-failure code only)."""
-        """Decision deadlines are read from it; the timer's sleeps are the loop's, so a
-        clock other than ``SystemClock`` suits driving a ``Pipeline`` by hand, not here."""
         readers = []
         if config.metrics_otlp_endpoint:
             readers.append(
@@ -499,11 +499,10 @@ class Collector:
     async def _tick_loop(self) -> None:
         p = self.pipeline
         assert p is not None
-        loop = asyncio.get_running_loop()
         while not self.stopping():
             # Wake at the earliest decision deadline, or sooner when ingest buffers a
             # trace due before that (see ``Pipeline.arm_timer``).
-            timer = loop.call_later(p.arm_timer(), p.wake.set)
+            timer = self.clock.call_later(p.arm_timer(), p.wake.set)
             try:
                 await p.wake.wait()
             finally:
