@@ -3,12 +3,14 @@ judging that falls behind pushes clients back without losing what was accepted, 
 rule-cost budget is checked at load and per live run.
 
 Real sockets throughout (HTTP and gRPC clients against the collector's receivers, a real
-OTLP receiver as backend). Timing bounds are generous ratios, not absolute wall clock
-figures: the machine running the tests is shared.
+OTLP receiver as backend). Nothing here bounds wall-clock time: the judge's lag moves on
+the manual clock, a slow judge is one held at a gate, and "does not stall" counts answers
+given while a judgement runs (the machine running the tests is shared).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import subprocess
@@ -26,6 +28,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from tests.collector.collector_support import (
     LoopThread,
     StandInJudge,
+    advance,
     attrs,
     make_request,
     make_span,
@@ -33,9 +36,11 @@ from tests.collector.collector_support import (
     post,
     wait_for,
 )
+from tests.support.guards import IO_S, PROCESS_S, WAIT_S
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector, CollectorConfig, load_judge
 from tracejudge.collector.buffer import DecisionCache, decision_bytes
+from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import build_config
 from tracejudge.collector.cost import RuleCostError
 from tracejudge.collector.pipeline import CHEAP_JUDGING, LOOP_JUDGING_LIMIT
@@ -91,18 +96,9 @@ def _agent_trace(tools: int) -> tuple[bytes, bytes]:
     return tid, make_request(spans).SerializeToString()
 
 
-def _timed_get(port: int, path: str = "/healthz") -> float:
-    began = time.perf_counter()
-    status, _, _ = post(port, b"", method="GET", path=path)
-    assert status == 200
-    return time.perf_counter() - began
-
-
-def _grpc_export(port: int, body: bytes) -> float:
-    began = time.perf_counter()
+def _grpc_export(port: int, body: bytes) -> None:
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-        channel.unary_unary(EXPORT, None, None)(body, timeout=30)
-    return time.perf_counter() - began
+        channel.unary_unary(EXPORT, None, None)(body, timeout=IO_S)
 
 
 def test_expensive_rules_do_not_stall_healthz_or_the_receivers(
@@ -111,43 +107,45 @@ def test_expensive_rules_do_not_stall_healthz_or_the_receivers(
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A valid rules file of many expensive CEL rules takes on the order of a second per
-    trace here; while such a trace is judged, ``/healthz`` and both receivers keep
-    answering in a small fraction of that (judged on the event loop, each waited for the
-    whole judgement). The run over the rule-cost budget is counted and logged once, with
-    its trace id; the synthetic 10-span run at load was under it."""
+    """A valid rules file of many expensive CEL rules takes on the order of a second of CPU
+    per trace here; while one such trace is judged, ``/healthz`` and both receivers keep
+    answering: requests asked *and answered* while that one trace was being judged are
+    counted (judged on the event loop, none could be: each would wait for the whole
+    judgement). Counting answers, not timing them, keeps this true on a busy machine. The
+    run over the rule-cost budget is counted and logged once, with its trace id; the
+    synthetic 10-span run at load was cheaper than the live 98-tool run (both CPU time)."""
     judge = load_judge(_rules(tmp_path / "heavy.yaml", heavy=150))
-    c = collector_factory(judge=judge, decision_wait_after_root=0.05, max_judge_lag=60.0)
+    c = collector_factory(judge=judge, decision_wait_after_root=0.05, max_judge_lag=600.0)
     assert c.rule_cost is not None
-    assert c.rule_cost.seconds < 0.1
-    assert c.pipeline is not None
-    assert c.pipeline.worker.on_thread  # judging starts on the thread
+    p = c.pipeline
+    assert p is not None
+    assert p.worker.on_thread  # judging starts on the thread
     tid, body = _agent_trace(tools=98)
+    answered = {"healthz": 0, "http": 0, "grpc": 0}
     with caplog.at_level(logging.WARNING, logger="tracejudge.collector"):
         assert post(c.http_port, body)[0] == 200
-        wait_for(lambda: c.pipeline is not None and c.pipeline.judge_lag() > 0, what="judging")
-        healthz: list[float] = []
-        receivers: list[float] = []
-        while c.stats.traces_decided == 0:
-            healthz.append(_timed_get(c.http_port))
-            if len(healthz) % 5 == 1:
+        wait_for(lambda: p.deciding(tid) or c.stats.traces_decided > 0, what="judging")
+        while p.deciding(tid):
+            status, _, _ = post(c.http_port, b"", method="GET", path="/healthz")
+            assert status == 200
+            answered["healthz"] += p.deciding(tid)
+            if p.deciding(tid) and answered["healthz"] % 3 == 1:
                 _, small = _agent_trace(tools=1)
-                receivers.append(_grpc_export(c.grpc_port, small))
-                status, _, _ = post(c.http_port, small)
-                assert status == 200
-            time.sleep(0.01)
+                _grpc_export(c.grpc_port, small)
+                answered["grpc"] += p.deciding(tid)
+                assert post(c.http_port, small)[0] == 200
+                answered["http"] += p.deciding(tid)
         wait_for(lambda: any(s.trace_id == tid for s in sink.spans()), what="the heavy trace")
-    judged = c.pipeline.cost.slowest
-    assert judged > 0.3, f"the rules were meant to be slow here ({judged:.3f}s per run)"
-    assert len(healthz) >= 3, healthz
-    assert max(healthz) < judged / 3, (max(healthz), judged)
-    assert max(receivers) < judged / 2, (max(receivers), judged)
-    assert c.pipeline.cost.over_budget >= 1
+    assert answered["healthz"] >= 3, answered
+    assert answered["grpc"] >= 1, answered
+    assert answered["http"] >= 1, answered
+    assert c.rule_cost.seconds < p.cost.slowest
+    assert p.cost.over_budget >= 1
     lines = [
         r.getMessage() for r in caplog.records if "over the rule-cost budget" in r.getMessage()
     ]
     assert len([m for m in lines if tid.hex() in m]) == 1
-    assert c.snapshot()["judging"]["over_budget"] == c.pipeline.cost.over_budget
+    assert c.snapshot()["judging"]["over_budget"] == p.cost.over_budget
 
 
 def _grpc_refusal(port: int, body: bytes) -> grpc.RpcError | None:
@@ -170,7 +168,7 @@ class GatedJudge:
 
     def judge_spans(self, spans: Sequence[SpanRecord]) -> list[Verdict]:
         self.entered.set()
-        assert self.gate.wait(30)
+        assert self.gate.wait(WAIT_S)
         return self.inner.judge_spans(spans)
 
 
@@ -180,47 +178,45 @@ def test_judging_behind_pushes_back_and_loses_nothing(
     """While the oldest due trace has waited longer than ``max_judge_lag`` to be judged,
     OTLP/HTTP answers 503 with Retry-After and gRPC UNAVAILABLE with RetryInfo; once judging
     catches up requests are accepted again, and every accepted trace reaches the backend
-    judged."""
+    judged. The lag is moved on the manual clock while the judge is held at its gate."""
     judge = GatedJudge()
-    c = collector_factory(judge=judge, decision_wait_after_root=0.02, max_judge_lag=0.3)
+    clock = ManualClock()
+    c = collector_factory(
+        judge=judge, clock=clock, decision_wait_after_root=0.02, max_judge_lag=0.3
+    )
+    p = c.pipeline
+    assert p is not None
     accepted: list[bytes] = []
     first, first_body = _agent_trace(tools=2)
     assert post(c.http_port, first_body)[0] == 200
     accepted.append(first)
-    assert judge.entered.wait(10)
-    refused_http = refused_grpc = 0
-    deadline = time.monotonic() + 10
-    while (not refused_http or not refused_grpc) and time.monotonic() < deadline:
-        tid, body = _agent_trace(tools=2)
-        status, headers, answer = post(c.http_port, body)
-        if status == 200:
-            accepted.append(tid)
-            continue
-        assert status == 503
-        assert int(headers["retry-after"]) >= 1
-        assert "judging is" in status_pb2.Status.FromString(answer).message
-        refused_http += 1
-        tid, body = _agent_trace(tools=2)
-        err = _grpc_refusal(c.grpc_port, body)
-        if err is None:
-            accepted.append(tid)
-            continue
-        assert err.code() == grpc.StatusCode.UNAVAILABLE
-        details: dict[str, bytes] = dict(err.trailing_metadata())  # type: ignore[arg-type]
-        st = status_pb2.Status.FromString(details["grpc-status-details-bin"])
-        assert st.details[0].Unpack(error_details_pb2.RetryInfo())
-        refused_grpc += 1
-        time.sleep(0.02)
-    assert refused_http
-    assert refused_grpc
+    clock.advance(0.05)  # the first trace is due: the judge takes it and waits at the gate
+    assert judge.entered.wait(WAIT_S)
+    tid, body = _agent_trace(tools=2)
+    assert post(c.http_port, body)[0] == 200  # 0.03 s behind: within max_judge_lag
+    accepted.append(tid)
+    clock.advance(0.3)  # now 0.33 s behind
+    assert p.judge_lag() > 0.3
+    status, headers, answer = post(c.http_port, _agent_trace(tools=2)[1])
+    assert status == 503
+    assert int(headers["retry-after"]) >= 1
+    assert "judging is" in status_pb2.Status.FromString(answer).message
+    err = _grpc_refusal(c.grpc_port, _agent_trace(tools=2)[1])
+    assert err is not None
+    assert err.code() == grpc.StatusCode.UNAVAILABLE
+    details: dict[str, bytes] = dict(err.trailing_metadata())  # type: ignore[arg-type]
+    st = status_pb2.Status.FromString(details["grpc-status-details-bin"])
+    assert st.details[0].Unpack(error_details_pb2.RetryInfo())
     assert c.snapshot()["judging"]["lag_s"] > 0.3
     judge.gate.set()
-    wait_for(lambda: c.pipeline is not None and c.pipeline.judge_lag() == 0, what="caught up")
+    advance(c, clock, 0.05)  # the first batch ends; the second trace, long due, is judged
+    assert p.judge_lag() == 0
     late, body = _agent_trace(tools=2)
-    wait_for(lambda: post(c.http_port, body)[0] == 200, what="accepted again")
+    assert post(c.http_port, body)[0] == 200
     accepted.append(late)
+    advance(c, clock, 0.05)
     want = set(accepted)
-    wait_for(lambda: {s.trace_id for s in sink.spans()} >= want, timeout=20, what="delivery")
+    wait_for(lambda: {s.trace_id for s in sink.spans()} >= want, what="delivery")
     roots = {s.trace_id: attrs(s) for s in sink.spans() if not s.parent_span_id}
     assert all(sc.TRACEJUDGE_VERDICT in roots[t] for t in want)
 
@@ -235,9 +231,12 @@ def test_stop_while_judging_waits_for_the_chunk_and_delivers_it(
     c = collector_factory(judge=judge, decision_wait_after_root=0.02)
     tid, body = _agent_trace(tools=2)
     assert post(c.http_port, body)[0] == 200
-    assert judge.entered.wait(10)
-    threading.Timer(0.3, judge.gate.set).start()
-    lt.run(c.stop(timeout=5.0))
+    assert judge.entered.wait(WAIT_S)
+    stopping = asyncio.run_coroutine_threadsafe(c.stop(timeout=IO_S), lt.loop)
+    wait_for(c.stopping, what="the stop begun")
+    assert not stopping.done()  # it waits for the chunk being judged
+    judge.gate.set()
+    stopping.result(WAIT_S)
     spans = [s for s in sink.spans() if s.trace_id == tid]
     assert len(spans) == 3
     assert [attrs(s)[sc.TRACEJUDGE_VERDICT] for s in spans if not s.parent_span_id] == ["pass"]
@@ -269,7 +268,7 @@ def test_serve_refuses_an_over_budget_rules_file_with_its_message(tmp_path: Path
             str(Path(sys.executable).parent / "tracejudge"), "serve", "--rules", str(rules),
             "--grpc-port", "0", "--http-port", "0", "--max-rule-cost", "0.0005",
         ],
-        capture_output=True, text=True, timeout=60, env={**os.environ},
+        capture_output=True, text=True, timeout=PROCESS_S, env={**os.environ},
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     assert "max_rule_cost" in proc.stderr
