@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Timer(Protocol):
@@ -109,11 +111,37 @@ class ManualClock:
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
         timer = _ManualTimer(self._now + delay, asyncio.get_running_loop(), callback)
+        if delay <= 0:  # already due: runs soon, as the loop's own call_later would
+            timer.loop.call_soon(self._fire, timer)
+            return timer
         with self._lock:
             self._timers.append(timer)
         return timer
 
-    def pending(self) -> int:
-        """Timers scheduled and not yet due or cancelled (a test's view of who waits)."""
+    def deadlines(self) -> list[float]:
+        """When each timer scheduled and not yet due or cancelled will run (sorted): a
+        test waits until the code under test has armed the deadline it means to pass."""
         with self._lock:
-            return sum(not t.cancelled for t in self._timers)
+            return sorted(t.when for t in self._timers if not t.cancelled)
+
+
+async def within(clock: Clock, seconds: float, aw: Awaitable[T]) -> T:
+    """``asyncio.wait_for`` on ``clock``: ``aw``'s result, or ``TimeoutError`` (``aw``
+    cancelled) once ``clock`` has moved ``seconds`` on."""
+    task = asyncio.ensure_future(aw)
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
+        task.cancel()
+
+    timer = clock.call_later(seconds, expire)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if expired:
+            raise TimeoutError from None
+        raise
+    finally:
+        timer.cancel()

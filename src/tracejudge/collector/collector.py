@@ -433,9 +433,12 @@ class Collector:
             auth=auth,
             management=cfg.management_port is None,
             inflight=self.inflight,
+            clock=self.clock,
         )
         if self.logs is not None:
-            handler = logs_http_handler(self.logs, cfg.max_request_bytes, cfg.http_body_timeout)
+            handler = logs_http_handler(
+                self.logs, cfg.max_request_bytes, cfg.http_body_timeout, self.clock
+            )
             app.router.add_route("*", "/v1/logs", handler)
         server = await start_guarded(
             app,
@@ -446,6 +449,7 @@ class Collector:
             "OTLP/HTTP",
             ssl_context,
             self._server_log,
+            self.clock,
         )
         self.http_port = server.port
         self._runners.append(server)
@@ -459,6 +463,7 @@ class Collector:
                 "management",
                 ssl_context,
                 self._server_log,
+                self.clock,
             )
             self.management_port = server.port
             self._runners.append(server)

@@ -29,6 +29,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tracejudge.collector.clock import Clock, SystemClock, Timer
+
 log = logging.getLogger("tracejudge.collector")
 
 _END_OF_HEAD = b"\r\n\r\n"
@@ -90,8 +92,11 @@ class ConnectionGuard(asyncio.Protocol):
         stats: GuardStats,
         tls: ssl.SSLContext | None = None,
         handshakes: set[asyncio.Task[None]] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.inner = inner
+        self.clock: Clock = SystemClock() if clock is None else clock
+        """The idle and header deadlines run on it (a test's ``ManualClock``)."""
         self.limits = limits
         self.stats = stats
         self.tls = tls
@@ -113,7 +118,7 @@ class ConnectionGuard(asyncio.Protocol):
         self.in_request = False
         """The head is complete and no response has been written yet."""
         self._tail = b""
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Timer | None = None
 
     # --- asyncio.Protocol -------------------------------------------------------------
 
@@ -245,8 +250,7 @@ class ConnectionGuard(asyncio.Protocol):
 
     def _arm(self, seconds: float) -> None:
         self._disarm()
-        loop = asyncio.get_running_loop()
-        self._timer = loop.call_later(seconds, self._expired)
+        self._timer = self.clock.call_later(seconds, self._expired)
 
     def _disarm(self) -> None:
         if self._timer is not None:
@@ -309,6 +313,7 @@ async def start_guarded(
     what: str = "OTLP/HTTP",
     ssl_context: ssl.SSLContext | None = None,
     logger: logging.Logger | None = None,
+    clock: Clock | None = None,
 ) -> HttpServer:
     """Serve ``app`` on ``host:port`` (0 picks a free port) behind the guard; ``what``
     names the listener in a bind error. With ``ssl_context`` the port speaks TLS only:
@@ -334,7 +339,7 @@ async def start_guarded(
     handshakes: set[asyncio.Task[None]] = set()
     try:
         server = await loop.create_server(
-            lambda: ConnectionGuard(handler(), limits, stats, ssl_context, handshakes),
+            lambda: ConnectionGuard(handler(), limits, stats, ssl_context, handshakes, clock),
             host,
             port,
             reuse_address=True,

@@ -20,6 +20,7 @@ from google.rpc import code_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 from tracejudge.collector.auth import Authenticator
+from tracejudge.collector.clock import Clock
 from tracejudge.collector.consumer import IngestResult, Throttled
 from tracejudge.collector.grpc_receiver import export_method
 from tracejudge.collector.inflight import InflightBytes
@@ -73,12 +74,12 @@ def logs_grpc_handler(
 
 
 def logs_http_handler(
-    consumer: LogsConsumer, cap: int, body_timeout: float
+    consumer: LogsConsumer, cap: int, body_timeout: float, clock: Clock | None = None
 ) -> Callable[[web.Request], Any]:
     """The ``/v1/logs`` handler."""
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        got = await read_otlp_body(request, consumer, cap, body_timeout)
+        got = await read_otlp_body(request, consumer, cap, body_timeout, clock=clock)
         if isinstance(got, web.StreamResponse):
             return got
         body, ctype = got

@@ -11,7 +11,6 @@ The gRPC receiver is ``grpc_receiver.py``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import socket
@@ -26,6 +25,7 @@ from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from tracejudge.collector.auth import Authenticator, auth_middleware
+from tracejudge.collector.clock import Clock, SystemClock, within
 from tracejudge.collector.consumer import Admits, Throttled, TraceConsumer
 from tracejudge.collector.exposition import CONTENT_TYPE as PROMETHEUS_CONTENT_TYPE
 from tracejudge.collector.exposition import wants_prometheus
@@ -118,13 +118,16 @@ async def read_body(
     cap: int,
     timeout: float,
     charge: BodyCharge | None = None,
+    *,
+    clock: Clock | None = None,
 ) -> bytes:
-    """Read the body within ``timeout`` seconds, decompressing gzip as a stream, refusing
-    more than ``cap`` bytes. A Content-Length larger than what is sent, or a chunked body
-    that stops, would otherwise hold the connection forever. ``charge``: the in-flight
-    budget, charged the bytes held as they arrive (``OverBudget`` when they do not fit)."""
+    """Read the body within ``timeout`` seconds (of ``clock``), decompressing gzip as a
+    stream, refusing more than ``cap`` bytes. A Content-Length larger than what is sent, or a
+    chunked body that stops, would otherwise hold the connection forever. ``charge``: the
+    in-flight budget, charged the bytes held as they arrive (``OverBudget`` when they do not
+    fit)."""
     try:
-        return await asyncio.wait_for(_read_body(request, gzip, cap, charge), timeout)
+        return await within(clock or SystemClock(), timeout, _read_body(request, gzip, cap, charge))
     except TimeoutError:
         raise BodyTimeout(f"request body not received within {timeout:g}s") from None
 
@@ -206,6 +209,8 @@ async def read_otlp_body(
     cap: int,
     body_timeout: float,
     charge: BodyCharge | None = None,
+    *,
+    clock: Clock | None = None,
 ) -> tuple[bytes, str] | web.StreamResponse:
     """An OTLP/HTTP request's body and content type, or the answer that refuses it: the
     method (405), the encodings (415), capacity (503 + Retry-After, before the body is
@@ -230,7 +235,7 @@ async def read_otlp_body(
         consumer.throttled()
         return _status_response(503, code_pb2.UNAVAILABLE, str(exc), ctype, exc.retry_after)
     try:
-        body = await read_body(request, encoding == "gzip", cap, body_timeout, charge)
+        body = await read_body(request, encoding == "gzip", cap, body_timeout, charge, clock=clock)
     except OverBudget:
         consumer.throttled()
         resp = _status_response(
@@ -256,9 +261,13 @@ async def read_otlp_body(
 
 
 def traces_handler(
-    pipeline: TraceConsumer, cap: int, body_timeout: float, inflight: InflightBytes | None = None
+    pipeline: TraceConsumer,
+    cap: int,
+    body_timeout: float,
+    inflight: InflightBytes | None = None,
+    clock: Clock | None = None,
 ) -> Callable[[web.Request], Any]:
-    """The ``/v1/traces`` handler."""
+    """The ``/v1/traces`` handler (the body timeout on ``clock``, the real one by default)."""
     budget = InflightBytes(1 << 62) if inflight is None else inflight
 
     async def handle(request: web.Request) -> web.StreamResponse:
@@ -271,7 +280,7 @@ def traces_handler(
             charge.release()
 
     async def _handle(request: web.Request, charge: BodyCharge) -> web.StreamResponse:
-        got = await read_otlp_body(request, pipeline, cap, body_timeout, charge)
+        got = await read_otlp_body(request, pipeline, cap, body_timeout, charge, clock=clock)
         if isinstance(got, web.StreamResponse):
             return got
         body, ctype = got
@@ -381,13 +390,14 @@ def receiver_app(
     auth: Authenticator | None = None,
     management: bool = True,
     inflight: InflightBytes | None = None,
+    clock: Clock | None = None,
 ) -> web.Application:
     """The OTLP/HTTP app (``/v1/traces``), with the health routes unless ``management``
     is False (a separate management listener serves them). With ``auth`` every route but
     ``/healthz`` needs a bearer token."""
     middlewares = [] if auth is None else [auth_middleware(auth, "OTLP/HTTP", _otlp_refusal)]
     app = web.Application(client_max_size=cap, middlewares=middlewares)
-    handler = traces_handler(pipeline, cap, body_timeout, inflight)
+    handler = traces_handler(pipeline, cap, body_timeout, inflight, clock)
     app.router.add_route("*", "/v1/traces", handler)
     if management:
         health_routes(app, snapshot, gate, prometheus)
