@@ -16,6 +16,7 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 
 from tests.cli.cli_traces import RULES_YAML, RunSpec, record_runs, write_json
+from tests.support.guards import PROCESS_S
 from tracejudge.cli import main
 from tracejudge.cli.eval import MAX_ERRORS_SHOWN
 from tracejudge.cli.report import spread_option
@@ -81,7 +82,7 @@ def test_reports_page_commands_run_as_written(tmp_path: Path) -> None:
             env=env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=PROCESS_S,
             check=False,
         )
         for command in commands

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from tests.cli.cli_traces import RULES_YAML, RunSpec, record_runs, write_json, write_jsonl, write_pb
+from tests.support.guards import PROCESS_S
 from tracejudge.cli import main
 
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
@@ -465,7 +466,7 @@ def test_installed_command_runs_as_a_process(rules: Path, mixed: tuple[Path, Pat
         [str(script), "eval", "--rules", str(rules), "--format", "json", *map(str, mixed)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_S,
         check=False,
     )
     assert proc.returncode == 1, proc.stderr

@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 import tracejudge
 from tests.collector.collector_support import wait_for
 from tests.support import verdict_runs
+from tests.support.guards import IO_S
 from tracejudge.collector import Collector
 from tracejudge.collector.judge import load_judge
 
@@ -31,7 +32,7 @@ def management(c: Collector) -> int:
 
 def otlp_status(c: Collector, path: str, method: str = "GET") -> int:
     """The status the OTLP/HTTP port answers for ``path`` (404 for management routes)."""
-    conn = http.client.HTTPConnection("127.0.0.1", c.http_port, timeout=5)
+    conn = http.client.HTTPConnection("127.0.0.1", c.http_port, timeout=IO_S)
     try:
         conn.request(method, path, body=b"{}" if method == "POST" else None)
         resp = conn.getresponse()

@@ -40,6 +40,7 @@ from tests.collector.collector_support import (
     wait_for,
 )
 from tests.support.certs import Certs, make_certs
+from tests.support.guards import IO_S
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 
@@ -106,7 +107,7 @@ def _https(
     ctx = ssl.create_default_context(cafile=str(certs.ca))
     if client_cert:
         ctx.load_cert_chain(certs.client_cert, certs.client_key)
-    conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=ctx)
+    conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=IO_S, context=ctx)
     try:
         method = "GET" if body is None else "POST"
         conn.request(method, path, body=body, headers=headers or {})
@@ -125,7 +126,7 @@ def _grpc_call(port: int, certs: Certs, metadata: tuple[tuple[str, str], ...]) -
         )
         body = make_request([make_span(*new_ids())]).SerializeToString()
         with pytest.raises(grpc.RpcError) as info:
-            call(body, timeout=10, metadata=metadata)
+            call(body, timeout=IO_S, metadata=metadata)
     return info.value
 
 
@@ -271,7 +272,7 @@ def test_management_listener_holds_metrics_and_gate_behind_the_token(
     assert c.management_port != c.http_port
 
     def get(port: int, path: str, token: str | None = None) -> int:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=IO_S)
         try:
             headers = {} if token is None else {"Authorization": f"Bearer {token}"}
             conn.request("GET", path, headers=headers)
@@ -399,7 +400,7 @@ def test_a_changed_token_file_is_picked_up_without_a_restart(
     port = c.management_port
 
     def status(token: str) -> int:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=IO_S)
         try:
             conn.request("GET", "/metrics", headers={"Authorization": f"Bearer {token}"})
             resp = conn.getresponse()
@@ -413,7 +414,7 @@ def test_a_changed_token_file_is_picked_up_without_a_restart(
     assert status(new) == 401
     token_file.write_text(new + "\n", encoding="utf-8")
     _touch_later(token_file)
-    wait_for(lambda: status(new) == 200, timeout=5, what="the new token accepted")
+    wait_for(lambda: status(new) == 200, what="the new token accepted")
     assert status(TOKEN) == 401
     assert status(OTHER) == 401
     token_file.write_text("", encoding="utf-8")  # a rewrite caught halfway

@@ -24,6 +24,7 @@ from tests.collector.collector_support import (
     post,
     wait_for,
 )
+from tests.support.guards import IO_S
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 
@@ -210,7 +211,7 @@ def test_full_buffer_throttles_http_and_grpc(collector_factory: Callable[..., Co
     with grpc.insecure_channel(f"127.0.0.1:{c.grpc_port}") as channel:
         call = channel.unary_unary(EXPORT, None, None)
         with pytest.raises(grpc.RpcError) as info:
-            call(_one_trace(), timeout=5)
+            call(_one_trace(), timeout=IO_S)
     err = info.value
     assert err.code() == grpc.StatusCode.UNAVAILABLE
     details: dict[str, bytes] = {
@@ -231,9 +232,9 @@ def test_grpc_garbage_is_invalid_argument(collector_factory: Callable[..., Colle
     with grpc.insecure_channel(f"127.0.0.1:{c.grpc_port}") as channel:
         call = channel.unary_unary(EXPORT, None, None)
         with pytest.raises(grpc.RpcError) as info:
-            call(b"\xff\xff\xff\xff garbage", timeout=5)
+            call(b"\xff\xff\xff\xff garbage", timeout=IO_S)
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert ExportTraceServiceResponse.FromString(call(_one_trace(), timeout=5)) is not None
+        assert ExportTraceServiceResponse.FromString(call(_one_trace(), timeout=IO_S)) is not None
 
 
 def test_huge_attribute_is_forwarded_intact(
@@ -262,7 +263,7 @@ def test_health_and_metrics_endpoints(collector_factory: Callable[..., Collector
     assert post(managed.http_port, b"", path="/healthz", method="GET")[0] == 404
     for port in (plain.http_port, managed.management_port):
         assert port
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=IO_S)
         conn.request("GET", "/healthz")
         resp = conn.getresponse()
         health = json.loads(resp.read())

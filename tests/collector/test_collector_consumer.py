@@ -24,6 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from tests.collector.collector_support import make_request, make_span, new_ids
+from tests.support.guards import IO_S
 from tracejudge.collector.consumer import IngestResult, Throttled, TraceConsumer
 from tracejudge.collector.grpc_receiver import GrpcLimits, start_grpc
 from tracejudge.collector.inflight import InflightBytes
@@ -112,10 +113,10 @@ def test_grpc_receiver_needs_only_the_consumer_protocol() -> None:
 
     async def go() -> None:
         async with grpc_export(consumer) as export:
-            await export(_request(), timeout=5)
+            await export(_request(), timeout=IO_S)
             consumer.full = True
             with pytest.raises(grpc.aio.AioRpcError) as refused:
-                await export(_request(), timeout=5)
+                await export(_request(), timeout=IO_S)
             assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
 
     asyncio.run(go())
@@ -154,7 +155,7 @@ def test_a_refused_grpc_request_is_freed_at_once_not_by_the_cyclic_gc() -> None:
         async with grpc_export(consumer) as export:
             for _ in range(3):
                 with pytest.raises(grpc.aio.AioRpcError) as refused:
-                    await export(_request(), timeout=5)
+                    await export(_request(), timeout=IO_S)
                 assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
 
     gc.collect()
@@ -179,10 +180,10 @@ def test_grpc_calls_share_the_inflight_budget_with_http() -> None:
         async with grpc_export(consumer, budget) as export:
             assert budget.reserve(2 << 20)  # an HTTP body being read takes it all
             with pytest.raises(grpc.aio.AioRpcError) as refused:
-                await export(_request(), timeout=5)
+                await export(_request(), timeout=IO_S)
             assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
             assert "max_inflight_request_bytes" in (refused.value.details() or "")
-            waiting = asyncio.ensure_future(export(_request(), timeout=5))
+            waiting = asyncio.ensure_future(export(_request(), timeout=IO_S))
             await asyncio.sleep(0.2)
             assert not waiting.done()  # waits for room rather than being refused
             budget.release(2 << 20)

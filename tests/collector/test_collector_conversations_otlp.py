@@ -61,7 +61,7 @@ def test_a_conversation_of_three_traces_is_judged_once_and_stamped_on_each(
         a.append(emit_turn(tracer, "conv-A", CONFIRMED[2], 5))
     finally:
         provider.shutdown()
-    wait_for(lambda: len(_verdicts(tmp_path)) >= 3, timeout=20, what="three verdicts")
+    wait_for(lambda: len(_verdicts(tmp_path)) >= 3, what="three verdicts")
     records = {r["trace_id"]: r for r in _verdicts(tmp_path)}
     assert len(_verdicts(tmp_path)) == 3  # one per conversation, one for the lone trace
     ra, rb, rl = records[a[0][0]], records[b[0][0]], records[alone[0]]
@@ -135,7 +135,7 @@ def test_passthrough_forwards_at_once_and_sends_a_verdict_span_into_each_trace(
         turns = [emit_turn(tracer, "conv-A", t, n) for n, t in enumerate(CONFIRMED)]
     finally:
         provider.shutdown()
-    wait_for(lambda: len(_verdicts(tmp_path)) == 1, timeout=20, what="the verdict")
+    wait_for(lambda: len(_verdicts(tmp_path)) == 1, what="the verdict")
     verdict_spans: dict[str, dict[str, Any]] = {}
 
     def arrived() -> bool:

@@ -31,6 +31,7 @@ from tests.collector.collector_support import (
 )
 from tests.collector.test_collector_reliability import RULES, _free_port
 from tests.collector.volume_support import fill, mount_tmpfs, unfill, unmount
+from tests.support.guards import IO_S, PROCESS_S
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 from tracejudge.collector.forward import TargetQueue
@@ -99,7 +100,7 @@ def _send(port: int, grpc_port: int, body: bytes, use_grpc: bool) -> str:
         return "retry" if status == 503 and "retry-after" in headers else f"HTTP {status}"
     with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
         try:
-            channel.unary_unary(EXPORT, None, None)(body, timeout=5)
+            channel.unary_unary(EXPORT, None, None)(body, timeout=IO_S)
         except grpc.RpcError as exc:
             code = exc.code()
             return "retry" if code == grpc.StatusCode.UNAVAILABLE else f"gRPC {code.name}"
@@ -169,7 +170,7 @@ def test_full_disk_pushes_back_and_loses_nothing(
     sink = Sink()
     lt.run(sink.start(http_port=port))
     try:
-        wait_for(lambda: _delivered(sink) == accepted, timeout=20, what="every accepted span")
+        wait_for(lambda: _delivered(sink) == accepted, what="every accepted span")
         small_disk.free()
         tid, n, body = _trace()
         wait_for(lambda: post(c.http_port, body)[0] == 200, what="accepting again")
@@ -206,11 +207,11 @@ def test_sigterm_on_a_full_disk_exits_cleanly_and_the_restart_delivers(
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: _up(http_port), timeout=20, what="serve started")
+        wait_for(lambda: _up(http_port), what="serve started")
         accepted, answers = _fill_until_refused(http_port, grpc_port, small_disk)
         assert set(answers) == {"ok", "retry"}, answers
         proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=20)
+        _, stderr = proc.communicate(timeout=PROCESS_S)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -223,12 +224,11 @@ def test_sigterm_on_a_full_disk_exits_cleanly_and_the_restart_delivers(
     try:
         wait_for(
             lambda: all(_delivered(sink).get(t, 0) >= n for t, n in accepted.items()),
-            timeout=30,
             what="every acknowledged span after the restart",
         )
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=20)
+        proc.communicate(timeout=PROCESS_S)
         lt.run(sink.stop())
     assert proc.returncode == 0
 
@@ -273,7 +273,7 @@ def test_disk_queue_cap_holds_exactly(
     sink = Sink()
     lt.run(sink.start(http_port=port))
     try:
-        wait_for(lambda: _delivered(sink) == accepted, timeout=20, what="everything accepted")
+        wait_for(lambda: _delivered(sink) == accepted, what="everything accepted")
     finally:
         lt.run(sink.stop())
     assert c.stats.spans["dropped"] == 0
@@ -309,7 +309,7 @@ def test_forward_queue_cap_holds_exactly(
     sink = Sink()
     lt.run(sink.start(http_port=port))
     try:
-        wait_for(lambda: _delivered(sink) == accepted, timeout=20, what="everything accepted")
+        wait_for(lambda: _delivered(sink) == accepted, what="everything accepted")
     finally:
         lt.run(sink.stop())
     assert queue.peak_bytes <= cap

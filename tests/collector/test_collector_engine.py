@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.collector.collector_support import Sink, attrs, wait_for
+from tests.support.guards import PROCESS_S
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector, load_judge
 
@@ -33,7 +34,7 @@ def _run_agent(variant: str, http_port: int) -> str:
     }
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "refund" / "agent.py"), "--variant", variant],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=90, check=True,
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_S, check=True,
     ).stdout  # fmt: skip
     match = re.search(r"trace: ([0-9a-f]{32})", out)
     assert match, out
@@ -59,7 +60,6 @@ def test_refund_failures_are_stamped(
     trace_id = _run_agent(variant, c.http_port)
     wait_for(
         lambda: any(sc.TRACEJUDGE_VERDICT in attrs(s) for s in sink.spans()),
-        timeout=20,
         what="judged root",
     )
     spans = {s.span_id.hex(): s for s in sink.spans() if s.trace_id.hex() == trace_id}
@@ -99,7 +99,6 @@ def test_baselines_directory_feeds_baseline_rules(
     trace_id = _run_agent(variant, c.http_port)
     wait_for(
         lambda: any(sc.TRACEJUDGE_VERDICT in attrs(s) for s in sink.spans()),
-        timeout=20,
         what="judged root",
     )
     (root,) = [

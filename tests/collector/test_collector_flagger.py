@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.collector.judged_support import management, otlp_status
+from tests.support.guards import IO_S
 from tracejudge.collector import Collector
 from tracejudge.collector.flagger import FirstAsked, decide_hook
 
@@ -36,7 +37,7 @@ def _hook(
         headers={"Content-Type": "application/json"},
     )
     try:
-        with urllib.request.urlopen(req, timeout=5) as r:
+        with urllib.request.urlopen(req, timeout=IO_S) as r:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as exc:
         text = exc.read()

@@ -102,7 +102,7 @@ def test_a_queue_that_filled_its_volume_delivers_shrinks_and_accepts_again(
     sink = Sink()
     lt.run(sink.start(http_port=port))
     try:
-        wait_for(lambda: _delivered(sink) == accepted, timeout=30, what="every accepted span")
+        wait_for(lambda: _delivered(sink) == accepted, what="every accepted span")
         wait_for(lambda: c.pipeline is not None and not c.pipeline.queues[0].spans, what="drain")
         # SQLite's checkpoints keep the WAL near its limit (the last commit's frames can go
         # past it); the store truncates one that outgrew twice the limit. It was 4.1 MB.
@@ -166,7 +166,7 @@ def test_a_volume_another_file_filled_restarts_delivers_and_says_when_it_accepts
     try:
         c = collector_factory(**settings)
         assert c.store is not None
-        wait_for(lambda: _delivered(sink) == accepted, timeout=30, what="every queued span")
+        wait_for(lambda: _delivered(sink) == accepted, what="every queued span")
         wait_for(lambda: c.store is not None and not c.store.load_outbox(), what="rows deleted")
         tid, n, body = _trace()
         status, headers, _ = post(c.http_port, body)

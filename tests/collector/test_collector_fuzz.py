@@ -36,6 +36,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from tests.collector.collector_support import LoopThread, Sink, attrs, post, wait_for
 from tests.collector.test_collector_reliability import RULES, _agent_trace, _free_port, _metrics
 from tests.support import otlp_fuzz
+from tests.support.guards import IO_S, PROCESS_S
 from tests.support.otlp_fuzz import ANY, ERROR, OK, PARTIAL, REFUSED, Entry
 from tracejudge import semconv as sc
 
@@ -84,7 +85,7 @@ def _spawn(forward: str, *flags: str) -> Serve:
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     s = Serve(proc, http_port, grpc_port)
     try:
-        wait_for(lambda: _healthy(s), timeout=30, what="serve started")
+        wait_for(lambda: _healthy(s), what="serve started")
     except BaseException:
         _stop(s)
         raise
@@ -96,7 +97,7 @@ def _stop(s: Serve) -> None:
     if s.proc.poll() is None:
         s.proc.send_signal(signal.SIGTERM)
         try:
-            s.proc.communicate(timeout=20)
+            s.proc.communicate(timeout=PROCESS_S)
         except subprocess.TimeoutExpired:
             s.proc.kill()
             s.proc.communicate()
@@ -121,7 +122,7 @@ def _healthy(s: Serve) -> bool:
 
 
 def _send_http(port: int, e: Entry) -> Answer:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=15)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=IO_S)
     try:
         conn.request(
             e.method,
@@ -160,7 +161,7 @@ def _send_http(port: int, e: Entry) -> Answer:
 
 def _send_grpc(channel: grpc.Channel, e: Entry) -> Answer:
     try:
-        raw = channel.unary_unary(EXPORT, None, None)(e.body, timeout=15)
+        raw = channel.unary_unary(EXPORT, None, None)(e.body, timeout=IO_S)
     except grpc.RpcError as exc:
         code, details = exc.code(), exc.details() or ""
     else:
@@ -285,7 +286,7 @@ def _send_corpus(serve: Serve, entries: list[Entry]) -> Sent:
 def _check_delivery(sink: Sink, sent: Sent, entries: list[Entry]) -> Counter[str | None]:
     """Every acknowledged span arrived, none twice: the valid traces whole, each span once,
     each root judged; the GenAI entries judged too (not failed). Returns their verdicts."""
-    wait_for(lambda: len(sink.spans()) >= sent.received, timeout=30, what="every accepted span")
+    wait_for(lambda: len(sink.spans()) >= sent.received, what="every accepted span")
     time.sleep(0.5)  # anything beyond would be a duplicate
     spans = sink.spans()
     assert len(spans) == sent.received
@@ -316,7 +317,7 @@ def _check_clean_exit(serve: Serve, forwarded: int) -> None:
     assert m["spans"].get("forwarded", 0) == forwarded
     serve.channel.close()
     serve.proc.send_signal(signal.SIGTERM)
-    _, stderr = serve.proc.communicate(timeout=20)
+    _, stderr = serve.proc.communicate(timeout=PROCESS_S)
     assert serve.proc.returncode == 0, stderr[-2000:]
     assert "Traceback" not in stderr
 

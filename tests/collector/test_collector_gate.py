@@ -30,6 +30,7 @@ from tests.collector.collector_support import (
     wait_for,
 )
 from tests.gate.gate_support import argo_phase
+from tests.support.guards import IO_S
 from tracejudge import semconv as sc
 from tracejudge.cli import main
 from tracejudge.collector import Collector
@@ -72,7 +73,7 @@ def _send(port: int, variant: str, *, error: bool = False, policy: bool = False)
 
 def _gate(port: int, query: str) -> tuple[int, dict[str, Any]]:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/gate?{query}", timeout=5) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/gate?{query}", timeout=IO_S) as r:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())

@@ -17,6 +17,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from tests.collector.collector_support import Sink, make_request, make_span, new_ids, post, wait_for
+from tests.support.guards import IO_S
 from tracejudge.collector import Collector
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -38,7 +39,7 @@ def _export(port: int, body: bytes, encoding: str) -> ExportTraceServiceResponse
         assert status == 200
         return ExportTraceServiceResponse.FromString(answer)
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-        raw = channel.unary_unary(EXPORT, None, None)(body, timeout=5)
+        raw = channel.unary_unary(EXPORT, None, None)(body, timeout=IO_S)
     assert isinstance(raw, bytes)
     return ExportTraceServiceResponse.FromString(raw)
 

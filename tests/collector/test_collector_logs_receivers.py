@@ -35,6 +35,7 @@ from tests.collector.collector_support import (
     wait_for,
 )
 from tests.collector.logs_support import LogsSink, log_record, logs_request, record_attrs
+from tests.support.guards import IO_S
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 from tracejudge.model.decode_proto import any_value_to_python
@@ -176,11 +177,11 @@ def test_grpc_logs_service_answers_invalid_argument_and_partial_success(
             "/opentelemetry.proto.collector.logs.v1.LogsService/Export", None, None
         )
         with pytest.raises(grpc.RpcError) as err:
-            call(b"\xff\xff\xff", timeout=5)
+            call(b"\xff\xff\xff", timeout=IO_S)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         tid, sid = new_ids()
         request = logs_request([log_record(tid, sid, "e"), log_record(b"\x01" * 5, sid, "e")])
-        raw = call(request.SerializeToString(), timeout=5)
+        raw = call(request.SerializeToString(), timeout=IO_S)
     answer = ExportLogsServiceResponse.FromString(raw)
     assert answer.partial_success.rejected_log_records == 1
     assert "invalid trace_id" in answer.partial_success.error_message
@@ -251,7 +252,7 @@ def test_logs_receivers_need_the_token_like_the_trace_receivers(
             "/opentelemetry.proto.collector.logs.v1.LogsService/Export", None, None
         )
         with pytest.raises(grpc.RpcError) as err:
-            call(body, timeout=5)
+            call(body, timeout=IO_S)
         assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
     assert c.logs is not None
     assert c.logs.counts.received == 0

@@ -25,6 +25,7 @@ from tests.collector.collector_support import (
     post,
     wait_for,
 )
+from tests.support.guards import PROCESS_S
 from tracejudge import semconv as sc
 from tracejudge.cli import main
 from tracejudge.collector import Collector, ConfigError, build_config
@@ -97,7 +98,7 @@ def test_passthrough_forwards_at_once_then_adds_verdict_span(
     tid, rid = new_ids()
     bad = make_span(tid, parent=rid, error=True)
     post(c.http_port, make_request([make_span(tid, rid), bad]).SerializeToString())
-    wait_for(lambda: len(sink.spans()) == 2, timeout=0.8, what="immediate forward")
+    wait_for(lambda: len(sink.spans()) == 2, what="immediate forward")
     assert all(sc.TRACEJUDGE_VERDICT not in attrs(s) for s in sink.spans())
     wait_for(lambda: len(sink.spans()) == 3, what="verdict span")
     vspan = sink.spans()[2]
@@ -311,7 +312,7 @@ def test_port_in_use_is_a_clear_error(which: str, listener: str) -> None:
                 "--baselines", str(root / "examples" / "refund" / "baselines"),
                 *[x for kv in ports.items() for x in kv],
             ],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True, text=True, timeout=PROCESS_S, check=False,
         )  # fmt: skip
     assert done.returncode == 1
     assert done.stderr.splitlines() == [

@@ -16,6 +16,7 @@ import urllib.request
 import pytest
 
 from tests.collector.judged_support import management, otlp_status
+from tests.support.guards import IO_S
 from tracejudge.collector import Collector
 from tracejudge.collector.config import ConfigError, build_config
 from tracejudge.collector.exposition import (
@@ -185,7 +186,7 @@ def _get(port: int, path: str, accept: str | None = None) -> tuple[str, bytes]:
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
     if accept is not None:
         req.add_header("Accept", accept)
-    with urllib.request.urlopen(req, timeout=5) as r:
+    with urllib.request.urlopen(req, timeout=IO_S) as r:
         return r.headers["Content-Type"], r.read()
 
 

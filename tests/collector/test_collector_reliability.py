@@ -27,6 +27,7 @@ from tests.collector.collector_support import (
     post,
     wait_for,
 )
+from tests.support.guards import IO_S, PROCESS_S
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 
@@ -150,7 +151,7 @@ def test_trace_over_span_limit_is_judged_once_and_forwarded_whole(
         sent += len(spans)
         assert c.pipeline is not None
         peak = max(peak, c.pipeline.buffer.spans)
-    wait_for(lambda: len(sink.spans()) == sent, timeout=60, what="100k spans")
+    wait_for(lambda: len(sink.spans()) == sent, what="100k spans")
     assert peak <= 5_000
     assert c.stats.traces_decided == 1
     assert c.stats.traces_truncated == 1
@@ -226,7 +227,7 @@ def test_sigterm_decides_pending_and_flushes(sink: Sink) -> None:
         tid, body = _agent_trace()
         assert post(port, body)[0] == 200
         proc.send_signal(signal.SIGTERM)
-        stdout, _ = proc.communicate(timeout=15)
+        stdout, _ = proc.communicate(timeout=PROCESS_S)
         assert proc.returncode == 0
         assert len(sink.spans()) == 2
         assert any(sc.TRACEJUDGE_VERDICT in attrs(s) for s in sink.spans())
@@ -238,7 +239,7 @@ def test_sigterm_decides_pending_and_flushes(sink: Sink) -> None:
 
 
 def _metrics(port: int) -> dict[str, Any]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=IO_S)
     try:
         conn.request("GET", "/metrics")
         doc: dict[str, Any] = json.loads(conn.getresponse().read())

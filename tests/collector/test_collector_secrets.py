@@ -33,6 +33,7 @@ from tests.collector.collector_support import (
     post,
     wait_for,
 )
+from tests.support.guards import IO_S
 from tracejudge.collector import Collector
 from tracejudge.collector.clock import ManualClock
 
@@ -88,7 +89,7 @@ def test_a_backends_error_text_is_scrubbed_in_metrics_and_healthz(
 
 def _over_long(port: int, header: bytes) -> bytes:
     """Send a request whose header is over aiohttp's 8,190-byte line limit; the answer."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+    with socket.create_connection(("127.0.0.1", port), timeout=IO_S) as s:
         s.sendall(
             b"POST /v1/traces HTTP/1.1\r\nHost: collector\r\n"
             + header

@@ -22,6 +22,7 @@ import tracejudge
 from tests.collector.collector_support import wait_for
 from tests.collector.test_collector_prometheus import parse_exposition
 from tests.support import shadow_runs
+from tests.support.guards import IO_S
 from tests.support.shadow_runs import run_once
 from tracejudge.collector import Collector
 from tracejudge.collector.exposition import OUTCOME_LABEL, RUNS, SHADOW_PAIRS, SHADOW_RUNS
@@ -71,7 +72,7 @@ def test_stable_and_shadow_traces_pair_over_otlp(
     req = urllib.request.Request(
         f"http://127.0.0.1:{c.http_port}/metrics", headers={"Accept": "text/plain"}
     )
-    with urllib.request.urlopen(req, timeout=5) as resp:
+    with urllib.request.urlopen(req, timeout=IO_S) as resp:
         samples = parse_exposition(resp.read().decode())
 
     def total(name: str, **labels: str) -> float:
@@ -88,7 +89,7 @@ def test_stable_and_shadow_traces_pair_over_otlp(
     base = f"http://127.0.0.1:{c.http_port}/v1/gate?agent=support&variant=v2&min_runs=1"
 
     def gate(query: str) -> dict[str, Any]:
-        with urllib.request.urlopen(base + query, timeout=5) as resp:
+        with urllib.request.urlopen(base + query, timeout=IO_S) as resp:
             answer: dict[str, Any] = json.loads(resp.read())
             return answer
 

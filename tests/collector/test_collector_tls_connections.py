@@ -19,6 +19,7 @@ import pytest
 
 from tests.collector.collector_support import wait_for
 from tests.support.certs import Certs, make_certs
+from tests.support.guards import IO_S
 from tracejudge.collector import Collector
 
 CLIENT_HELLO_START = b"\x16\x03\x01\x02\x00"
@@ -31,14 +32,14 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
 
 
 def _stalled_handshake(port: int) -> socket.socket:
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s = socket.create_connection(("127.0.0.1", port), timeout=IO_S)
     s.sendall(CLIENT_HELLO_START)
     return s
 
 
 def _get(port: int, certs: Certs, path: str = "/healthz") -> int:
     ctx = ssl.create_default_context(cafile=str(certs.ca))
-    conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=ctx)
+    conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=IO_S, context=ctx)
     try:
         conn.request("GET", path)
         return conn.getresponse().status

@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.support.certs import make_certs
+from tests.support.guards import IO_S, PROCESS_S
 from tracejudge import semconv as sc
 from tracejudge.model.files import load_spans
 
@@ -67,13 +68,13 @@ def _serve(
         match = START.match(line.rstrip("\n"))
         if match:
             return proc, match
-    proc.wait(timeout=10)
+    proc.wait(timeout=PROCESS_S)
     raise AssertionError(f"no start-up line; stderr: {''.join(seen)}")
 
 
 def _stop(proc: subprocess.Popen[str]) -> str:
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=PROCESS_S)
     assert proc.returncode == 0, err
     return err
 
@@ -81,7 +82,7 @@ def _stop(proc: subprocess.Popen[str]) -> str:
 def _agent(variant: str, env: dict[str, str]) -> str:
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "refund" / "agent.py"), "--variant", variant],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=90, check=True,
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_S, check=True,
     ).stdout  # fmt: skip
     match = re.search(r"trace: ([0-9a-f]{32})", out)
     assert match, out
@@ -148,7 +149,7 @@ def test_token_and_tls_end_to_end_through_the_command_line(
         request = urllib.request.Request(
             f"https://127.0.0.1:{t_mgmt}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}
         )
-        with urllib.request.urlopen(request, timeout=5, context=ctx) as resp:
+        with urllib.request.urlopen(request, timeout=IO_S, context=ctx) as resp:
             metrics = json.loads(resp.read())
         assert metrics["auth"]["by_listener"] == {"OTLP/HTTP": 1}
     finally:

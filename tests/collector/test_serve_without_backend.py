@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from tests.collector.collector_support import make_request, make_span, new_ids, post
+from tests.support.guards import PROCESS_S
 from tracejudge import semconv as sc
 from tracejudge.model.files import load_spans
 
@@ -53,13 +54,13 @@ def _serve(*flags: str) -> tuple[subprocess.Popen[str], re.Match[str]]:
         match = START.match(line.rstrip("\n"))
         if match:
             return proc, match
-    proc.wait(timeout=10)
+    proc.wait(timeout=PROCESS_S)
     raise AssertionError(f"no start-up line; stderr: {''.join(seen)}")
 
 
 def _stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=PROCESS_S)
     assert proc.returncode == 0, err
     return out, err
 
@@ -68,7 +69,7 @@ def _agent(variant: str, http_port: str) -> str:
     env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{http_port}"}
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "refund" / "agent.py"), "--variant", variant],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=90, check=True,
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_S, check=True,
     ).stdout  # fmt: skip
     match = re.search(r"trace: ([0-9a-f]{32})", out)
     assert match, out
@@ -130,7 +131,7 @@ def test_output_keeps_the_judged_traces_for_eval(tmp_path: Path) -> None:
         [str(BIN / "tracejudge"), "eval", "--rules", str(RULES), "--format", "json", str(judged)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PROCESS_S,
         check=False,
     )
     assert done.returncode == 1, done.stderr
@@ -162,7 +163,7 @@ def test_an_unwritable_output_fails_at_start() -> None:
         done = subprocess.run(
             [str(BIN / "tracejudge"), "serve", "--rules", str(RULES), flag, "/proc/version",
              "--grpc-port", "0", "--http-port", "0"],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True, text=True, timeout=PROCESS_S, check=False,
         )  # fmt: skip
         key = flag.removeprefix("--").replace("-", "_")
         assert done.returncode == 2, (flag, done.stderr)
@@ -183,7 +184,7 @@ def test_lost_spans_make_the_exit_status_one() -> None:
         _agent("healthy", start.group(2))
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=PROCESS_S)
     assert proc.returncode == 1, err
     assert out.startswith("pass  refund-duplicate-charge/healthy/")
     last = err.splitlines()[-1]

@@ -18,6 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from tests.support.guards import WAIT_S
 from tracejudge.model.decode_proto import spans_from_proto_request
 from tracejudge.model.spans import SpanRecord
 
@@ -68,7 +69,7 @@ class OtlpSink:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=WAIT_S)
 
     @property
     def url(self) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.support.guards import PROCESS_S
 from tracejudge import semconv
 from tracejudge.cli import main
 from tracejudge.demo.runner import DemoOptions, run_demo
@@ -45,7 +46,7 @@ def test_demo_command_judges_the_four_variants() -> None:
     command = [str(Path(sys.executable).parent / "tracejudge"), "demo"]
     started = time.perf_counter()
     done = subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, timeout=180, check=False
+        command, cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_S, check=False
     )
     elapsed = time.perf_counter() - started
     print(f"tracejudge demo took {elapsed:.2f}s (wall, including interpreter start)")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.backends import JaegerInstance, start_jaeger
+from tests.support.guards import IO_S, PROCESS_S
 from tracejudge import semconv
 
 pytestmark = pytest.mark.e2e
@@ -43,7 +44,7 @@ def test_demo_forwards_to_jaeger_over_grpc_and_links_resolve(jaeger: JaegerInsta
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=PROCESS_S,
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -57,6 +58,6 @@ def test_demo_forwards_to_jaeger_over_grpc_and_links_resolve(jaeger: JaegerInsta
         root = next(s for s in trace["spans"] if not s.get("references"))
         tags = {t["key"]: t["value"] for t in root["tags"]}
         verdicts.add(tags[semconv.TRACEJUDGE_VERDICT])
-        with urllib.request.urlopen(url, timeout=10) as response:
+        with urllib.request.urlopen(url, timeout=IO_S) as response:
             assert response.status == 200
     assert verdicts == {"pass", "warn", "fail"}

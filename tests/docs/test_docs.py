@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.guards import PROCESS_S
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted(
     [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(ROOT / "examples").rglob("README.md")]
@@ -67,7 +69,7 @@ def test_python_examples_run(where: str, code: str, tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_S,
     )
     assert proc.returncode == 0, f"{where} failed:\n{proc.stdout}\n{proc.stderr}"
 

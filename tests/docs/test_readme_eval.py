@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.guards import PROCESS_S
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 NO_BASELINES_NOTE = (
@@ -32,7 +34,7 @@ def _run(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "200"},
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=PROCESS_S,
         check=False,
     )
 

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.guards import PROCESS_S
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "screenshot_pages.py"
 TRACES = sorted((ROOT / "examples" / "refund" / "traces").glob("*.json"))
@@ -35,7 +37,7 @@ def _report(tmp_path: Path) -> Path:
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_S,
     )
     assert proc.returncode == 1, proc.stderr  # two of the four recorded variants fail
     return html
@@ -48,7 +50,7 @@ def _cut(report: Path, stdout_text: str, out: Path) -> subprocess.CompletedProce
         [sys.executable, str(SCRIPT), str(report), str(demo), str(out)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PROCESS_S,
     )
 
 

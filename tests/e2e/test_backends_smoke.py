@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from tests.e2e.backends import JaegerInstance, OtelcolFactory
+from tests.support.guards import IO_S
 
 pytestmark = pytest.mark.e2e
 
@@ -57,11 +58,11 @@ def _trace_id_hex(span: ReadableSpan) -> str:
 
 
 def _grpc_to_jaeger(jaeger: JaegerInstance) -> SpanExporter:
-    return GrpcSpanExporter(endpoint=jaeger.otlp_grpc_endpoint, insecure=True, timeout=10)
+    return GrpcSpanExporter(endpoint=jaeger.otlp_grpc_endpoint, insecure=True, timeout=IO_S)
 
 
 def _http_to_jaeger(jaeger: JaegerInstance) -> SpanExporter:
-    return HttpSpanExporter(endpoint=jaeger.otlp_http_traces_url, timeout=10)
+    return HttpSpanExporter(endpoint=jaeger.otlp_http_traces_url, timeout=IO_S)
 
 
 @pytest.fixture(params=["grpc", "http"])

@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.e2e.backends import OtelcolFactory
 from tests.support.certs import Certs, make_certs
+from tests.support.guards import IO_S, PROCESS_S
 from tracejudge import semconv as sc
 from tracejudge.model.files import load_spans
 
@@ -106,7 +107,7 @@ def _run(endpoint: str, runs: int) -> set[str]:
             pass
     provider.shutdown()
     spans = memory.get_finished_spans()
-    exporter = OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=10)
+    exporter = OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=IO_S)
     try:
         assert exporter.export(spans) is SpanExportResult.SUCCESS
     finally:
@@ -119,7 +120,7 @@ def _metrics(port: str, certs: Certs) -> dict[str, Any]:
     req = urllib.request.Request(
         f"https://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {TOKEN}"}
     )
-    with urllib.request.urlopen(req, timeout=5, context=ctx) as resp:
+    with urllib.request.urlopen(req, timeout=IO_S, context=ctx) as resp:
         out: dict[str, Any] = json.loads(resp.read())
         return out
 
@@ -175,7 +176,7 @@ def test_otelcol_exporters_get_in_with_token_and_ca(
         assert m["auth"]["by_listener"] == {"OTLP/gRPC": m["auth"]["missing"]}
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=PROCESS_S)
     assert proc.returncode == 0, err
     spans = load_spans(judged)
     assert {s.trace_id for s in spans} == via_grpc | via_http

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.backends import JaegerInstance
+from tests.support.guards import IO_S, PROCESS_S, WAIT_S
 from tracejudge import semconv as sc
 
 pytestmark = pytest.mark.e2e
@@ -48,7 +49,7 @@ def _wait_ready(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0)
     while time.monotonic() < end:
         assert proc.poll() is None, "tracejudge serve exited early"
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as r:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=IO_S) as r:
                 if r.status == 200:
                     return
         except OSError:
@@ -108,12 +109,12 @@ def test_silent_failure_is_marked_fail_in_jaeger(
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "refund" / "agent.py"), "--variant",
          "silent_failure"],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_S, check=True,
     ).stdout  # fmt: skip
     match = re.search(r"trace: ([0-9a-f]{32})", out)
     assert match, out
     trace_id = match.group(1)
-    jaeger.get_trace(trace_id, min_spans=2, timeout=20)
+    jaeger.get_trace(trace_id, min_spans=2, timeout=WAIT_S)
     time.sleep(0.5)
     doc = jaeger.get_trace_otlp(trace_id)
     spans = [s for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]

@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.collector.conversation_support import CONFIRMED, RULES, UNCONFIRMED, emit_turn
 from tests.e2e.backends import JaegerInstance, http_get, wait_until
 from tests.e2e.test_collector_jaeger import _free_ports, _wait_ready
+from tests.support.guards import WAIT_S
 from tracejudge import semconv as sc
 
 pytestmark = pytest.mark.e2e
@@ -89,7 +90,7 @@ def test_every_turn_of_a_conversation_is_found_by_its_verdict(
         wait_until(
             jaeger.process,
             lambda: _search(jaeger, "fail") >= set(b) and _search(jaeger, "pass") >= set(a),
-            timeout=30,
+            timeout=WAIT_S,
             what="every turn found by its verdict",
         )
         assert not _search(jaeger, "fail") & set(a)

@@ -28,6 +28,7 @@ from tests.collector.collector_support import (
     start_collector,
 )
 from tests.e2e.backends import JaegerInstance
+from tests.support.guards import IO_S
 
 pytestmark = pytest.mark.e2e
 
@@ -70,7 +71,7 @@ def test_a_dead_letter_line_replays_into_jaeger(
         data=line.encode(),
         headers={"Content-Type": "application/json"},
     )
-    with urllib.request.urlopen(request, timeout=10) as resp:
+    with urllib.request.urlopen(request, timeout=IO_S) as resp:
         assert resp.status == 200
     trace = jaeger.get_trace(tid.hex(), min_spans=2)
     assert sorted(s["operationName"] for s in trace["spans"]) == ["agent", "tool"]

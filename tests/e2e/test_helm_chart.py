@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from tests.e2e.backends import locate_binary
+from tests.support.guards import PROCESS_S
 from tracejudge.collector.config import ConfigError, build_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.e2e
 def tools() -> dict[str, Path]:
     """helm and kube-check paths (built the first time: minutes cold, ms cached)."""
     done = subprocess.run(
-        ["bash", str(BUILD)], capture_output=True, text=True, check=False, timeout=45 * 60
+        ["bash", str(BUILD)], capture_output=True, text=True, check=False, timeout=PROCESS_S * 60
     )
     assert done.returncode == 0, done.stderr[-3000:]
     paths = dict(line.split("=", 1) for line in done.stdout.split())
@@ -45,7 +46,7 @@ def tools() -> dict[str, Path]:
 
 def _helm(tools: dict[str, Path], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(tools["helm"]), *args], capture_output=True, text=True, check=False, timeout=120
+        [str(tools["helm"]), *args], capture_output=True, text=True, check=False, timeout=PROCESS_S
     )
 
 
@@ -136,7 +137,7 @@ def test_every_rendered_manifest_decodes_into_the_real_types(
         capture_output=True,
         text=True,
         check=False,
-        timeout=60,
+        timeout=PROCESS_S,
     )
     assert done.returncode == 0, done.stderr
     assert sorted(line.split()[1] for line in done.stdout.splitlines()) == kinds
@@ -151,7 +152,7 @@ def test_kube_check_refuses_an_unknown_field(tools: dict[str, Path]) -> None:
         capture_output=True,
         text=True,
         check=False,
-        timeout=60,
+        timeout=PROCESS_S,
     )
     assert done.returncode == 1
     assert "podManagmentPolicy" in done.stderr
@@ -235,7 +236,7 @@ def test_the_load_balancer_config_is_valid_for_the_real_collector(
         capture_output=True,
         text=True,
         check=False,
-        timeout=120,
+        timeout=PROCESS_S,
     )
     assert done.returncode == 0, done.stderr
 

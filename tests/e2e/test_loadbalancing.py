@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.e2e.backends import JaegerInstance, OtelcolFactory
+from tests.support.guards import IO_S
 from tracejudge import semconv as sc
 
 pytestmark = pytest.mark.e2e
@@ -85,7 +86,7 @@ def _free_ports(n: int) -> list[int]:
 
 
 def _metrics(port: int) -> dict[str, Any]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=IO_S) as r:
         out: dict[str, Any] = json.loads(r.read())
         return out
 
@@ -172,7 +173,7 @@ def test_every_trace_judged_once_and_whole(
     roots = [s for s in spans if s.parent is None]
     children = [s for s in spans if s.parent is not None]
     parts = [roots, children[: len(children) // 2], children[len(children) // 2 :]]
-    exporter = OTLPSpanExporter(endpoint=lb.otlp_grpc_endpoint, insecure=True, timeout=10)
+    exporter = OTLPSpanExporter(endpoint=lb.otlp_grpc_endpoint, insecure=True, timeout=IO_S)
     try:
         for part in parts:
             assert exporter.export(part) is SpanExportResult.SUCCESS

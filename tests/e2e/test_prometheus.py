@@ -32,6 +32,7 @@ from tests.collector.test_prometheus_assets import flagger_query, metric_templat
 from tests.e2e.backends import locate_binary, pick_free_ports
 from tests.e2e.prometheus import PrometheusInstance, Sample, start_prometheus
 from tests.support import verdict_runs
+from tests.support.guards import IO_S, PROCESS_S
 from tracejudge.collector.exposition import render
 from tracejudge.collector.metric_labels import MetricLabels
 from tracejudge.collector.stats import Stats
@@ -48,7 +49,7 @@ RULE_FILES = [RULES_DIR / "recording-rules.yaml", RULES_DIR / "alert-rules.yaml"
 def _promtool(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(locate_binary("promtool")), *args],
-        cwd=RULES_DIR, input=stdin, capture_output=True, text=True, timeout=120, check=False,
+        cwd=RULES_DIR, input=stdin, capture_output=True, text=True, timeout=PROCESS_S, check=False,
     )  # fmt: skip
 
 
@@ -87,7 +88,7 @@ def _wait_ready(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0)
     while time.monotonic() < end:
         assert proc.poll() is None, "tracejudge serve exited early"
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as r:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=IO_S) as r:
                 if r.status == 200:
                     return
         except OSError:
@@ -96,7 +97,7 @@ def _wait_ready(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0)
 
 
 def _decided(port: int) -> int:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=IO_S) as r:
         return int(json.loads(r.read())["traces_decided"])
 
 
@@ -137,7 +138,7 @@ def _export(port: int, *batches: str) -> None:
     }
     subprocess.run(
         [sys.executable, "-m", "tests.support.verdict_runs", *batches],
-        env=env, cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
+        env=env, cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_S, check=True,
     )  # fmt: skip
 
 
@@ -161,7 +162,7 @@ def _hook(port: int, hook: str, metadata: dict[str, str]) -> int:
         f"http://127.0.0.1:{port}/v1/gate/flagger/{hook}", data=json.dumps(body).encode()
     )
     try:
-        with urllib.request.urlopen(req, timeout=5) as r:
+        with urllib.request.urlopen(req, timeout=IO_S) as r:
             return int(r.status)
     except urllib.error.HTTPError as exc:
         return int(exc.code)

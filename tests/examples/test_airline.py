@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from tests.support.guards import PROCESS_S
+
 ROOT = Path(__file__).resolve().parents[2]
 AIRLINE = ROOT / "examples" / "airline"
 DATA = AIRLINE / "tau-bench-dev" / "gpt-4o-airline.dev.json"
@@ -40,7 +42,7 @@ def test_the_cases_file_is_what_the_documented_command_generates(tmp_path: Path)
         capture_output=True,
         text=True,
         check=False,
-        timeout=120,
+        timeout=PROCESS_S,
     )
     assert done.returncode == 0, done.stderr
     assert out.read_text() == (AIRLINE / "cases.jsonl").read_text()
@@ -60,7 +62,7 @@ def test_eval_judges_every_dev_run_from_the_records() -> None:
         capture_output=True,
         text=True,
         check=False,
-        timeout=240,
+        timeout=PROCESS_S,
     )
     assert done.returncode == 1, done.stderr  # some runs fail: exit 1, not an input error
     verdicts = [json.loads(line) for line in done.stdout.splitlines()]

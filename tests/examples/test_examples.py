@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.support.guards import PROCESS_S
 from tracejudge import semconv
 
 from ..demo.otlp_sink import OtlpSink
@@ -32,7 +33,7 @@ def _run(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.Com
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=PROCESS_S,
         check=False,
         env={**os.environ, **(env or {})},
     )

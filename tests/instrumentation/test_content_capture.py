@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracejudge
+from tests.support.guards import PROCESS_S
 from tests.support.paths import GENAI_SCHEMAS
 from tests.support.replay import ReplayServer
 from tracejudge.instrumentation import CaptureMode, Redactor
@@ -110,7 +111,7 @@ def test_bad_capture_variable_never_breaks_a_tool_call() -> None:
     )
     env = {**os.environ, CAPTURE_ENV: "everything", "OTEL_TRACES_EXPORTER": "none"}
     proc = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=PROCESS_S
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"

@@ -21,6 +21,7 @@ from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricR
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tests.support.guards import WAIT_S
 from tracejudge import semconv
 from tracejudge.instrumentation import ModelCallTelemetry, Runtime
 from tracejudge.instrumentation.openai._stream import StreamState
@@ -91,7 +92,7 @@ def test_concurrent_enders_end_each_call_once(
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=30)
+        t.join(timeout=WAIT_S)
     assert len(span_exporter.get_finished_spans()) == rounds
     assert _duration_count(otel_metrics[1]) == rounds
     assert all(c.ended for c in calls)
@@ -111,7 +112,7 @@ class _BlockingAccumulator:
     def finish(self, call: ModelCallTelemetry, *, complete: bool) -> None:
         self.finished.append(complete)
         self.entered.set()
-        assert self.release.wait(timeout=10)
+        assert self.release.wait(timeout=WAIT_S)
         call.set_response(response_id="chatcmpl-1" if complete else "partial")
 
 
@@ -127,13 +128,13 @@ def test_finaliser_racing_a_completing_stream_records_nothing(
     state = StreamState(runtime, _call(runtime), acc)
     consumer = threading.Thread(target=state.complete)
     consumer.start()
-    assert acc.entered.wait(timeout=10)
+    assert acc.entered.wait(timeout=WAIT_S)
     finaliser = threading.Thread(target=state.abandon)
     finaliser.start()
-    finaliser.join(timeout=10)
+    finaliser.join(timeout=WAIT_S)
     assert not finaliser.is_alive()  # it did not wait for, or join in, the recording
     acc.release.set()
-    consumer.join(timeout=10)
+    consumer.join(timeout=WAIT_S)
     assert acc.finished == [True]
     spans = span_exporter.get_finished_spans()
     assert len(spans) == 1

@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracejudge
+from tests.support.guards import PROCESS_S
 from tracejudge.instrumentation.file_exporter import OtlpFileSpanExporter, output_path
 from tracejudge.model import load_spans, spans_from_sdk
 
@@ -62,7 +63,7 @@ def _app(setup: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProc
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_S,
         check=False,
     )
 
@@ -72,7 +73,7 @@ def _eval(rules: Path, path: Path) -> dict[str, str]:
         [str(BIN / "tracejudge"), "eval", "--rules", str(rules), "--format", "json", str(path)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_S,
         check=False,
     )
     assert done.returncode == 1, done.stderr  # the skipped refund fails

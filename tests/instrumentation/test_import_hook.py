@@ -23,6 +23,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 import tracejudge
+from tests.support.guards import PROCESS_S
 from tests.support.replay import ReplayServer
 from tracejudge.instrumentation import _patcher as patcher_mod
 from tracejudge.instrumentation import active_patchers, pending_sdks
@@ -49,7 +50,7 @@ def _run_child(code: str, *args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-c", _CHILD_PRELUDE + textwrap.dedent(code), *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_S,
         check=False,
         cwd=REPO,
     )

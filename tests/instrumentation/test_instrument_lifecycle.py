@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracejudge
+from tests.support.guards import PROCESS_S
 from tests.support.replay import ReplayServer
 from tracejudge.instrumentation import MethodPatches, active_patchers
 from tracejudge.instrumentation import _patcher as patcher_mod
@@ -314,7 +315,7 @@ def _run_python(code: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_S,
         check=False,
     )
 

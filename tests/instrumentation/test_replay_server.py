@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import yaml
 
+from tests.support.guards import IO_S
 from tests.support.replay import CASSETTE_ROOT, ReplayServer, load_cassette
 
 Replay = Callable[..., ReplayServer]
@@ -23,7 +24,7 @@ Replay = Callable[..., ReplayServer]
 def _post(url: str, body: bytes = b"{}") -> tuple[int, dict[str, str], bytes]:
     req = urllib.request.Request(url, data=body, method="POST")
     try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=IO_S) as resp:
             return resp.status, dict(resp.headers.items()), resp.read()
     except urllib.error.HTTPError as err:
         return err.code, dict(err.headers.items()), err.read()
@@ -75,7 +76,7 @@ def test_keep_alive_requests_are_not_delayed(replay: Replay) -> None:
     the body (a second write) waited for the client's delayed ACK, ~40 ms per request,
     which SDK clients (keep-alive) paid on every call after the first."""
     server = replay("openai/test_chat_completion_with_content.yaml")
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=IO_S)
     try:
         durations = []
         for _ in range(10):

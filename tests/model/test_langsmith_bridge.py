@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.guards import PROCESS_S
 from tests.support.refund_trajectories import judge, recorded
 from tracejudge.model import Run, build_runs, load_traces
 from tracejudge.model.run import ModelCall, ToolCall
@@ -37,7 +38,7 @@ def run_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Run]:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PROCESS_S,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]

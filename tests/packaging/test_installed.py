@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.demo.test_demo import VARIANTS, _table
+from tests.support.guards import PROCESS_S
 from tests.support.paths import REPO_ROOT
 
 PACKAGED = REPO_ROOT / "src" / "tracejudge" / "demo" / "data"
@@ -69,7 +70,7 @@ def _uv(*args: str | Path) -> str:
         env=_clean_env(),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=PROCESS_S,
         check=False,
     )
     assert done.returncode == 0, f"uv {' '.join(map(str, args))}:\n{done.stdout}\n{done.stderr}"
@@ -156,7 +157,7 @@ def test_the_wheel_ships_the_demo_data(wheel: Path) -> None:
 def test_demo_runs_from_an_empty_directory(with_openai: Installed) -> None:
     """``tracejudge demo`` from the installed wheel, in a directory with nothing in it: the
     packaged rules and baselines give each variant its verdict."""
-    done = with_openai.run("tracejudge", "demo", timeout=180)
+    done = with_openai.run("tracejudge", "demo", timeout=PROCESS_S)
     assert done.returncode == 0, done.stdout + done.stderr
     header = re.search(r"; rules (\S+); baselines (\S+)", done.stdout)
     assert header is not None, done.stdout
@@ -189,7 +190,7 @@ def test_readme_instrument_snippet_runs_quietly_without_a_collector(plain: Insta
     script = plain.empty.parent / "snippet.py"
     script.write_text(found.group(1), encoding="utf-8")
     started = time.monotonic()
-    done = plain.run("python", script, timeout=60)
+    done = plain.run("python", script, timeout=PROCESS_S)
     elapsed = time.monotonic() - started
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
@@ -205,7 +206,7 @@ def test_collector_docs_in_process_example_runs_from_an_install(plain: Installed
     assert found is not None, "the collector page's in-process example moved"
     script = plain.empty.parent / "in_process.py"
     script.write_text(found.group(1), encoding="utf-8")
-    done = plain.run("python", script, timeout=120)
+    done = plain.run("python", script, timeout=PROCESS_S)
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.fullmatch(r"OTLP/gRPC on \d+ OTLP/HTTP on \d+\n", done.stdout), done.stdout
 

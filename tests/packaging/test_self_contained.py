@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from tests.support import paths
+from tests.support.guards import PROCESS_S
 from tests.support.replay import load_cassette
 
 ROOT = paths.REPO_ROOT
@@ -155,7 +156,7 @@ def test_fixture_suites_pass_from_a_clone_with_nothing_beside_it(tmp_path: Path)
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=PROCESS_S,
     )
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     assert proc.returncode == 0, f"{summary}\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"

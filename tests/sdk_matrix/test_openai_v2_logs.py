@@ -13,6 +13,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from tests.support.guards import PROCESS_S
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -24,7 +26,7 @@ def test_logs_receiver_passes_with_the_real_openai_v2_instrumentation() -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=280,
+        timeout=PROCESS_S,
         check=False,
     )
     output = proc.stdout + proc.stderr

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from tests.support.guards import WAIT_S
 from tests.support.paths import CASSETTES
 
 CASSETTE_ROOT = CASSETTES
@@ -167,7 +168,7 @@ class ReplayServer:
         """Stop serving and close the socket."""
         self._server.shutdown()
         self._server.server_close()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=WAIT_S)
 
     def __enter__(self) -> ReplayServer:
         return self.start()
