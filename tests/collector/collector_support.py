@@ -12,7 +12,7 @@ import http.client
 import os
 import threading
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,6 +28,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
 
 from tests.support.guards import IO_S, WAIT_S
+from tests.support.guards import wait_for as wait_for  # the one poll loop, re-exported
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector, CollectorConfig
 from tracejudge.collector.clock import Clock, ManualClock
@@ -225,17 +226,6 @@ def attrs(span: Span) -> dict[str, Any]:
         else:
             out[kv.key] = getattr(v, kind) if kind else None
     return out
-
-
-def wait_for(cond: Callable[[], bool], timeout: float = WAIT_S, what: str = "condition") -> None:
-    """Poll until ``cond()`` or fail with ``what``. ``timeout`` is a deadlock guard, never a
-    claim about speed (tests/support/guards.py)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def new_ids() -> tuple[bytes, bytes]:

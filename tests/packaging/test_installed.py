@@ -17,9 +17,9 @@ from __future__ import annotations
 import filecmp
 import os
 import re
+import socket
 import subprocess
 import sys
-import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,13 +43,19 @@ class Installed:
     venv: Path
     empty: Path
 
-    def run(self, *args: str | Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """Run a venv command from the empty directory, nothing of the checkout in reach."""
+    def run(
+        self,
+        *args: str | Path,
+        timeout: float = PROCESS_S,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a venv command from the empty directory, nothing of the checkout in reach
+        (``env``: variables set on top of the cleaned environment)."""
         program, *rest = args
         return subprocess.run(
             [str(self.venv / "bin" / program), *map(str, rest)],
             cwd=self.empty,
-            env=_clean_env(),
+            env={**_clean_env(), **(env or {})},
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -182,20 +188,24 @@ def test_demo_without_the_openai_sdk_says_what_to_install(plain: Installed) -> N
 
 
 def test_readme_instrument_snippet_runs_quietly_without_a_collector(plain: Installed) -> None:
-    """The README's snippet in a plain install with no collector listening: it ends promptly
-    and prints no export retries (the spans it cannot deliver are not the user's problem yet)."""
+    """The README's snippet in a plain install with no collector listening: the guard drops
+    its spans at once with one warning, so no exporter retries (the stall of about eight
+    seconds it used to cost) and no export noise (the spans it cannot deliver are not the
+    user's problem yet). Counted, not timed: the one warning is the guard's drop, and a
+    retry would log."""
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     found = re.search(r"## Instrument your agent\n+```python\n(.*?)```", readme, re.S)
     assert found is not None, "the README's instrument snippet moved"
     script = plain.empty.parent / "snippet.py"
     script.write_text(found.group(1), encoding="utf-8")
-    started = time.monotonic()
-    done = plain.run("python", script, timeout=PROCESS_S)
-    elapsed = time.monotonic() - started
+    with socket.socket() as probe:  # a port nothing listens on (4318 may be taken here)
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    done = plain.run("python", script, env={"OTEL_EXPORTER_OTLP_ENDPOINT": url})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert EXPORT_NOISE.findall(done.stderr) == [], done.stderr
-    assert elapsed < 10, f"took {elapsed:.1f}s"
+    assert done.stderr.count(f"tracejudge: nothing listens at {url}") == 1
 
 
 def test_collector_docs_in_process_example_runs_from_an_install(plain: Installed) -> None:
