@@ -12,7 +12,6 @@ import http.client
 import json
 import os
 import ssl
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -419,8 +418,13 @@ def test_a_changed_token_file_is_picked_up_without_a_restart(
     assert status(OTHER) == 401
     token_file.write_text("", encoding="utf-8")  # a rewrite caught halfway
     _touch_later(token_file)
-    time.sleep(1.2)
-    assert status(new) == 200, "an unusable file keeps the previous tokens"
+
+    def tried() -> bool:  # each request may look at the file (at most once a second)
+        assert status(new) == 200, "an unusable file keeps the previous tokens"
+        return bool(c.snapshot()["auth"]["token_reload_failures"] == 1)
+
+    wait_for(tried, what="the unusable file read and refused")
+    assert status(new) == 200
     assert c.snapshot()["auth"]["token_reloads"] == 1
 
 

@@ -24,7 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from tests.collector.collector_support import make_request, make_span, new_ids
-from tests.support.guards import IO_S
+from tests.support.guards import IO_S, until
 from tracejudge.collector.consumer import IngestResult, Throttled, TraceConsumer
 from tracejudge.collector.grpc_receiver import GrpcLimits, start_grpc
 from tracejudge.collector.inflight import InflightBytes
@@ -184,7 +184,7 @@ def test_grpc_calls_share_the_inflight_budget_with_http() -> None:
             assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
             assert "max_inflight_request_bytes" in (refused.value.details() or "")
             waiting = asyncio.ensure_future(export(_request(), timeout=IO_S))
-            await asyncio.sleep(0.2)
+            await until(lambda: budget.waiting == 1, "the call waiting for room")
             assert not waiting.done()  # waits for room rather than being refused
             budget.release(2 << 20)
             await waiting

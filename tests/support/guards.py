@@ -12,6 +12,7 @@ events. ``tests/test_no_wall_clock_bounds.py`` keeps the tests to that.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -49,3 +50,13 @@ def wait_for(cond: Callable[[], object], timeout: float = WAIT_S, what: str = "c
     """Poll until ``cond()`` is true or fail with ``what`` (``timeout``: a deadlock guard,
     never a claim about speed)."""
     eventually(lambda: True if cond() else None, what, timeout)
+
+
+async def until(cond: Callable[[], object], what: str, timeout: float = WAIT_S) -> None:
+    """``wait_for`` inside a coroutine: the loop keeps running while the condition is
+    polled."""
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() >= end:
+            raise AssertionError(f"timed out waiting for {what} (a {timeout:g}s deadlock guard)")
+        await asyncio.sleep(POLL_S)

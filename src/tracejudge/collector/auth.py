@@ -72,6 +72,8 @@ class AuthStats:
     by_listener: dict[str, int] = field(default_factory=dict)
     reloads: int = 0
     """Times the token file was read again after it changed."""
+    reload_failures: int = 0
+    """Times it changed but could not be used (the previous tokens kept)."""
     logged_at: float = -_LOG_EVERY
 
     def to_dict(self) -> dict[str, object]:
@@ -82,6 +84,7 @@ class AuthStats:
             "invalid": self.invalid,
             "by_listener": dict(self.by_listener),
             "token_reloads": self.reloads,
+            "token_reload_failures": self.reload_failures,
         }
 
 
@@ -135,6 +138,7 @@ class Authenticator:
         try:
             tokens = self._reload()
         except ValueError as exc:
+            self.stats.reload_failures += 1
             log.error("auth_token_file changed but is not usable; keeping the old tokens: %s", exc)
             return
         self._digests = [_digest(t.encode()) for t in tokens]

@@ -63,6 +63,11 @@ class InflightBytes:
         self.refused += 1
         return False
 
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for room (``reserve_waiting``) now."""
+        return len(self._waiters)
+
     def release(self, n: int) -> None:
         """Give back ``n`` of what ``reserve`` took; wakes the calls waiting for room."""
         self.nbytes -= n
