@@ -129,6 +129,10 @@ class Sink:
     attempt_times: list[float] = field(default_factory=list)
     """``time.monotonic()`` of every request, accepted or not."""
     delay: float = 0.0
+    """Seconds each accepted request takes (a slow backend, on the sink's own loop)."""
+    hold: threading.Event | None = None
+    """When set, each accepted request waits until the event is set (a stalled backend
+    the test releases: slowness without depending on this machine's speed)."""
     grpc_port: int = 0
     http_port: int = 0
     attempts: int = 0
@@ -149,7 +153,7 @@ class Sink:
                     details = status_bytes(number, self.fail_details, self.grpc_retry_delay)
                     trailing = (("grpc-status-details-bin", details),)
                 await context.abort(code, self.fail_details, trailing)
-            await asyncio.sleep(self.delay)
+            await self._slow()
             self.requests.append(ExportTraceServiceRequest.FromString(data))
             out: bytes = ExportTraceServiceResponse().SerializeToString()
             return out
@@ -172,7 +176,7 @@ class Sink:
                 return web.Response(
                     status=status, body=self.fail_body, headers={"Retry-After": self.retry_after}
                 )
-            await asyncio.sleep(self.delay)
+            await self._slow()
             self.requests.append(ExportTraceServiceRequest.FromString(body))
             return web.Response(
                 body=ExportTraceServiceResponse().SerializeToString(),
@@ -186,6 +190,11 @@ class Sink:
         site = web.TCPSite(self._runner, "127.0.0.1", http_port)
         await site.start()
         self.http_port = int(self._runner.addresses[0][1])
+
+    async def _slow(self) -> None:
+        await asyncio.sleep(self.delay)
+        if self.hold is not None:
+            await asyncio.to_thread(self.hold.wait, WAIT_S)
 
     async def stop(self) -> None:
         """Shut both servers down."""

@@ -18,7 +18,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,13 +35,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from tests.collector.collector_support import LoopThread, Sink, attrs, post, wait_for
 from tests.collector.test_collector_reliability import RULES, _agent_trace, _free_port, _metrics
 from tests.support import otlp_fuzz
-from tests.support.guards import IO_S, PROCESS_S
+from tests.support.guards import IO_S, PROCESS_S, eventually
 from tests.support.otlp_fuzz import ANY, ERROR, OK, PARTIAL, REFUSED, Entry
 from tracejudge import semconv as sc
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-BUDGET_S = 120.0
-"""Hard bound on sending the whole corpus (7-15 s measured on the shared 2-core box)."""
 _GRPC_REFUSALS = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED}
 
 
@@ -174,13 +171,14 @@ def _send_grpc(channel: grpc.Channel, e: Entry) -> Answer:
 
 
 def _send(s: Serve, e: Entry, transport: str) -> Answer:
-    """Send, retrying the documented back-pressure (503 / UNAVAILABLE) a few times."""
-    for _ in range(50):
+    """Send, retrying the documented back-pressure (503 / UNAVAILABLE) as a client does,
+    for as long as the deadlock guard allows (a busy machine judges slower)."""
+
+    def attempt() -> Answer | None:
         answer = _send_http(s.http_port, e) if transport == "http" else _send_grpc(s.channel, e)
-        if answer.status not in ("503", "UNAVAILABLE"):
-            return answer
-        time.sleep(0.1)
-    raise AssertionError(f"{e.name}: still pushed back after 5 s")
+        return None if answer.status in ("503", "UNAVAILABLE") else answer
+
+    return eventually(attempt, f"{e.name} accepted after back-pressure")
 
 
 def _check(e: Entry, transport: str, a: Answer) -> str | None:
@@ -240,7 +238,6 @@ class Sent:
     valid: list[bytes] = field(default_factory=list)
     statuses: Counter[str] = field(default_factory=Counter)
     uncounted: int = 0
-    seconds: float = 0.0
 
 
 def _send_corpus(serve: Serve, entries: list[Entry]) -> Sent:
@@ -248,7 +245,6 @@ def _send_corpus(serve: Serve, entries: list[Entry]) -> Sent:
     over HTTP or gRPC in turn; checks every answer as it comes."""
     out = Sent()
     problems: list[str] = []
-    started = time.monotonic()
     for i, e in enumerate(entries):
         for transport in e.transports:
             before = serve.received()
@@ -276,18 +272,25 @@ def _send_corpus(serve: Serve, entries: list[Entry]) -> Sent:
         assert (answer.refused, answer.rejected) == (False, 0), f"valid trace after {e.name}"
         out.valid.append(tid)
         out.received += 2
-        assert time.monotonic() - started < BUDGET_S, f"corpus still running after {BUDGET_S}s"
-    out.seconds = time.monotonic() - started
     assert problems == [], "\n".join(problems)
     assert serve.received() == out.received
     return out
 
 
-def _check_delivery(sink: Sink, sent: Sent, entries: list[Entry]) -> Counter[str | None]:
+def _drained(serve: Serve) -> bool:
+    """Nothing left in ``serve``'s forward queues: nothing more will reach the backend."""
+    m = _metrics(serve.http_port)
+    return m["buffered_traces"] == 0 and all(t["queued_spans"] == 0 for t in m["targets"].values())
+
+
+def _check_delivery(
+    serve: Serve, sink: Sink, sent: Sent, entries: list[Entry]
+) -> Counter[str | None]:
     """Every acknowledged span arrived, none twice: the valid traces whole, each span once,
-    each root judged; the GenAI entries judged too (not failed). Returns their verdicts."""
+    each root judged; the GenAI entries judged too (not failed). Returns their verdicts.
+    The count is read once ``serve`` has nothing left to send (a duplicate would be in)."""
     wait_for(lambda: len(sink.spans()) >= sent.received, what="every accepted span")
-    time.sleep(0.5)  # anything beyond would be a duplicate
+    wait_for(lambda: _drained(serve), what="the forward queues drained")
     spans = sink.spans()
     assert len(spans) == sent.received
     per_span = Counter((s.trace_id, s.span_id) for s in spans)
@@ -330,11 +333,11 @@ def test_malformed_otlp_corpus_against_real_serve(started: list[Serve], sink: Si
     serve = _spawn(sink.http_url)
     started.append(serve)
     sent = _send_corpus(serve, entries)
-    verdicts = _check_delivery(sink, sent, entries)
+    verdicts = _check_delivery(serve, sink, sent, entries)
     _check_clean_exit(serve, sent.received)
     print(
         f"\n{len(entries)} entries, {sum(sent.statuses.values())} corpus requests + "
-        f"{len(sent.valid)} valid traces in {sent.seconds:.1f}s; {sent.received} spans "
+        f"{len(sent.valid)} valid traces; {sent.received} spans "
         f"forwarded; {sent.uncounted} accepted mutations not counted independently; "
         f"answers {dict(sent.statuses)}; GenAI verdicts {dict(verdicts)}"
     )
@@ -355,13 +358,13 @@ def test_malformed_otlp_corpus_survives_sigkill_with_the_disk_queue(
     started.append(serve)
     sent = _send_corpus(serve, entries)
     serve.proc.kill()
-    serve.proc.wait(10)
+    serve.proc.wait(PROCESS_S)
     sink = Sink()
     lt.run(sink.start(http_port=port))
     try:
         again = _spawn(f"http://127.0.0.1:{port}", *flags)
         started.append(again)
-        _check_delivery(sink, sent, entries)
+        _check_delivery(again, sink, sent, entries)
         _check_clean_exit(again, sent.received)
     finally:
         lt.run(sink.stop())

@@ -9,7 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -109,14 +109,17 @@ def test_grpc_unavailable_is_retried(
 def test_slow_backend_does_not_block_receivers(
     collector_factory: Callable[..., Collector], sink: Sink
 ) -> None:
-    """A slow backend only delays forwarding; clients keep getting fast answers."""
-    sink.delay = 0.5
+    """A slow backend only delays forwarding; clients keep getting answers. The backend
+    holds the first forward until the test lets it go: every request is answered while
+    that forward waits (counted, not timed)."""
+    sink.hold = threading.Event()
     c = collector_factory()
-    started = time.monotonic()
-    for _ in range(5):
+    assert post(c.http_port, _trace()[1])[0] == 200
+    wait_for(lambda: sink.attempts >= 1, what="the first forward, held by the backend")
+    for _ in range(4):
         assert post(c.http_port, _trace()[1])[0] == 200
-        time.sleep(0.05)
-    assert time.monotonic() - started < 1.5
+    assert sink.requests == []  # all answered while the backend held the forward
+    sink.hold.set()
     wait_for(lambda: len(sink.spans()) == 10, what="all traces")
 
 
@@ -191,17 +194,16 @@ def _spawn(*flags: str) -> tuple[subprocess.Popen[str], int]:
         stdout=subprocess.PIPE,
         text=True,
     )  # fmt: skip
-    end = time.monotonic() + 20
-    while True:
+
+    def ready() -> bool:
         assert proc.poll() is None, "tracejudge serve exited early"
         try:
-            status, _, _ = post(http_port, b"", method="GET", path="/healthz")
-            if status == 200:
-                return proc, http_port
+            return post(http_port, b"", method="GET", path="/healthz")[0] == 200
         except OSError:
-            pass
-        assert time.monotonic() < end, "tracejudge serve not ready"
-        time.sleep(0.05)
+            return False
+
+    wait_for(ready, what="tracejudge serve ready")
+    return proc, http_port
 
 
 def _agent_trace(with_root: bool = True, n: int = 2) -> tuple[bytes, bytes]:

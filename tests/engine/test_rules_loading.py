@@ -89,13 +89,24 @@ def test_size_caps() -> None:
 
 
 def test_regexes_run_in_linear_time() -> None:
-    """A catastrophic pattern cannot stall the engine: RE2 has no backtracking."""
+    """A catastrophic pattern cannot stall the engine: RE2 has no backtracking. Measured
+    against the same run's judgement with a harmless pattern on the same text (the best of
+    three each, and a wide margin): a backtracking engine would take longer than the test
+    suite on ``(a+)+$`` over 100,000 characters, RE2 about as long as on ``a+$``."""
+    answer = make_run([], "a" * 100_000 + "b")
+
+    def best(claim: str) -> float:
+        check = {"type": "claim_evidence", "claim": claim, "tool": "refund_api.create"}
+        engine = Engine(load_rules_text(rules_text(check)))
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            assert engine.judge(answer).verdict == "pass"
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    assert best("(a+)+$") < 20 * best("a+$")
     check = {"type": "claim_evidence", "claim": "(a+)+$", "tool": "refund_api.create"}
-    engine = Engine(load_rules_text(rules_text(check)))
-    t0 = time.perf_counter()
-    v = engine.judge(make_run([], "a" * 100_000 + "b"))
-    assert time.perf_counter() - t0 < 0.5
-    assert v.verdict == "pass"
     assert any("bad regex" in e for e in _errors(rules_text({**check, "claim": "(a)\\1"})))
 
 
@@ -258,9 +269,7 @@ def test_yaml_bombs_are_refused() -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
     lines += ["version: 1", "rules: []"]
-    t0 = time.perf_counter()
-    errors = _errors("\n".join(lines))
-    assert time.perf_counter() - t0 < 2
+    errors = _errors("\n".join(lines))  # a hang would meet pytest-timeout's guard
     assert "aliases expand" in errors[0]
     deep = "version: 1\nrules: " + "[" * 5_000 + "]" * 5_000
     assert _errors(deep)

@@ -76,17 +76,30 @@ def test_keep_alive_requests_are_not_delayed(replay: Replay) -> None:
     the body (a second write) waited for the client's delayed ACK, ~40 ms per request,
     which SDK clients (keep-alive) paid on every call after the first."""
     server = replay("openai/test_chat_completion_with_content.yaml")
+
+    def timed(conn: http.client.HTTPConnection) -> float:
+        start = time.perf_counter()
+        conn.request("POST", "/v1/chat/completions", body=b"{}")
+        response = conn.getresponse()
+        assert response.status == 200
+        response.read()
+        return time.perf_counter() - start
+
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=IO_S)
+    reused, fresh = [], []
     try:
-        durations = []
-        for _ in range(10):
-            start = time.perf_counter()
-            conn.request("POST", "/v1/chat/completions", body=b"{}")
-            response = conn.getresponse()
-            assert response.status == 200
-            response.read()
-            durations.append(time.perf_counter() - start)
+        timed(conn)  # the connection's first request
+        for _ in range(10):  # interleaved, so both see the same load
+            reused.append(timed(conn))
+            one = http.client.HTTPConnection("127.0.0.1", server.port, timeout=IO_S)
+            try:
+                fresh.append(timed(one))
+            finally:
+                one.close()
     finally:
         conn.close()
-    # The median, not the sum: one scheduling hiccup on a busy machine must not fail it.
-    assert sorted(durations)[len(durations) // 2] < 0.02, durations
+    # Compared with the same run's requests on new connections (which the delayed ACK does
+    # not hold: TCP starts in quick-ACK mode), medians, with a wide margin: on a busy
+    # machine both are slower, the stall is a fixed ~40 ms on the reused one only.
+    median = sorted(reused)[5], sorted(fresh)[5]
+    assert median[0] < 3 * median[1], (reused, fresh)
