@@ -7,7 +7,6 @@ e2e test uses the real OpenTelemetry Collector instead).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from dataclasses import dataclass, field
@@ -145,8 +144,3 @@ def logs_request(records: list[LogRecord], service: str = "agent-svc") -> Export
 def random_ids() -> tuple[bytes, bytes]:
     """A random (trace id, span id)."""
     return os.urandom(16), os.urandom(8)
-
-
-async def settle(seconds: float = 0.0) -> None:
-    """Give queued forwards a turn of the loop."""
-    await asyncio.sleep(seconds)

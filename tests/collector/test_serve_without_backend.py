@@ -85,7 +85,8 @@ def test_alone_it_prints_its_addresses_and_the_verdicts() -> None:
             "no backend: judged spans are not kept (--forward URL or --output FILE); "
             "verdicts: JSON lines to stdout"
         )
-        assert 0 < float(start.group(4)) < 100  # the refund rules: well under the budget
+        # measured (CPU time): a file over the budget (max_rule_cost) would not have started
+        assert float(start.group(4)) > 0
         assert int(start.group(5)) > 10
         trace_id = _agent("wrong_order", start.group(2))
     finally:

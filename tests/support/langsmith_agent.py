@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
 
+from tests.support.guards import wait_for
 from tests.support.refund_trajectories import Trajectory, recorded
 from tracejudge.demo.recording import write_otlp_json
 
@@ -140,11 +140,11 @@ def main(argv: list[str]) -> int:
         else:
             run_graph(recorded(variant))
         # LangSmith exports from a background thread; the graph's own run ("LangGraph")
-        # ends last. Bounded wait: 20 s.
-        for _ in range(80):
-            if any(s.name == "LangGraph" for s in memory.get_finished_spans()):
-                break
-            time.sleep(0.25)
+        # ends last.
+        wait_for(
+            lambda: any(s.name == "LangGraph" for s in memory.get_finished_spans()),
+            what="the LangGraph run exported",
+        )
         seen = len(memory.get_finished_spans())
         write_otlp_json(out / f"{variant}.json", list(memory.get_finished_spans()))
         print(f"{variant}: {seen} spans")
