@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
+from tests.support.guards import IO_S, WAIT_S
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-backends.sh"
 JAEGER_CONFIG = REPO_ROOT / "collector" / "jaeger" / "config-memory.yaml"
@@ -235,7 +237,7 @@ def _fail(proc: ManagedProcess, message: str) -> BackendError:
     )
 
 
-def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
+def http_get(url: str, timeout: float = IO_S) -> tuple[int, bytes]:
     """GET ``url``; returns (status, body), also for 4xx/5xx answers."""
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
     try:
@@ -332,7 +334,7 @@ class JaegerInstance:
         return f"http://{LOOPBACK}:{self.query_http_port}"
 
     def get_trace(
-        self, trace_id_hex: str, *, timeout: float = 15.0, min_spans: int = 1
+        self, trace_id_hex: str, *, timeout: float = WAIT_S, min_spans: int = 1
     ) -> dict[str, Any]:
         """Poll ``GET /api/traces/{id}`` until the trace has ``min_spans`` spans.
 
@@ -354,7 +356,7 @@ class JaegerInstance:
 
         return self._poll(fetch, f"trace {trace_id_hex} with >= {min_spans} span(s)", timeout)
 
-    def get_trace_otlp(self, trace_id_hex: str, *, timeout: float = 15.0) -> dict[str, Any]:
+    def get_trace_otlp(self, trace_id_hex: str, *, timeout: float = WAIT_S) -> dict[str, Any]:
         """Poll ``GET /api/v3/traces/{id}``; returns the OTLP-JSON ``{"resourceSpans": [...]}``."""
         url = f"{self.query_url}/api/v3/traces/{trace_id_hex.lower()}"
 
@@ -403,7 +405,7 @@ def start_jaeger(
     binary: Path | None = None,
     config: Path = JAEGER_CONFIG,
     work_dir: Path | None = None,
-    ready_timeout: float = 60.0,
+    ready_timeout: float = WAIT_S,
     attempts: int = 3,
 ) -> JaegerInstance:
     """Start Jaeger v2 with in-memory storage on free loopback ports and wait until ready.
@@ -506,7 +508,7 @@ def start_otelcol(
     env: Mapping[str, str] | None = None,
     binary: Path | None = None,
     work_dir: Path | None = None,
-    ready_timeout: float = 60.0,
+    ready_timeout: float = WAIT_S,
     attempts: int = 3,
 ) -> OtelcolInstance:
     """Start a collector from ``config_text`` (YAML) and wait until it is ready.
@@ -571,5 +573,5 @@ class OtelcolFactory(Protocol):
         *,
         ports: Sequence[str] = DEFAULT_OTELCOL_PORTS,
         env: Mapping[str, str] | None = None,
-        ready_timeout: float = 60.0,
+        ready_timeout: float = WAIT_S,
     ) -> OtelcolInstance: ...

@@ -30,6 +30,7 @@ from tests.e2e.backends import (
     start_jaeger,
     start_otelcol,
 )
+from tests.support.guards import WAIT_S
 
 _E2E_DIR = Path(__file__).resolve().parent
 
@@ -74,7 +75,7 @@ def otelcol_factory(tmp_path: Path) -> Iterator[OtelcolFactory]:
         *,
         ports: Sequence[str] = DEFAULT_OTELCOL_PORTS,
         env: Mapping[str, str] | None = None,
-        ready_timeout: float = 60.0,
+        ready_timeout: float = WAIT_S,
     ) -> OtelcolInstance:
         instance = start_otelcol(
             config_text,

@@ -28,6 +28,7 @@ from tests.e2e.backends import (
     spawn,
     wait_until,
 )
+from tests.support.guards import WAIT_S
 
 Sample = tuple[dict[str, str], float]
 """One series of an instant vector: its labels and value."""
@@ -57,7 +58,9 @@ class PrometheusInstance:
             return [({}, float(data["result"][1]))]
         return [(dict(r["metric"]), float(r["value"][1])) for r in data["result"]]
 
-    def wait_for(self, expr: str, check: Any, *, what: str, timeout: float = 30.0) -> list[Sample]:
+    def wait_for(
+        self, expr: str, check: Any, *, what: str, timeout: float = WAIT_S
+    ) -> list[Sample]:
         """Poll ``expr`` until ``check(samples)`` is true; the samples seen last on timeout
         are in the error, with the scrape targets' health."""
         deadline = time.monotonic() + timeout
@@ -93,7 +96,7 @@ def start_prometheus(
     rule_files: Sequence[Path],
     *,
     work_dir: Path | None = None,
-    ready_timeout: float = 60.0,
+    ready_timeout: float = WAIT_S,
     attempts: int = 3,
 ) -> PrometheusInstance:
     """Start Prometheus scraping ``targets`` (``host:port``, path /metrics) with the rules."""

@@ -15,7 +15,6 @@ import signal
 import ssl
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.e2e.backends import OtelcolFactory
 from tests.support.certs import Certs, make_certs
-from tests.support.guards import IO_S, PROCESS_S
+from tests.support.guards import IO_S, PROCESS_S, eventually
 from tracejudge import semconv as sc
 from tracejudge.model.files import load_spans
 
@@ -164,12 +163,15 @@ def test_otelcol_exporters_get_in_with_token_and_ca(
         )
         via_grpc = _run(col.otlp_grpc_endpoint, 3)
         via_http = _run(col.endpoint("otlp_http"), 2)
-        end = time.monotonic() + 30
-        while time.monotonic() < end:
-            m = _metrics(mgmt, certs)
-            if m["traces_decided"] >= 5 and m["auth"]["refused"] >= 1:
-                break
-            time.sleep(0.2)
+        m = eventually(
+            lambda: (
+                got
+                if (got := _metrics(mgmt, certs))["traces_decided"] >= 5
+                and got["auth"]["refused"] >= 1
+                else None
+            ),
+            "5 decisions and the refused export",
+        )
         assert m["traces_decided"] == 5, m
         assert m["spans"]["received"] == 10
         assert m["auth"]["invalid"] == 0

@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.backends import JaegerInstance
-from tests.support.guards import IO_S, PROCESS_S, WAIT_S
+from tests.support.guards import IO_S, PROCESS_S, eventually, wait_for
 from tracejudge import semconv as sc
 
 pytestmark = pytest.mark.e2e
@@ -43,18 +42,18 @@ def _free_ports(n: int) -> list[int]:
             s.close()
 
 
-def _wait_ready(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+def _wait_ready(port: int, proc: subprocess.Popen[bytes]) -> None:
     """Poll the collector's /healthz (an HTTP answer, not just an open port)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+
+    def ready() -> bool:
         assert proc.poll() is None, "tracejudge serve exited early"
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=IO_S) as r:
-                if r.status == 200:
-                    return
+                return bool(r.status == 200)
         except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"tracejudge serve on port {port} not ready")
+            return False
+
+    wait_for(ready, what=f"tracejudge serve on port {port} ready")
 
 
 @pytest.fixture
@@ -114,10 +113,15 @@ def test_silent_failure_is_marked_fail_in_jaeger(
     match = re.search(r"trace: ([0-9a-f]{32})", out)
     assert match, out
     trace_id = match.group(1)
-    jaeger.get_trace(trace_id, min_spans=2, timeout=WAIT_S)
-    time.sleep(0.5)
-    doc = jaeger.get_trace_otlp(trace_id)
-    spans = [s for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    jaeger.get_trace(trace_id, min_spans=2)
+
+    def stamped() -> list[dict[str, Any]] | None:  # the stamped root may be stored last
+        doc = jaeger.get_trace_otlp(trace_id)
+        got = [s for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+        verdicts = [s for s in got if _attr(s.get("attributes", []), sc.TRACEJUDGE_VERDICT)]
+        return got if verdicts else None
+
+    spans = eventually(stamped, "the stamped root in Jaeger")
     roots = [s for s in spans if _attr(s.get("attributes", []), sc.TRACEJUDGE_VERDICT)]
     assert len(roots) == 1
     root = roots[0]

@@ -11,7 +11,6 @@ own log record, joined to its trace before judging, with its body.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -27,6 +26,7 @@ from tests.collector.collector_support import (
 )
 from tests.collector.logs_support import log_record, logs_request
 from tests.e2e.backends import OtelcolFactory, OtelcolInstance
+from tests.support.guards import eventually
 from tracejudge import semconv as sc
 from tracejudge.collector import CollectorConfig
 
@@ -94,13 +94,12 @@ def test_evaluation_records_reach_otelcol_with_required_attributes(
         spans = [make_span(tid, root), make_span(tid, tool, root, error=True)]
         status, _, _ = post(c.http_port, make_request(spans).SerializeToString())
         assert status == 200
-        end = time.monotonic() + 20
-        blocks: list[str] = []
-        while time.monotonic() < end:
-            blocks = [b for b in _records(otelcol.read_log(200_000)) if tid.hex() in b]
-            if len(blocks) >= 2:
-                break
-            time.sleep(0.2)
+
+        def both() -> list[str] | None:
+            found = [b for b in _records(otelcol.read_log(200_000)) if tid.hex() in b]
+            return found if len(found) >= 2 else None
+
+        blocks = eventually(both, "both log records in otelcol's output")
     finally:
         lt.run(c.stop(timeout=3.0))
     evaluation = [b for b in blocks if f"EventName: {sc.EVENT_GEN_AI_EVALUATION_RESULT}" in b]

@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +26,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.e2e.backends import JaegerInstance, OtelcolFactory
-from tests.support.guards import IO_S
+from tests.support.guards import IO_S, wait_for
 from tracejudge import semconv as sc
 
 pytestmark = pytest.mark.e2e
@@ -92,15 +91,15 @@ def _metrics(port: int) -> dict[str, Any]:
 
 
 def _wait_ready(port: int, proc: subprocess.Popen[bytes]) -> None:
-    end = time.monotonic() + 20
-    while time.monotonic() < end:
+    def ready() -> bool:
         assert proc.poll() is None, "tracejudge serve exited early"
         try:
             _metrics(port)
-            return
         except OSError:
-            time.sleep(0.05)
-    raise TimeoutError("tracejudge serve not ready")
+            return False
+        return True
+
+    wait_for(ready, what="tracejudge serve ready")
 
 
 @pytest.fixture
@@ -175,9 +174,8 @@ def test_every_trace_judged_once_and_whole(
     parts = [roots, children[: len(children) // 2], children[len(children) // 2 :]]
     exporter = OTLPSpanExporter(endpoint=lb.otlp_grpc_endpoint, insecure=True, timeout=IO_S)
     try:
-        for part in parts:
+        for part in parts:  # three calls, each acknowledged before the next
             assert exporter.export(part) is SpanExportResult.SUCCESS
-            time.sleep(0.3)
     finally:
         exporter.shutdown()
     expected = {f"{s.context.trace_id:032x}" for s in roots if s.context is not None}
@@ -185,10 +183,11 @@ def test_every_trace_judged_once_and_whole(
     def decided() -> int:
         return sum(_metrics(http)["traces_decided"] for _, http, _ in instances)
 
-    end = time.monotonic() + 30
-    while decided() < TRACES and time.monotonic() < end:
-        time.sleep(0.2)
-    time.sleep(0.5)
+    def settled() -> bool:  # every trace decided and nothing left buffered: counts final
+        stats = [_metrics(http) for _, http, _ in instances]
+        return decided() >= TRACES and all(s["buffered_traces"] == 0 for s in stats)
+
+    wait_for(settled, what=f"{TRACES} traces decided")
     stats = [_metrics(http) for _, http, _ in instances]
     assert sum(s["traces_decided"] for s in stats) == TRACES
     assert sum(s["spans"]["received"] for s in stats) == TRACES * SPANS_PER_TRACE

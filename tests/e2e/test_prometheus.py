@@ -19,7 +19,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -32,7 +31,7 @@ from tests.collector.test_prometheus_assets import flagger_query, metric_templat
 from tests.e2e.backends import locate_binary, pick_free_ports
 from tests.e2e.prometheus import PrometheusInstance, Sample, start_prometheus
 from tests.support import verdict_runs
-from tests.support.guards import IO_S, PROCESS_S
+from tests.support.guards import IO_S, PROCESS_S, wait_for
 from tracejudge.collector.exposition import render
 from tracejudge.collector.metric_labels import MetricLabels
 from tracejudge.collector.stats import Stats
@@ -83,17 +82,18 @@ def test_promtool_accepts_the_exposition() -> None:
     assert broken.returncode != 0  # the check can fail
 
 
-def _wait_ready(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+def _wait_ready(port: int, proc: subprocess.Popen[bytes]) -> None:
+    """Poll the collector's /healthz (an HTTP answer, not just an open port)."""
+
+    def ready() -> bool:
         assert proc.poll() is None, "tracejudge serve exited early"
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=IO_S) as r:
-                if r.status == 200:
-                    return
+                return bool(r.status == 200)
         except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"tracejudge serve on port {port} not ready")
+            return False
+
+    wait_for(ready, what=f"tracejudge serve on port {port} ready")
 
 
 def _decided(port: int) -> int:
@@ -179,10 +179,7 @@ def test_prometheus_records_pass_rate_and_hard_gate_failures_from_serve(
             'up{job="tracejudge"}', lambda s: [v for _, v in s] == [1.0], what="serve scraped"
         )
         _export(serve, "stable:pass:20", "canary:pass:7", "canary:fail:3")
-        deadline = time.monotonic() + 30
-        while _decided(serve) < 30:
-            assert time.monotonic() < deadline, "serve did not decide the 30 runs"
-            time.sleep(0.1)
+        wait_for(lambda: _decided(serve) >= 30, what="serve deciding the 30 runs")
         # The canary's series are born with its runs: counted whole, not lost to increase().
         prom.wait_for(
             "agent_variant:tracejudge_pass_rate:ratio10m",
