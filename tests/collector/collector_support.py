@@ -55,7 +55,7 @@ class LoopThread:
     def close(self) -> None:
         """Stop the loop and join the thread."""
         self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(5)
+        self._thread.join(WAIT_S)
 
 
 class StandInJudge:

@@ -271,7 +271,7 @@ def test_sigkill_loses_nothing_with_disk_queue(
         wait_for(lambda: _metrics(http_port)["traces_decided"] >= 1, what="the first decision")
     finally:
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(5)
+        proc.wait(PROCESS_S)
     sink = sink_on_port(port)
     proc, _ = _spawn(*flags, "--decision-wait", "0.5s")
     try:
@@ -284,7 +284,7 @@ def test_sigkill_loses_nothing_with_disk_queue(
         assert sc.TRACEJUDGE_VERDICT in attrs(judged_root[0])
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(10)
+        proc.wait(PROCESS_S)
 
 
 def test_big_trace_is_forwarded_in_requests_under_the_batch_limit(

@@ -181,7 +181,7 @@ class ManagedProcess:
             return ""
         return text[-max_chars:]
 
-    def stop(self, timeout: float = 10.0) -> int:
+    def stop(self, timeout: float = WAIT_S) -> int:
         """SIGTERM, wait up to ``timeout`` seconds, then SIGKILL; returns the exit code."""
         if self.popen.poll() is None:
             self.popen.terminate()
@@ -396,7 +396,7 @@ class JaegerInstance:
                 raise TimeoutError(f"jaeger at {self.query_url}: no {what} after {timeout:.0f}s")
             time.sleep(0.1)
 
-    def stop(self, timeout: float = 10.0) -> int:
+    def stop(self, timeout: float = WAIT_S) -> int:
         return self.process.stop(timeout)
 
 
@@ -497,7 +497,7 @@ class OtelcolInstance:
     def read_log(self, max_chars: int = 20_000) -> str:
         return self.process.read_log(max_chars)
 
-    def stop(self, timeout: float = 10.0) -> int:
+    def stop(self, timeout: float = WAIT_S) -> int:
         return self.process.stop(timeout)
 
 

@@ -77,7 +77,7 @@ class PrometheusInstance:
                 )
             time.sleep(0.25)
 
-    def stop(self, timeout: float = 10.0) -> int:
+    def stop(self, timeout: float = WAIT_S) -> int:
         return self.process.stop(timeout)
 
 

@@ -79,7 +79,7 @@ def serve(jaeger: JaegerInstance, tmp_path: Path) -> Iterator[tuple[int, Path]]:
         yield http_port, verdicts
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(15) == 0
+        assert proc.wait(PROCESS_S) == 0
 
 
 def _attr(attrs: list[dict[str, Any]], key: str) -> Any:

@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.collector.conversation_support import CONFIRMED, RULES, UNCONFIRMED, emit_turn
 from tests.e2e.backends import JaegerInstance, http_get, wait_until
 from tests.e2e.test_collector_jaeger import _free_ports, _wait_ready
-from tests.support.guards import WAIT_S
+from tests.support.guards import PROCESS_S, WAIT_S
 from tracejudge import semconv as sc
 
 pytestmark = pytest.mark.e2e
@@ -98,4 +98,4 @@ def test_every_turn_of_a_conversation_is_found_by_its_verdict(
         assert sorted((v["verdict"], v["trace_ids"]) for v in lines) == [("fail", b), ("pass", a)]
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(15) == 0
+        assert proc.wait(PROCESS_S) == 0

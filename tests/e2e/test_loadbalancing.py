@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.e2e.backends import JaegerInstance, OtelcolFactory
-from tests.support.guards import IO_S, wait_for
+from tests.support.guards import IO_S, PROCESS_S, wait_for
 from tracejudge import semconv as sc
 
 pytestmark = pytest.mark.e2e
@@ -130,7 +130,7 @@ def instances(jaeger: JaegerInstance, tmp_path: Path) -> Iterator[list[tuple[int
         for proc in procs:
             proc.send_signal(signal.SIGTERM)
         for proc in procs:
-            proc.wait(15)
+            proc.wait(PROCESS_S)
 
 
 def _runs() -> list[ReadableSpan]:

@@ -125,7 +125,7 @@ def serve(tmp_path: Path) -> Iterator[int]:
         yield http_port
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(15) == 0
+        assert proc.wait(PROCESS_S) == 0
 
 
 def _export(port: int, *batches: str) -> None:
