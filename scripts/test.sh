@@ -11,8 +11,9 @@
 #      judging suites on it;
 #   3. then it waits for the backends and runs the e2e tests on both builds.
 # When the backends are built already (a warm run), each build's suite runs whole, in one pytest.
-# Each step prints its wall and CPU time. A failing step stops the run, the background build included
-# (what it compiled so far stays in the Go cache).
+# Each step prints its wall and CPU time. A failing step stops the run, but not the background build:
+# the run waits for it to finish first, so the next run finds the backends built instead of starting
+# the unfinished ones over (Ctrl-C, or a TERM, stops the build too).
 #
 #   COMPILED_TESTS   the suites run again on the compiled wheel (set by the Makefile)
 #   TEST_WORKERS     pytest-xdist workers (default: auto, one per core; 0 runs in-process)
@@ -52,14 +53,33 @@ passed() {
   exit 0
 }
 
+interrupted=0
+
 stop_backends() {
-  if [ -n "$backends" ] && kill -0 "$backends" 2>/dev/null; then
-    say "stopping the background backend build"
-    kill -TERM -- "-$backends" 2>/dev/null || true
-  fi
+  say "stopping the background backend build"
+  kill -TERM -- "-$backends" 2>/dev/null || true
 }
-trap 'exit 130' INT TERM
-trap stop_backends EXIT
+
+finish_backends() {  # the EXIT trap: a failed step lets the backend build finish; an interrupt stops it
+  local status=$?
+  if [ -z "$backends" ] || ! kill -0 "$backends" 2>/dev/null; then
+    exit "$status"
+  fi
+  if [ "$interrupted" = 1 ]; then
+    stop_backends
+    exit "$status"
+  fi
+  say "a step failed (exit $status); letting the background backend build finish, so the next run does not start it over (log: $BACKENDS_LOG; Ctrl-C stops it)"
+  trap 'stop_backends; exit 130' INT TERM
+  if wait "$backends"; then
+    say "backends: built; the next run's e2e tests will use them"
+  else
+    say "backends: the build failed too (log: $BACKENDS_LOG)"
+  fi
+  exit "$status"
+}
+trap 'interrupted=1; exit 130' INT TERM
+trap finish_backends EXIT
 
 if bash scripts/build-backends.sh --no-build >/dev/null 2>&1 && bash scripts/build-tools.sh --no-build >/dev/null 2>&1; then
   say "backends: built already"
