@@ -27,7 +27,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
 
-from tests.support.guards import IO_S, WAIT_S
+from tests.support.guards import IO_S, WAIT_S, eventually
 from tests.support.guards import wait_for as wait_for  # the one poll loop, re-exported
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector, CollectorConfig
@@ -332,16 +332,35 @@ def start_collector(
     return lt.run(go())
 
 
-def timer_settled(c: Collector, clock: ManualClock) -> bool:
-    """True once the decision timer of ``c`` (started on ``clock``) has done everything due
-    at the clock's reading: it re-arms past ``clock.now()`` only after its tick, and a
-    trace that ingest found due sets ``wake`` until that tick has run."""
+def timer_settled(c: Collector, clock: ManualClock) -> bool | None:
+    """Whether the decision timer of ``c`` (started on ``clock``) is done at the clock's
+    reading: True when it has re-armed past ``clock.now()`` (it does only after its tick;
+    a trace ingest found due sets ``wake`` until that tick ran) with nothing left due;
+    None when it waits for the clock although a trace is due (one became due while the
+    tick ran: the timer takes it a millisecond later, of the clock's time); False while
+    it is still at work."""
     p = c.pipeline
-    return p is not None and p.wake_at > clock.now() and not p.wake.is_set()
+    if p is None:
+        return False
+    now = clock.now()
+    if p.wake_at <= now or p.wake.is_set():
+        return False
+    due = p.buffer.next_deadline() <= now or (p.held is not None and p.held.next_deadline() <= now)
+    return None if due else True
 
 
 def advance(c: Collector, clock: ManualClock, seconds: float) -> None:
     """Move ``clock`` on by ``seconds`` and wait until the collector's timer has decided
-    everything due by then (decisions made; their forwarding may still be under way)."""
+    everything due by then (decisions made; their forwarding may still be under way). A
+    trace that became due while a tick ran is taken by the next tick, a millisecond of the
+    clock's time on, as on the real clock: so the clock may end up a few ms further."""
     clock.advance(seconds)
-    wait_for(lambda: timer_settled(c, clock), what=f"the decision timer at +{seconds}s")
+
+    def step() -> bool | None:
+        settled = timer_settled(c, clock)
+        if settled is None:
+            clock.advance(0.001)
+            return None
+        return True if settled else None
+
+    eventually(step, f"the decision timer at +{seconds}s")

@@ -44,6 +44,12 @@ class Clock(Protocol):
         seconds on. Called on that loop."""
         ...
 
+    def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
+        """Run ``callback`` on the running event loop once ``now()`` reaches ``when`` (at
+        once when it has): a deadline computed from an earlier reading stays that deadline
+        however the clock moved since. Called on that loop."""
+        ...
+
 
 class SystemClock:
     """The real clocks. ``now`` is ``time.monotonic``, the clock asyncio's default loop
@@ -57,6 +63,9 @@ class SystemClock:
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
         return asyncio.get_running_loop().call_later(delay, callback)
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
+        return asyncio.get_running_loop().call_later(when - self.now(), callback)
 
 
 class _ManualTimer:
@@ -110,12 +119,15 @@ class ManualClock:
             timer.callback()
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
-        timer = _ManualTimer(self._now + delay, asyncio.get_running_loop(), callback)
-        if delay <= 0:  # already due: runs soon, as the loop's own call_later would
-            timer.loop.call_soon(self._fire, timer)
-            return timer
-        with self._lock:
-            self._timers.append(timer)
+        return self.call_at(self._now + delay, callback)
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
+        timer = _ManualTimer(when, asyncio.get_running_loop(), callback)
+        with self._lock:  # read with the list, so an advance in between cannot skip it
+            if when > self._now:
+                self._timers.append(timer)
+                return timer
+        timer.loop.call_soon(self._fire, timer)  # already due, as the loop's own would run
         return timer
 
     def deadlines(self) -> list[float]:

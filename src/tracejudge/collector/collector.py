@@ -507,7 +507,10 @@ class Collector:
         while not self.stopping():
             # Wake at the earliest decision deadline, or sooner when ingest buffers a
             # trace due before that (see ``Pipeline.arm_timer``).
-            timer = self.clock.call_later(p.arm_timer(), p.wake.set)
+            # The deadline arm_timer read, not a delay from a second reading: a clock
+            # moved in between (a test's ManualClock, from its thread) must not push it on.
+            p.arm_timer()
+            timer = self.clock.call_at(p.wake_at, p.wake.set)
             try:
                 await p.wake.wait()
             finally:
