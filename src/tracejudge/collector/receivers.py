@@ -11,6 +11,7 @@ The gRPC receiver is ``grpc_receiver.py``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
