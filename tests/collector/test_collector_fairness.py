@@ -37,6 +37,7 @@ from tests.collector.collector_support import (
 )
 from tests.collector.test_collector_judging import _agent_trace, _rules
 from tests.collector.test_collector_reliability import _spawn
+from tests.support.guards import IO_S
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 from tracejudge.collector.judge import load_judge
@@ -70,7 +71,7 @@ def slow_bodies() -> Iterator[Callable[[int, int, int], list[socket.socket]]]:
 
     def start(port: int, count: int, announced: int) -> list[socket.socket]:
         for _ in range(count):
-            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s = socket.create_connection(("127.0.0.1", port), timeout=IO_S)
             head = (
                 "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
                 "Content-Type: application/x-protobuf\r\n"
@@ -103,7 +104,7 @@ def test_slow_bodies_do_not_hold_the_inflight_budget(
     assert status == 200, answer
     gid, gbody = _one_trace(3)
     with grpc.insecure_channel(f"127.0.0.1:{c.grpc_port}") as channel:
-        channel.unary_unary(EXPORT, None, None)(gbody, timeout=10)
+        channel.unary_unary(EXPORT, None, None)(gbody, timeout=IO_S)
     assert held == 8 * 1024  # the bodies' bytes so far, not what they announced
     assert c.inflight.refused == 0
     wait_for(lambda: len(sink.spans()) == 5, what="both traces delivered")
@@ -179,7 +180,7 @@ def test_a_request_past_max_traces_per_request_is_cut_with_partial_success(
         "max_traces_per_request (50) traces"
     )
     with grpc.insecure_channel(f"127.0.0.1:{c.grpc_port}") as channel:
-        again = _answer(channel.unary_unary(EXPORT, None, None)(body, timeout=10))
+        again = _answer(channel.unary_unary(EXPORT, None, None)(body, timeout=IO_S))
     assert again.partial_success == answer.partial_success
     wait_for(lambda: len(sink.spans()) == 100, what="the accepted spans delivered")
     assert {s.trace_id for s in sink.spans()} == {s.trace_id for s in spans[:50]}
@@ -269,13 +270,13 @@ def test_healthz_and_receivers_answer_while_a_big_trace_is_judged(
         small = _one_trace(2)[1]
         assert post(c.http_port, small)[0] == 200
         with grpc.insecure_channel(f"127.0.0.1:{c.grpc_port}") as channel:
-            channel.unary_unary(EXPORT, None, None)(_one_trace(2)[1], timeout=10)
+            channel.unary_unary(EXPORT, None, None)(_one_trace(2)[1], timeout=IO_S)
         assert c.pipeline.deciding(tid)  # all of it while the big trace was being judged
         assert not judge.release.is_set()
     finally:
         judge.release.set()
         sender.join(60)
-    wait_for(lambda: len(sink.spans()) == 140 + 20_000 + 4, timeout=60, what="all delivered")
+    wait_for(lambda: len(sink.spans()) == 140 + 20_000 + 4, what="all delivered")
     assert sum(1 for s in sink.spans() if s.trace_id == tid) == 20_000
 
 
