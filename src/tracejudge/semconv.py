@@ -796,6 +796,15 @@ FOREIGN_TOOL_CALL_FUNCTION_NAME: Final = "tool_call.function.name"
 FOREIGN_TOOL_CALL_FUNCTION_ARGUMENTS: Final = "tool_call.function.arguments"
 """Read from: OpenInference (suffix of flattened message.tool_calls.N attributes)."""
 
+FOREIGN_LLM_PROMPTS: Final = "llm.prompts"
+"""Read from: OpenInference (completions-API prompts; a list of strings, or flattened llm.prompts.N.prompt.text)."""
+
+FOREIGN_LLM_PROMPT_TEMPLATE_TEMPLATE: Final = "llm.prompt_template.template"
+"""Read from: OpenInference (the prompt template's text)."""
+
+FOREIGN_LLM_PROMPT_TEMPLATE_VARIABLES: Final = "llm.prompt_template.variables"
+"""Read from: OpenInference (the template's variables as JSON, user content)."""
+
 FOREIGN_TOOL_ARGUMENTS: Final = "tool_arguments"
 """Read from: pydantic-ai (instrumentation version 2, "running tool" spans; pydantic_ai/_instrumentation.py InstrumentationNames)."""
 

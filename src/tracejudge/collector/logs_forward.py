@@ -19,7 +19,6 @@ import time
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, SeverityNumber
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
@@ -28,8 +27,14 @@ from tracejudge import semconv as sc
 from tracejudge.collector.forward import ForwardTarget, GrpcTarget, HttpTarget
 from tracejudge.collector.otlp import frame
 from tracejudge.collector.redact import Scrubber
-from tracejudge.collector.stamp import CONTENT_KEYS, CONTENT_PREFIXES, outcome_event_bytes
+from tracejudge.collector.stamp import outcome_event_bytes
 from tracejudge.collector.tls import TargetOptions
+from tracejudge.content import (
+    LOG_BODIES_ARE_CONTENT,
+    is_content_event,
+    is_content_event_field,
+    is_content_key,
+)
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.log_events import event_name
 
@@ -42,18 +47,6 @@ __all__ = [
 ]
 
 LOGS_EXPORT_METHOD = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
-
-_CONTENT_EVENTS = frozenset(
-    {
-        sc.EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS,
-        sc.FOREIGN_GEN_AI_SYSTEM_MESSAGE,
-        sc.FOREIGN_GEN_AI_USER_MESSAGE,
-        sc.FOREIGN_GEN_AI_ASSISTANT_MESSAGE,
-        sc.FOREIGN_GEN_AI_TOOL_MESSAGE,
-        sc.FOREIGN_GEN_AI_CHOICE,
-    }
-)
-"""Events whose body is message content (cleared by ``--drop-content``)."""
 
 _SEVERITY = {
     "fail": SeverityNumber.SEVERITY_NUMBER_ERROR,
@@ -107,46 +100,27 @@ class LogContentFilter:
                 if self.drop and _drop_content(record):
                     changed = True
                 if self.redact:
-                    n = self._redact_values(record.attributes)
+                    n = self.scrubber.values(record.attributes)
                     if record.HasField("body"):
-                        n += self._redact_any(record.body)
+                        n += self.scrubber.value(record.body)
                     if n:
                         changed = True
                         _add_count(record, n)
         return rl.SerializeToString() if changed else data
 
-    def _redact_values(self, kvs: Sequence[KeyValue]) -> int:
-        return sum(self._redact_any(kv.value) for kv in kvs)
-
-    def _redact_any(self, value: AnyValue) -> int:
-        which = value.WhichOneof("value")
-        if which == "string_value":
-            out, count = self.scrubber.redactor.redact(value.string_value)
-            if count:
-                value.string_value = out
-                self.scrubber.redacted += count
-            return count
-        if which == "array_value":
-            return sum(self._redact_any(v) for v in value.array_value.values)
-        if which == "kvlist_value":
-            return self._redact_values(value.kvlist_value.values)
-        return 0
-
-
-def _is_content(key: str) -> bool:
-    return key in CONTENT_KEYS or key.startswith(CONTENT_PREFIXES)
-
 
 def _drop_content(record: LogRecord) -> bool:
-    """Strip content attributes, and the body of a message event; mark the record."""
+    """Strip what ``tracejudge.content`` declares content from one record: its body
+    (every body is), its content attributes, and, on a content event, the fields its
+    message is in when an SDK wrote them as attributes; the record keeps its name, time
+    and trace context, and is marked ``tracejudge.content.dropped``."""
     dropped = False
-    keep = [kv for kv in record.attributes if not _is_content(kv.key)]
-    if len(keep) != len(record.attributes):
-        copies = [KeyValue(key=kv.key, value=kv.value) for kv in keep]
-        del record.attributes[:]
-        record.attributes.extend(copies)
+    content = is_content_event_field if is_content_event(event_name(record)) else is_content_key
+    found = [i for i, kv in enumerate(record.attributes) if content(kv.key)]
+    for i in reversed(found):
+        del record.attributes[i]
         dropped = True
-    if record.HasField("body") and event_name(record) in _CONTENT_EVENTS:
+    if LOG_BODIES_ARE_CONTENT and record.HasField("body"):
         record.ClearField("body")
         dropped = True
     if dropped:

@@ -14,10 +14,10 @@ log lines.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
-from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
 from tracejudge import semconv as sc
@@ -108,32 +108,43 @@ class Scrubber:
         )
 
     def fragment(self, rs: ResourceSpans) -> bool:
-        """Redact secrets in every string attribute of the fragment's spans and events;
-        a span that changed gets ``tracejudge.content.redacted`` (added to the count an
+        """Redact secrets in every string attribute of the fragment's spans and events
+        (inside arrays and maps too: OpenInference ``llm.prompts`` is a list); a span
+        that changed gets ``tracejudge.content.redacted`` (added to the count an
         instrumentation may have set). True if anything changed."""
         changed = False
         for ss in rs.scope_spans:
             for span in ss.spans:
-                n = self._attributes(span.attributes)
+                n = self.values(span.attributes)
                 for ev in span.events:
-                    n += self._attributes(ev.attributes)
+                    n += self.values(ev.attributes)
                 if n:
                     changed = True
                     self._count(span.attributes, n)
         return changed
 
-    def _attributes(self, kvs: RepeatedCompositeFieldContainer[KeyValue]) -> int:
+    def values(self, kvs: Iterable[KeyValue]) -> int:
+        """Redact secrets in the string values of ``kvs`` in place; how many were."""
         total = 0
         for kv in kvs:
-            value = kv.value
-            if value.WhichOneof("value") != "string_value":
-                continue
+            total += self.value(kv.value)
+        return total
+
+    def value(self, value: AnyValue) -> int:
+        """Redact secrets in one value in place (strings, and the strings inside arrays
+        and maps, at any depth); how many were replaced (added to ``redacted``)."""
+        which = value.WhichOneof("value")
+        if which == "string_value":
             out, count = self.redactor.redact(value.string_value)
             if count:
                 value.string_value = out
-                total += count
-        self.redacted += total
-        return total
+                self.redacted += count
+            return count
+        if which == "array_value":
+            return sum(self.value(v) for v in value.array_value.values)
+        if which == "kvlist_value":
+            return self.values(value.kvlist_value.values)
+        return 0
 
     @staticmethod
     def _count(kvs: RepeatedCompositeFieldContainer[KeyValue], n: int) -> None:

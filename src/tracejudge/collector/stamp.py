@@ -14,42 +14,16 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 
 from tracejudge import semconv as sc
 from tracejudge.collector.otlp import length_delimited
+from tracejudge.content import is_content_event, is_content_key
 from tracejudge.engine.verdict import RuleOutcome, Verdict, clip_explanation
 
 _SEVERITY = {"pass": 0, "not_applicable": 0, "warn": 1, "error": 2, "fail": 3}
-
-CONTENT_KEYS = frozenset(
-    {
-        sc.GEN_AI_INPUT_MESSAGES,
-        sc.GEN_AI_OUTPUT_MESSAGES,
-        sc.GEN_AI_SYSTEM_INSTRUCTIONS,
-        sc.GEN_AI_TOOL_CALL_ARGUMENTS,
-        sc.GEN_AI_TOOL_CALL_RESULT,
-        sc.GEN_AI_TOOL_DEFINITIONS,
-        sc.FOREIGN_INPUT_VALUE,
-        sc.FOREIGN_OUTPUT_VALUE,
-        sc.FOREIGN_TOOL_PARAMETERS,
-        sc.FOREIGN_TRACELOOP_ENTITY_INPUT,
-        sc.FOREIGN_TRACELOOP_ENTITY_OUTPUT,
-    }
-)
-"""Attributes that carry prompts, answers or tool payloads (stripped by ``--drop-content``)."""
-CONTENT_PREFIXES = tuple(
-    p + "."
-    for p in (
-        sc.FOREIGN_GEN_AI_PROMPT,
-        sc.FOREIGN_GEN_AI_COMPLETION,
-        sc.FOREIGN_LLM_INPUT_MESSAGES,
-        sc.FOREIGN_LLM_OUTPUT_MESSAGES,
-    )
-)
-"""Flattened (indexed) content attributes of older and foreign instrumentations."""
-CONTENT_EVENTS = frozenset({sc.EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS})
 
 
 @dataclass(slots=True)
@@ -316,37 +290,33 @@ def mark_error(fragment: ResourceSpans, explanation: str) -> str:
     return first
 
 
-def _is_content(key: str) -> bool:
-    return key in CONTENT_KEYS or key.startswith(CONTENT_PREFIXES)
+def _strip_content(kvs: RepeatedCompositeFieldContainer[KeyValue]) -> bool:
+    """Delete the content attributes of ``kvs`` in place; True if there were any."""
+    found = [i for i, kv in enumerate(kvs) if is_content_key(kv.key)]
+    for i in reversed(found):
+        del kvs[i]
+    return bool(found)
 
 
 def drop_content(fragment: ResourceSpans) -> bool:
-    """Strip message and tool content from every span of a fragment; True if any was."""
+    """Strip message and tool content (``tracejudge.content``) from every span of a
+    fragment: content attributes of spans and events, and content events whole. A span
+    that lost any is marked ``tracejudge.content.dropped``; True if any was."""
     any_dropped = False
     for ss in fragment.scope_spans:
         for span in ss.spans:
-            dropped = False
-            keep = [kv for kv in span.attributes if not _is_content(kv.key)]
-            if len(keep) != len(span.attributes):
-                dropped = True
-                copies = [KeyValue(key=kv.key, value=kv.value) for kv in keep]
-                del span.attributes[:]
-                span.attributes.extend(copies)
-            for e in span.events:
-                kept = [kv for kv in e.attributes if not _is_content(kv.key)]
-                if len(kept) != len(e.attributes):
-                    dropped = True
-                    copies = [KeyValue(key=kv.key, value=kv.value) for kv in kept]
-                    del e.attributes[:]
-                    e.attributes.extend(copies)
-            if any(e.name in CONTENT_EVENTS for e in span.events):
-                dropped = True
-                survivors = [Span.Event() for e in span.events if e.name not in CONTENT_EVENTS]
-                olds = [e for e in span.events if e.name not in CONTENT_EVENTS]
-                for new, old in zip(survivors, olds, strict=True):
-                    new.CopyFrom(old)
-                del span.events[:]
-                span.events.extend(survivors)
+            dropped = _strip_content(span.attributes)
+            events = span.events
+            if events:
+                gone = []
+                for i, e in enumerate(events):
+                    if is_content_event(e.name):
+                        gone.append(i)
+                    elif _strip_content(e.attributes):
+                        dropped = True
+                for i in reversed(gone):
+                    del events[i]
+                dropped = dropped or bool(gone)
             if dropped:
                 set_attr(span, sc.TRACEJUDGE_CONTENT_DROPPED, True)
                 any_dropped = True

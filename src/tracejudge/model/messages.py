@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -27,6 +27,7 @@ from tracejudge import semconv as sc
 from tracejudge.model.spans import EventRecord
 
 __all__ = [
+    "INPUT_EVENTS",
     "last_assistant_text",
     "messages_from_events",
     "messages_from_indexed",
@@ -299,12 +300,14 @@ def messages_from_indexed(
     return [_from_openai_style(m, default_role) for m in tree if isinstance(m, Mapping)]
 
 
-_INPUT_EVENTS = {
+INPUT_EVENTS: Final[dict[str, str]] = {
     sc.FOREIGN_GEN_AI_SYSTEM_MESSAGE: ROLE_SYSTEM,
     sc.FOREIGN_GEN_AI_USER_MESSAGE: ROLE_USER,
     sc.FOREIGN_GEN_AI_ASSISTANT_MESSAGE: ROLE_ASSISTANT,
     sc.FOREIGN_GEN_AI_TOOL_MESSAGE: ROLE_TOOL,
 }
+"""The older events carrying one input message each, and the role it has (its body, in
+``gen_ai.event.content`` or as the event's attributes, is the message)."""
 
 
 def _event_body(event: EventRecord) -> dict[str, Any]:
@@ -337,8 +340,8 @@ def messages_from_events(
             details_out = normalize_messages(
                 event.attributes.get(sc.GEN_AI_OUTPUT_MESSAGES), ROLE_ASSISTANT
             )
-        elif name in _INPUT_EVENTS:
-            inputs.append(_from_openai_style(_event_body(event), _INPUT_EVENTS[name]))
+        elif name in INPUT_EVENTS:
+            inputs.append(_from_openai_style(_event_body(event), INPUT_EVENTS[name]))
         elif name == sc.FOREIGN_GEN_AI_CHOICE:
             body = _event_body(event)
             msg = body.get(MESSAGE)

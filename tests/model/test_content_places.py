@@ -1,0 +1,254 @@
+"""Everything the run model reads as content is dropped by ``--drop-content`` and redacted
+by ``--redact-attributes``, for every place of every reader (issue 18 item 2, issue 20).
+
+The places come from the reader tables (``tracejudge.model.places``). For each one a
+span (and, for event places, the log record the OTLP logs form of the event would be)
+carries a secret there; the test first proves the run model reads it (so the place is
+real and the sample well-formed), then runs the collector's span and log-record filters
+(the functions ``serve`` applies before anything is forwarded, written to ``--output`` or
+dead-lettered) and checks the secret is gone from the serialized output. Before the one
+content declaration, 58 of these cases leaked: the older-convention events, the
+un-indexed ``gen_ai.prompt``/``gen_ai.completion``, the ADK and pydantic-ai attributes,
+log bodies, and string arrays under redaction.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import ResourceLogs
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
+
+from tracejudge import semconv as sc
+from tracejudge.collector.logs_forward import LogContentFilter
+from tracejudge.collector.redact import Scrubber
+from tracejudge.collector.stamp import drop_content
+from tracejudge.content import is_content_event, is_content_key
+from tracejudge.model import build_runs, spans_from_resource_spans
+from tracejudge.model.log_events import events_by_span, join_log_events
+from tracejudge.model.messages import INPUT_EVENTS
+from tracejudge.model.places import ContentPlace, content_places
+from tracejudge.model.readers import TOOL_READERS
+from tracejudge.model.vendor_models import MODEL_READERS
+
+WORD = "Tr0ub4dorXYZ"
+SECRET = f"password={WORD}"
+"""A value the default redactor replaces (``password=...``) and the run model keeps."""
+
+TRACE = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
+ROOT = bytes.fromhex("b7ad6b7169203331")
+CHILD = bytes.fromhex("00f067aa0ba902b7")
+T0 = 1_700_000_000_000_000_000
+
+PLACES = content_places()
+
+
+def _value(place: ContentPlace) -> dict[str, str]:
+    """The attributes (key -> string) that put ``SECRET`` at ``place`` in its shape."""
+    key, shape = place.key, place.shape
+    if shape == "text":
+        return {key: f"lookup {SECRET}"}
+    if shape == "messages":
+        role = "assistant" if key == sc.GEN_AI_OUTPUT_MESSAGES else "user"
+        msg = {"role": role, "parts": [{"type": "text", "content": SECRET}]}
+        return {key: json.dumps([msg])}
+    if shape == "openai_messages":
+        return {key: json.dumps([{"role": "user", "content": SECRET}])}
+    if shape == "openinference":
+        return {f"{key}.0.message.role": "user", f"{key}.0.message.content": SECRET}
+    if shape == "indexed":
+        return {f"{key}.0.role": "user", f"{key}.0.content": SECRET}
+    if shape == "gemini_request":
+        return {key: json.dumps({"contents": [{"role": "user", "parts": [{"text": SECRET}]}]})}
+    if shape == "gemini_response":
+        return {key: json.dumps({"content": {"role": "model", "parts": [{"text": SECRET}]}})}
+    if shape == "langchain_request":
+        return {key: json.dumps({"messages": [[{"type": "human", "content": SECRET}]]})}
+    if shape == "langchain_response":
+        return {key: json.dumps({"generations": [[{"text": SECRET}]]})}
+    if shape == "parts":
+        part = {"type": place.part_type, "id": "c1", "name": "lookup", place.part_field: SECRET}
+        return {key: json.dumps([{"role": "tool", "parts": [part]}])}
+    assert shape == "choice"
+    message = {"role": "assistant", "content": SECRET}
+    if key == sc.FOREIGN_MESSAGE:
+        return {key: json.dumps(message)}
+    return {key: json.dumps({"index": 0, "finish_reason": "stop", "message": message})}
+
+
+def _kv(key: str, value: str) -> KeyValue:
+    return KeyValue(key=key, value=AnyValue(string_value=value))
+
+
+def _telemetry(place: ContentPlace) -> tuple[ResourceSpans, ResourceLogs]:
+    """The spans (an agent root and, unless the place is the root's, one child) and log
+    records that carry ``SECRET`` at ``place``."""
+    rs = ResourceSpans()
+    ss = rs.scope_spans.add()
+    root = ss.spans.add(
+        trace_id=TRACE, span_id=ROOT, name="invoke_agent a", start_time_unix_nano=T0
+    )
+    root.end_time_unix_nano = T0 + 10_000
+    root.attributes.append(_kv(sc.GEN_AI_OPERATION_NAME, "invoke_agent"))
+    root.attributes.append(_kv(sc.GEN_AI_AGENT_NAME, "a"))
+    target = root
+    if place.role != "agent":
+        target = ss.spans.add(
+            trace_id=TRACE,
+            span_id=CHILD,
+            parent_span_id=ROOT,
+            name=place.span_name or "step",
+            start_time_unix_nano=T0 + 1000,
+            end_time_unix_nano=T0 + 2000,
+        )
+        for k, v in place.span_attributes.items():
+            target.attributes.append(_kv(k, v))
+    values = _value(place)
+    rl = ResourceLogs()
+    if place.carrier == "span attribute":
+        target.attributes.extend(_kv(k, v) for k, v in values.items())
+    elif place.carrier == "span event":
+        event = target.events.add(name=place.event, time_unix_nano=T0 + 1500)
+        event.attributes.extend(_kv(k, v) for k, v in values.items())
+    else:
+        record = rl.scope_logs.add().log_records.add(
+            time_unix_nano=T0 + 1500,
+            trace_id=TRACE,
+            span_id=target.span_id,
+            event_name=place.event,
+        )
+        if place.carrier == "log attribute":
+            record.attributes.extend(_kv(k, v) for k, v in values.items())
+        else:
+            record.body.kvlist_value.values.extend(_kv(k, v) for k, v in values.items())
+    return rs, rl
+
+
+def _read(rs: ResourceSpans, rl: ResourceLogs) -> str:
+    """What the run model read as content (messages, tool payloads, the final answer)."""
+    spans = spans_from_resource_spans(rs)
+    join_log_events(spans, events_by_span([rl]))
+    read: list[Any] = []
+    for run in build_runs(spans):
+        read.append(run.final_answer)
+        for step in run.steps:
+            if step.kind == "model":
+                read.extend([step.input_messages, step.output_messages])
+                read.extend(c.arguments for c in step.requested_tool_calls)
+            else:
+                read.extend([step.arguments, step.result])
+    return json.dumps(read, default=str)
+
+
+def _written(rs: ResourceSpans, rl: ResourceLogs) -> bytes:
+    return rs.SerializeToString() + rl.SerializeToString()
+
+
+@pytest.mark.parametrize("place", PLACES, ids=str)
+def test_the_run_model_reads_content_there(place: ContentPlace) -> None:
+    """The sample is well-formed: without any filter, the run model reads the secret
+    from this place (else the two tests below would prove nothing)."""
+    assert WORD in _read(*_telemetry(place))
+
+
+@pytest.mark.parametrize("place", PLACES, ids=str)
+def test_drop_content_drops_it(place: ContentPlace) -> None:
+    """``--drop-content``: the span filter and the log-record filter leave nothing of
+    the content in what is written, and the run model built from it reads none."""
+    rs, rl = _telemetry(place)
+    drop_content(rs)
+    logs = LogContentFilter(drop=True, redact=False, scrubber=Scrubber())
+    rl = ResourceLogs.FromString(logs.apply(rl.SerializeToString()))
+    assert WORD not in _written(rs, rl).decode("utf-8", "replace")
+    assert WORD not in _read(rs, rl)
+
+
+@pytest.mark.parametrize("place", PLACES, ids=str)
+def test_redact_attributes_redacts_it(place: ContentPlace) -> None:
+    """``--redact-attributes``: the secret in the content is replaced, the rest kept."""
+    rs, rl = _telemetry(place)
+    scrubber = Scrubber()
+    scrubber.fragment(rs)
+    logs = LogContentFilter(drop=False, redact=True, scrubber=scrubber)
+    rl = ResourceLogs.FromString(logs.apply(rl.SerializeToString()))
+    written = _written(rs, rl).decode("utf-8", "replace")
+    assert WORD not in written
+    assert "[REDACTED]" in written
+
+
+def test_the_places_cover_every_reader_row() -> None:
+    """Every row of the reader tables that reads content has its places, and every
+    event the message reader knows: a new row cannot be left out of the walk."""
+    readers = {p.reader for p in PLACES}
+    for row in TOOL_READERS:
+        if row.arguments or row.result or row.arguments_events or row.result_events:
+            assert f"TOOL_READERS[{row.framework}]" in readers
+    for model_row in MODEL_READERS:
+        assert f"MODEL_READERS[{model_row.framework}]" in readers
+    events = {p.event for p in PLACES if p.event}
+    assert set(INPUT_EVENTS) <= events
+    assert {
+        sc.FOREIGN_GEN_AI_CHOICE,
+        sc.FOREIGN_GEN_AI_CONTENT_PROMPT,
+        sc.FOREIGN_GEN_AI_CONTENT_COMPLETION,
+        sc.EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS,
+    } <= events
+
+
+def test_every_place_is_declared_content() -> None:
+    """The declaration (``tracejudge.content``) names every place: its key, or its
+    event, is content."""
+    for place in PLACES:
+        assert is_content_key(place.key) or is_content_event(place.event), str(place)
+
+
+@pytest.mark.parametrize(
+    ("key", "content"),
+    [
+        ("gen_ai.prompt", True),
+        ("gen_ai.prompt.0.content", True),
+        ("llm.input_messages.1.message.content", True),
+        ("llm.prompts", True),
+        ("llm.prompts.0.prompt.text", True),
+        ("llm.prompt_template.variables", True),
+        ("gen_ai.usage.prompt_tokens", False),
+        ("gen_ai.prompt_tokens", False),
+        ("gen_ai.request.model", False),
+        ("llm.prompt_template.version", False),
+        ("input.value.x", True),
+        ("input.mime_type", False),
+    ],
+)
+def test_a_key_and_what_is_flattened_under_it(key: str, content: bool) -> None:
+    """Flattened forms are content; keys that only share a prefix of characters are not."""
+    assert is_content_key(key) is content
+
+
+def test_events_that_are_not_content_keep_their_attributes_minus_content() -> None:
+    """An ``exception`` event stays, with its attributes; a content key inside another
+    event is dropped; the span is marked."""
+    rs = ResourceSpans()
+    span = rs.scope_spans.add().spans.add(trace_id=TRACE, span_id=ROOT, name="s")
+    ev = span.events.add(name=sc.EVENT_EXCEPTION)
+    ev.attributes.extend([_kv(sc.EXCEPTION_TYPE, "ValueError"), _kv("gen_ai.prompt", SECRET)])
+    span.events.add(name=sc.FOREIGN_GEN_AI_USER_MESSAGE).attributes.append(_kv("content", SECRET))
+    assert drop_content(rs)
+    (kept,) = span.events
+    assert kept.name == sc.EVENT_EXCEPTION
+    assert [kv.key for kv in kept.attributes] == [sc.EXCEPTION_TYPE]
+    assert {kv.key: kv.value.bool_value for kv in span.attributes} == {
+        sc.TRACEJUDGE_CONTENT_DROPPED: True
+    }
+
+
+def test_span_redaction_reaches_into_arrays_and_maps() -> None:
+    """OpenInference ``llm.prompts`` is a list of strings: redaction reads inside it."""
+    rs = ResourceSpans()
+    span: Span = rs.scope_spans.add().spans.add(trace_id=TRACE, span_id=ROOT, name="s")
+    kv = span.attributes.add(key=sc.FOREIGN_LLM_PROMPTS)
+    kv.value.array_value.values.add(string_value=SECRET)
+    assert Scrubber().fragment(rs)
+    assert WORD not in rs.SerializeToString().decode("utf-8", "replace")
