@@ -7,9 +7,10 @@ carries a secret there; the test first proves the run model reads it (so the pla
 real and the sample well-formed), then runs the collector's span and log-record filters
 (the functions ``serve`` applies before anything is forwarded, written to ``--output`` or
 dead-lettered) and checks the secret is gone from the serialized output. Before the one
-content declaration, 58 of these cases leaked: the older-convention events, the
-un-indexed ``gen_ai.prompt``/``gen_ai.completion``, the ADK and pydantic-ai attributes,
-log bodies, and string arrays under redaction.
+content declaration, 43 of the 86 places leaked past ``--drop-content`` (the
+older-convention events, the un-indexed ``gen_ai.prompt``/``gen_ai.completion``, the ADK
+and pydantic-ai attributes, the log-record forms of the events), and redaction skipped
+strings inside arrays.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ import json
 from typing import Any
 
 import pytest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import ResourceLogs
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 
+from tests.support.content_places import ROOT, SECRET, TRACE, WORD, kv, telemetry
 from tracejudge import semconv as sc
 from tracejudge.collector.logs_forward import LogContentFilter
 from tracejudge.collector.redact import Scrubber
@@ -34,97 +35,7 @@ from tracejudge.model.places import ContentPlace, content_places
 from tracejudge.model.readers import TOOL_READERS
 from tracejudge.model.vendor_models import MODEL_READERS
 
-WORD = "Tr0ub4dorXYZ"
-SECRET = f"password={WORD}"
-"""A value the default redactor replaces (``password=...``) and the run model keeps."""
-
-TRACE = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
-ROOT = bytes.fromhex("b7ad6b7169203331")
-CHILD = bytes.fromhex("00f067aa0ba902b7")
-T0 = 1_700_000_000_000_000_000
-
 PLACES = content_places()
-
-
-def _value(place: ContentPlace) -> dict[str, str]:
-    """The attributes (key -> string) that put ``SECRET`` at ``place`` in its shape."""
-    key, shape = place.key, place.shape
-    if shape == "text":
-        return {key: f"lookup {SECRET}"}
-    if shape == "messages":
-        role = "assistant" if key == sc.GEN_AI_OUTPUT_MESSAGES else "user"
-        msg = {"role": role, "parts": [{"type": "text", "content": SECRET}]}
-        return {key: json.dumps([msg])}
-    if shape == "openai_messages":
-        return {key: json.dumps([{"role": "user", "content": SECRET}])}
-    if shape == "openinference":
-        return {f"{key}.0.message.role": "user", f"{key}.0.message.content": SECRET}
-    if shape == "indexed":
-        return {f"{key}.0.role": "user", f"{key}.0.content": SECRET}
-    if shape == "gemini_request":
-        return {key: json.dumps({"contents": [{"role": "user", "parts": [{"text": SECRET}]}]})}
-    if shape == "gemini_response":
-        return {key: json.dumps({"content": {"role": "model", "parts": [{"text": SECRET}]}})}
-    if shape == "langchain_request":
-        return {key: json.dumps({"messages": [[{"type": "human", "content": SECRET}]]})}
-    if shape == "langchain_response":
-        return {key: json.dumps({"generations": [[{"text": SECRET}]]})}
-    if shape == "parts":
-        part = {"type": place.part_type, "id": "c1", "name": "lookup", place.part_field: SECRET}
-        return {key: json.dumps([{"role": "tool", "parts": [part]}])}
-    assert shape == "choice"
-    message = {"role": "assistant", "content": SECRET}
-    if key == sc.FOREIGN_MESSAGE:
-        return {key: json.dumps(message)}
-    return {key: json.dumps({"index": 0, "finish_reason": "stop", "message": message})}
-
-
-def _kv(key: str, value: str) -> KeyValue:
-    return KeyValue(key=key, value=AnyValue(string_value=value))
-
-
-def _telemetry(place: ContentPlace) -> tuple[ResourceSpans, ResourceLogs]:
-    """The spans (an agent root and, unless the place is the root's, one child) and log
-    records that carry ``SECRET`` at ``place``."""
-    rs = ResourceSpans()
-    ss = rs.scope_spans.add()
-    root = ss.spans.add(
-        trace_id=TRACE, span_id=ROOT, name="invoke_agent a", start_time_unix_nano=T0
-    )
-    root.end_time_unix_nano = T0 + 10_000
-    root.attributes.append(_kv(sc.GEN_AI_OPERATION_NAME, "invoke_agent"))
-    root.attributes.append(_kv(sc.GEN_AI_AGENT_NAME, "a"))
-    target = root
-    if place.role != "agent":
-        target = ss.spans.add(
-            trace_id=TRACE,
-            span_id=CHILD,
-            parent_span_id=ROOT,
-            name=place.span_name or "step",
-            start_time_unix_nano=T0 + 1000,
-            end_time_unix_nano=T0 + 2000,
-        )
-        for k, v in place.span_attributes.items():
-            target.attributes.append(_kv(k, v))
-    values = _value(place)
-    rl = ResourceLogs()
-    if place.carrier == "span attribute":
-        target.attributes.extend(_kv(k, v) for k, v in values.items())
-    elif place.carrier == "span event":
-        event = target.events.add(name=place.event, time_unix_nano=T0 + 1500)
-        event.attributes.extend(_kv(k, v) for k, v in values.items())
-    else:
-        record = rl.scope_logs.add().log_records.add(
-            time_unix_nano=T0 + 1500,
-            trace_id=TRACE,
-            span_id=target.span_id,
-            event_name=place.event,
-        )
-        if place.carrier == "log attribute":
-            record.attributes.extend(_kv(k, v) for k, v in values.items())
-        else:
-            record.body.kvlist_value.values.extend(_kv(k, v) for k, v in values.items())
-    return rs, rl
 
 
 def _read(rs: ResourceSpans, rl: ResourceLogs) -> str:
@@ -151,14 +62,14 @@ def _written(rs: ResourceSpans, rl: ResourceLogs) -> bytes:
 def test_the_run_model_reads_content_there(place: ContentPlace) -> None:
     """The sample is well-formed: without any filter, the run model reads the secret
     from this place (else the two tests below would prove nothing)."""
-    assert WORD in _read(*_telemetry(place))
+    assert WORD in _read(*telemetry(place))
 
 
 @pytest.mark.parametrize("place", PLACES, ids=str)
 def test_drop_content_drops_it(place: ContentPlace) -> None:
     """``--drop-content``: the span filter and the log-record filter leave nothing of
     the content in what is written, and the run model built from it reads none."""
-    rs, rl = _telemetry(place)
+    rs, rl = telemetry(place)
     drop_content(rs)
     logs = LogContentFilter(drop=True, redact=False, scrubber=Scrubber())
     rl = ResourceLogs.FromString(logs.apply(rl.SerializeToString()))
@@ -169,7 +80,7 @@ def test_drop_content_drops_it(place: ContentPlace) -> None:
 @pytest.mark.parametrize("place", PLACES, ids=str)
 def test_redact_attributes_redacts_it(place: ContentPlace) -> None:
     """``--redact-attributes``: the secret in the content is replaced, the rest kept."""
-    rs, rl = _telemetry(place)
+    rs, rl = telemetry(place)
     scrubber = Scrubber()
     scrubber.fragment(rs)
     logs = LogContentFilter(drop=False, redact=True, scrubber=scrubber)
@@ -233,8 +144,8 @@ def test_events_that_are_not_content_keep_their_attributes_minus_content() -> No
     rs = ResourceSpans()
     span = rs.scope_spans.add().spans.add(trace_id=TRACE, span_id=ROOT, name="s")
     ev = span.events.add(name=sc.EVENT_EXCEPTION)
-    ev.attributes.extend([_kv(sc.EXCEPTION_TYPE, "ValueError"), _kv("gen_ai.prompt", SECRET)])
-    span.events.add(name=sc.FOREIGN_GEN_AI_USER_MESSAGE).attributes.append(_kv("content", SECRET))
+    ev.attributes.extend([kv(sc.EXCEPTION_TYPE, "ValueError"), kv("gen_ai.prompt", SECRET)])
+    span.events.add(name=sc.FOREIGN_GEN_AI_USER_MESSAGE).attributes.append(kv("content", SECRET))
     assert drop_content(rs)
     (kept,) = span.events
     assert kept.name == sc.EVENT_EXCEPTION
