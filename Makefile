@@ -1,8 +1,9 @@
 # The two commands of the README's quickstart. Both set everything up from scratch.
 #   make demo   - the main job: the refund agent judged by an embedded collector
-#   make test   - semconv and rules-schema freshness, lint, strict types and the whole test suite,
-#                 end-to-end tests against real Jaeger, the OpenTelemetry Collector and Prometheus included
-.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-langgraph bench-engine bench-decode bench-collector bench-accuracy bench-frameworks
+#   make test   - semconv, content-docs and rules-schema freshness, lint, strict types and the whole
+#                 test suite, end-to-end tests against real Jaeger, the OpenTelemetry Collector and
+#                 Prometheus included
+.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check content-docs content-docs-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-langgraph bench-engine bench-decode bench-collector bench-accuracy bench-frameworks
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -25,6 +26,13 @@ semconv: bootstrap
 
 semconv-check: bootstrap
 	$(PY) semconv/generate.py --check
+
+# docs/privacy.md's table of what counts as content, from src/tracejudge/content.py.
+content-docs: bootstrap
+	$(PY) scripts/gen_content_docs.py
+
+content-docs-check: bootstrap
+	$(PY) scripts/gen_content_docs.py --check
 
 # The shipped rules JSON Schema, generated from the check declarations (CheckSpec).
 rules-schema: bootstrap
