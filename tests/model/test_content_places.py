@@ -7,7 +7,7 @@ carries a secret there; the test first proves the run model reads it (so the pla
 real and the sample well-formed), then runs the collector's span and log-record filters
 (the functions ``serve`` applies before anything is forwarded, written to ``--output`` or
 dead-lettered) and checks the secret is gone from the serialized output. Before the one
-content declaration, 43 of the 86 places leaked past ``--drop-content`` (the
+content declaration, 43 of the 82 places leaked past ``--drop-content`` (the
 older-convention events, the un-indexed ``gen_ai.prompt``/``gen_ai.completion``, the ADK
 and pydantic-ai attributes, the log-record forms of the events), and redaction skipped
 strings inside arrays.
@@ -163,3 +163,41 @@ def test_span_redaction_reaches_into_arrays_and_maps() -> None:
     kv.value.array_value.values.add(string_value=SECRET)
     assert Scrubber().fragment(rs)
     assert WORD not in rs.SerializeToString().decode("utf-8", "replace")
+
+
+def test_a_content_log_record_keeps_its_identity_and_metadata() -> None:
+    """A message event's record keeps its name, trace context and non-content attributes
+    (the model, the provider); its body, content attributes and message fields go. A
+    plain log line loses its body too: it can quote a prompt as well."""
+    rl = ResourceLogs()
+    sl = rl.scope_logs.add()
+    details = sl.log_records.add(
+        trace_id=TRACE, span_id=ROOT, event_name=sc.EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS
+    )
+    details.attributes.extend(
+        [
+            kv(sc.GEN_AI_REQUEST_MODEL, "gpt-4o"),
+            kv(sc.GEN_AI_INPUT_MESSAGES, SECRET),
+            kv(sc.FOREIGN_CONTENT, SECRET),
+        ]
+    )
+    details.body.string_value = SECRET
+    plain = sl.log_records.add(trace_id=TRACE, span_id=ROOT)
+    plain.attributes.append(kv("content", "not a message field here"))
+    plain.body.string_value = SECRET
+    logs = LogContentFilter(drop=True, redact=False, scrubber=Scrubber())
+    first, second = (
+        ResourceLogs.FromString(logs.apply(rl.SerializeToString())).scope_logs[0].log_records
+    )
+    assert (first.event_name, first.trace_id, first.span_id) == (
+        sc.EVENT_GEN_AI_CLIENT_INFERENCE_OPERATION_DETAILS,
+        TRACE,
+        ROOT,
+    )
+    assert [(a.key, a.value.string_value or a.value.bool_value) for a in first.attributes] == [
+        (sc.GEN_AI_REQUEST_MODEL, "gpt-4o"),
+        (sc.TRACEJUDGE_CONTENT_DROPPED, True),
+    ]
+    assert not first.HasField("body")
+    assert not second.HasField("body")
+    assert [a.key for a in second.attributes] == ["content", sc.TRACEJUDGE_CONTENT_DROPPED]
