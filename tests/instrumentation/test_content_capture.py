@@ -23,6 +23,7 @@ import tracejudge
 from tests.support.guards import PROCESS_S
 from tests.support.paths import GENAI_SCHEMAS
 from tests.support.replay import ReplayServer
+from tracejudge.content import is_content_event, is_content_key
 from tracejudge.instrumentation import CaptureMode, Redactor
 from tracejudge.instrumentation._content import (
     CAPTURE_ENV,
@@ -140,8 +141,9 @@ def test_no_content_plain_answer_has_no_output(
     """A text-only answer in NO_CONTENT mode leaves no content attribute at all."""
     tracejudge.instrument(tracer_provider=tracer_provider, capture_content=False)
     _call(replay("openai/test_chat_completion_with_content.yaml"), WEATHER)
-    attrs = dict(_only_span(span_exporter).attributes or {})
-    assert not [k for k in attrs if k.endswith(("messages", "instructions", "definitions"))]
+    span = _only_span(span_exporter)
+    assert not [k for k in span.attributes or {} if is_content_key(k)]
+    assert not [e.name for e in span.events if is_content_event(e.name)]
 
 
 @pytest.mark.parametrize(
@@ -325,9 +327,8 @@ def test_capture_content_false_records_no_content_at_all(
         s.name.split()[0]: dict(s.attributes or {}) for s in span_exporter.get_finished_spans()
     }
     assert set(spans) == {"chat", "execute_tool", "invoke_agent"}
-    content_keys = ("messages", "instructions", "definitions", "arguments", "result")
-    for name, attrs in spans.items():
-        assert not [k for k in attrs if k.endswith(content_keys)], name
+    for name, attrs in spans.items():  # what the one content declaration says is content
+        assert not [k for k in attrs if is_content_key(k)], name
     assert spans["execute_tool"]["gen_ai.tool.name"] == "lookup"
 
 
