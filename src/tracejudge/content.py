@@ -123,18 +123,36 @@ LOG_BODIES_ARE_CONTENT: Final[bool] = bool(_names("log body"))
 """A log record's body is content (cleared by ``--drop-content``)."""
 
 
-@functools.lru_cache(maxsize=8192)
-def is_content_key(key: str) -> bool:
-    """Whether attribute ``key`` is content: a declared key or one flattened under it
-    (cached: a collector sees the same few hundred keys over and over)."""
+_MAX_DOTS: Final = max(key.count(".") for key in CONTENT_KEYS)
+"""The most dots a declared key has: a longer key's prefix past that many is no key."""
+_CACHED_KEY_MAX: Final = 256
+"""Keys up to this length are cached; a longer one (rare, and an attacker's way to fill
+the cache with megabytes) is looked at afresh."""
+
+
+def _is_content_key(key: str) -> bool:
     if key in CONTENT_KEYS:
         return True
     dot = key.find(".")
-    while dot != -1:
+    dots = 0
+    while dot != -1 and dots <= _MAX_DOTS:
         if key[:dot] in CONTENT_KEYS:
             return True
         dot = key.find(".", dot + 1)
+        dots += 1
     return False
+
+
+_cached_is_content_key = functools.lru_cache(maxsize=8192)(_is_content_key)
+
+
+def is_content_key(key: str) -> bool:
+    """Whether attribute ``key`` is content: a declared key or one flattened under it.
+    Linear in the key whatever its dots; cached (a collector sees the same few hundred
+    keys over and over)."""
+    if len(key) > _CACHED_KEY_MAX:
+        return _is_content_key(key)
+    return _cached_is_content_key(key)
 
 
 def is_content_event(name: str) -> bool:

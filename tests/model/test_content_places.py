@@ -201,3 +201,10 @@ def test_a_content_log_record_keeps_its_identity_and_metadata() -> None:
     assert not first.HasField("body")
     assert not second.HasField("body")
     assert [a.key for a in second.attributes] == ["content", sc.TRACEJUDGE_CONTENT_DROPPED]
+
+
+def test_a_hostile_key_costs_no_more_than_its_length() -> None:
+    """A key of a million dots is answered by looking at its first few (no declared key
+    has more), and a long key is not kept in the cache."""
+    assert is_content_key("." * 1_000_000) is False
+    assert is_content_key("gen_ai.prompt" + ".x" * 500_000) is True
