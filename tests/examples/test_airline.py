@@ -8,31 +8,18 @@ are deterministic: same data, same rules, same engine).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
+from tests.support.bench_module import bench_accuracy
 from tests.support.guards import PROCESS_S
 
 ROOT = Path(__file__).resolve().parents[2]
 AIRLINE = ROOT / "examples" / "airline"
 DATA = AIRLINE / "tau-bench-dev" / "gpt-4o-airline.dev.json"
 BIN = Path(sys.executable).parent
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bench_accuracy", ROOT / "bench" / "bench_accuracy.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while defining
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_cases_file_is_what_the_documented_command_generates(tmp_path: Path) -> None:
@@ -73,7 +60,7 @@ def test_eval_judges_every_dev_run_from_the_records() -> None:
 
 def test_accuracy_on_the_dev_split_holds() -> None:
     """The floors are the figures in docs/performance.md; raise them when the engine improves."""
-    bench = _bench()
+    bench = bench_accuracy()
     domain = bench.DOMAINS["airline"]
     truth = bench.airline_labels()
     assert sum(1 for lab in truth.values() if lab.reward == 0) == 51

@@ -8,29 +8,17 @@ docs/performance.md reports (deterministic: same data, same rules, same engine).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
+
+from tests.support.bench_module import bench_accuracy
 
 ROOT = Path(__file__).resolve().parents[2]
 RETAIL = ROOT / "examples" / "retail"
 BIN = Path(sys.executable).parent
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bench_accuracy", ROOT / "bench" / "bench_accuracy.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while defining
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_example_is_tracked_so_a_clone_stands_alone() -> None:
@@ -100,7 +88,7 @@ def test_the_cases_file_is_what_the_documented_command_generates(tmp_path: Path)
 
 def test_accuracy_on_the_dev_set_holds() -> None:
     """The floors are the figures in docs/performance.md; raise them when the engine improves."""
-    bench = _bench()
+    bench = bench_accuracy()
     domain = bench.DOMAINS["retail"]
     truth = bench.retail_labels()
     assert len(truth) == 480

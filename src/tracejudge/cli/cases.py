@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -93,13 +93,18 @@ def from_tau_bench_command(prefix: str, output: Path | None, files: tuple[Path, 
     except ValueError as exc:  # CasesError too: the translation must load, or it is a bug
         echo_errors("cases from-tau-bench", [str(exc)])
         sys.exit(EXIT_INPUT)
+    _write_cases("cases from-tau-bench", text, n, output)
+
+
+def _write_cases(command: str, text: str, n: int, output: Path | None) -> NoReturn:
+    """Print the translated cases, or write them to ``output``; exit as a command does."""
     if output is None:
         click.echo(text, nl=False)
     else:
         try:
             output.write_text(text, encoding="utf-8")
         except OSError as exc:
-            echo_errors("cases from-tau-bench", [f"{output}: cannot write: {exc.strerror}"])
+            echo_errors(command, [f"{output}: cannot write: {exc.strerror}"])
             sys.exit(EXIT_INPUT)
         click.echo(f"{n} case(s) written to {output}", err=True)
     sys.exit(EXIT_OK)
@@ -176,13 +181,4 @@ def from_tau2_command(prefix: str | None, output: Path | None, files: tuple[Path
         "noted as failing in the benchmark's environment",
         err=True,
     )
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            echo_errors("cases from-tau2", [f"{output}: cannot write: {exc.strerror}"])
-            sys.exit(EXIT_INPUT)
-        click.echo(f"{n} case(s) written to {output}", err=True)
-    sys.exit(EXIT_OK)
+    _write_cases("cases from-tau2", text, n, output)
