@@ -154,7 +154,8 @@ def judge_one(check: dict[str, Any], run: Run, **kw: Any) -> Any:
     from tracejudge.engine import Engine, load_rules_text
 
     baselines = kw.pop("baselines", None)
-    return Engine(load_rules_text(rules_text(check, **kw)), baselines).judge(run)
+    strict = kw.pop("strict", False)
+    return Engine(load_rules_text(rules_text(check, **kw)), baselines, strict=strict).judge(run)
 
 
 def codes(verdict: Any) -> list[str]:

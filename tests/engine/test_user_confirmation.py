@@ -320,7 +320,10 @@ def test_reply_latest_window_writes_in_a_row_and_after_the_user_spoke() -> None:
         ("Actually, no.", "no"),
         ("I do not want to cancel it.", "no"),
         ("Please don't cancel.", "no"),
-        ("No, that's all. Please go ahead.", "no"),  # a negative first wins, as specified
+        # a later sentence's yes settles ("no" answered "anything else?"); within one
+        # sentence the first answer stands
+        ("No, that's all. Please go ahead.", "yes"),
+        ("Not yet, yes later.", "no"),
         # statements that only contain the words are not answers
         ("My user ID is amelia. Unfortunately, I don't have the reservation IDs.", None),
         ("No extra baggage needed, and no travel insurance, thanks.", None),

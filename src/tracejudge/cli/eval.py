@@ -21,7 +21,7 @@ from tracejudge.model.run import Run
 from tracejudge.report.loading import load_runs
 from tracejudge.report.records import VerdictRecord
 from tracejudge.report.summary import summarize
-from tracejudge.report.text import eval_footer, eval_table
+from tracejudge.report.text import eval_footer, eval_table, undecided_lines
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -104,6 +104,12 @@ def echo_errors(command: str, errors: list[str], *, limit: int | None = MAX_ERRO
     "-q", "--quiet", is_flag=True, help="Table: print only the count line (and any problems)."
 )
 @click.option(
+    "--strict",
+    is_flag=True,
+    help="Undecided findings (a confirmation or claim a heuristic could not read) take "
+    "their rule's severity: a fail rule's undecided finding fails the run.",
+)
+@click.option(
     "--output",
     type=click.Path(dir_okay=False, writable=True, path_type=Path),
     default=None,
@@ -125,6 +131,7 @@ def eval_command(
     wide: bool,
     failures_only: bool,
     quiet: bool,
+    strict: bool,
     output: Path | None,
     html_path: Path | None,
     files: tuple[Path, ...],
@@ -167,7 +174,7 @@ def eval_command(
             sys.exit(EXIT_INPUT)
         for warning in cases.tool_warnings(ruleset.tools):
             click.echo(f"tracejudge eval: warning: {cases_path}: {warning}", err=True)
-    engine = Engine(ruleset, baselines=store, cases=cases)
+    engine = Engine(ruleset, baselines=store, cases=cases, strict=strict)
 
     loaded = load_runs(list(files))
     for line in loaded.summaries:
@@ -273,6 +280,9 @@ def _print(
                 click.echo(table)
             else:
                 click.echo("no run failed")
+        if not quiet:
+            for line in undecided_lines(shown):
+                click.echo(line)
         click.echo(eval_footer(records))
         for line in shadows:
             click.echo(line)

@@ -61,6 +61,9 @@ class Item:
     """True: the evidence was insufficient (not a failure of the agent)."""
     absent: bool = False
     """True: about something that never happened or the run as a whole (no step of its own)."""
+    undecided: bool = False
+    """True: a heuristic could not decide (an ambiguous confirmation or claim); the
+    explanation cites the sentence. A warning, a failure under ``Engine(strict=True)``."""
 
 
 class Report:
@@ -96,6 +99,13 @@ class Report:
     ) -> None:
         """Record that the run lacks the evidence the check needs (never a silent pass)."""
         self.items.append(Item(code, span_ids, explanation, step, True, True, True))
+
+    def undecided(
+        self, code: str, span_ids: tuple[str, ...], explanation: str, step: int | None = None
+    ) -> None:
+        """Record that a heuristic could not decide: never a silent pass, never a confident
+        fail. The explanation must cite the sentence that left it undecided."""
+        self.items.append(Item(code, span_ids, explanation, step, True, undecided=True))
 
 
 _ORJSON_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS

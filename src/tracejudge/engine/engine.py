@@ -64,6 +64,9 @@ class Engine:
     Given cases and a rule set without a ``case`` rule, the engine judges every run with an
     implicit one (id ``tracejudge.case``, layer outcome, severity fail): handing the engine
     a cases file is asking for runs to be judged against it.
+
+    ``strict``: an undecided finding (a heuristic that could not decide) takes its rule's
+    severity instead of ``warn``, so a ``fail`` rule fails the run (``eval --strict``).
     """
 
     def __init__(
@@ -71,10 +74,13 @@ class Engine:
         ruleset: RuleSet,
         baselines: BaselineStore | None = None,
         cases: CaseSet | None = None,
+        *,
+        strict: bool = False,
     ) -> None:
         self.ruleset = ruleset
         self.baselines = baselines
         self.cases = cases
+        self.strict = strict
         self._plan_of: RuleSet | None = None
         self._plan_cases = False
         self._plan: tuple[_Step, ...] = ()
@@ -240,7 +246,7 @@ class Engine:
                 if ranks[layer] < 1:
                     ranks[layer] = 1
             else:
-                result, rule_findings = _outcome(rule, report)
+                result, rule_findings = _outcome(rule, report, self.strict)
                 findings.extend(rule_findings)
                 rank = _RANK[result]
                 if ranks[layer] < rank:
@@ -320,26 +326,30 @@ _RANK: dict[RuleResult, int] = {
     "pass": 1,
     "warn": 2,
     "insufficient_evidence": 2,
+    "undecided": 2,
     "fail": 3,
 }
 _LAYER_NAMES: tuple[LayerResult, ...] = ("not_applicable", "pass", "warn", "fail")
 
 
-def _outcome(rule: Rule, report: Report) -> tuple[RuleResult, list[Finding]]:
+def _outcome(rule: Rule, report: Report, strict: bool) -> tuple[RuleResult, list[Finding]]:
     if report.not_applicable and not report.items:
         return "not_applicable", []
-    out = [_finding(rule, item) for item in report.items]
+    out = [_finding(rule, item, strict) for item in report.items]
     if any(f.severity == "fail" for f in out):
         return "fail", out
-    if any(not item.evidence for item in report.items):
+    if any(not item.evidence and not item.undecided for item in report.items):
         return "warn", out
+    if any(item.undecided for item in report.items):
+        return "undecided", out
     if report.items:
         return "insufficient_evidence", out
     return "pass", out
 
 
-def _finding(rule: Rule, item: Item) -> Finding:
-    severity = "warn" if item.soft else rule.severity
+def _finding(rule: Rule, item: Item, strict: bool) -> Finding:
+    soft = item.soft and not (strict and item.undecided)
+    severity = "warn" if soft else rule.severity
     return Finding(
         code=item.code,
         severity=severity,
@@ -349,6 +359,7 @@ def _finding(rule: Rule, item: Item) -> Finding:
         explanation=clip_explanation(item.explanation),
         step_index=item.step_index,
         absent=item.absent,
+        undecided=item.undecided,
     )
 
 

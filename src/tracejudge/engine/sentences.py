@@ -123,3 +123,16 @@ def clause_start(text: str, lo: int, pos: int) -> int:
     for m in _CLAUSE.finditer(text, lo, pos):
         start = m.end()
     return start
+
+
+def clause_bounds(text: str, lo: int, hi: int) -> list[tuple[int, int]]:
+    """The clauses of sentence ``text[lo:hi]`` as ``(start, end)`` offsets: split after each
+    ``,``/``;``/``:``, around dashes and before ``but``/``however``..., trimmed, empty ones
+    left out."""
+    out: list[tuple[int, int]] = []
+    start = lo
+    for m in _CLAUSE.finditer(text, lo, hi):
+        _trimmed(text, start, m.start(), out)
+        start = m.start() if m.group(0)[0].isalpha() else m.end()
+    _trimmed(text, start, hi, out)
+    return out

@@ -18,7 +18,10 @@ LayerResult: TypeAlias = Literal["pass", "warn", "fail", "not_applicable"]
 Overall: TypeAlias = Literal["pass", "warn", "fail", "error"]
 Severity: TypeAlias = Literal["fail", "warn"]
 """``fail``: a hard gate failed. ``warn``: a soft check failed or evidence was insufficient."""
-RuleResult: TypeAlias = Literal["pass", "fail", "warn", "not_applicable", "insufficient_evidence"]
+RuleResult: TypeAlias = Literal[
+    "pass", "fail", "warn", "not_applicable", "insufficient_evidence", "undecided"
+]
+"""``undecided``: a heuristic of the rule could not decide (see ``Finding.undecided``)."""
 
 EXPLANATION_MAX_BYTES = 512
 """Tempo truncates long attributes; explanations are cut to this many UTF-8 bytes."""
@@ -48,10 +51,13 @@ class Finding:
     absent: bool = False
     """About something that never happened (a missing call) or the run as a whole: it has
     no step of its own, so it ranks after failures observed at a step."""
+    undecided: bool = False
+    """A heuristic could not decide (an ambiguous yes, a claim whose backing is unclear):
+    ``warn``, or ``fail`` when the engine is strict. Its explanation cites the sentence."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The public JSON form."""
-        return {
+        """The public JSON form (``undecided: true`` only on undecided findings)."""
+        out: dict[str, Any] = {
             "code": self.code,
             "severity": self.severity,
             "layer": self.layer,
@@ -59,6 +65,9 @@ class Finding:
             "span_ids": list(self.span_ids),
             "explanation": clip_explanation(self.explanation),
         }
+        if self.undecided:
+            out["undecided"] = True
+        return out
 
 
 @dataclass(slots=True, init=False)
@@ -199,6 +208,9 @@ class Verdict:
             "metrics": dict(self.metrics),
             "rules_version": self.rules_version,
         }
+        undecided = sum(1 for f in self.findings if f.undecided)
+        if undecided:
+            out["undecided"] = undecided  # additive: the count of undecided findings
         if self.agent_version is not None:
             out["agent_version"] = self.agent_version  # additive: only when the run names one
         if self.request_id is not None:

@@ -42,6 +42,8 @@ class FindingRecord:
     explanation: str
     layer: str | None = None
     rule: str | None = None
+    undecided: bool = False
+    """A heuristic could not decide (see ``engine.verdict.Finding.undecided``)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -82,6 +84,11 @@ class VerdictRecord:
         be judged) counts as not passed, so an unjudgeable run never inflates a pass rate.
         """
         return self.verdict in ("pass", "warn")
+
+    @property
+    def undecided(self) -> int:
+        """How many of the run's findings are undecided (a heuristic could not decide)."""
+        return sum(1 for f in self.findings if f.undecided)
 
     @property
     def hard_failed(self) -> bool:
@@ -256,6 +263,7 @@ def _finding(data: Any, where: str) -> FindingRecord:
         explanation=_str(data, "explanation", where) or "",
         layer=_str(data, "layer", where),
         rule=_str(data, "rule", where),
+        undecided=data.get("undecided") is True,
     )
 
 

@@ -177,10 +177,26 @@ def verdict_line(r: VerdictRecord) -> str:
 
 
 def eval_footer(records: Sequence[VerdictRecord]) -> str:
-    """A one-line count of verdicts."""
+    """A one-line count of verdicts, and of undecided findings when there are any (a
+    heuristic that could not decide is never a silent pass)."""
     counts = {v: sum(r.verdict == v for r in records) for v in VERDICT_COLOURS}
     parts = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
-    return f"{len(records)} run(s): {parts or 'none'}"
+    line = f"{len(records)} run(s): {parts or 'none'}"
+    undecided = [r.undecided for r in records if r.undecided]
+    if undecided:
+        line += f"; {sum(undecided)} undecided finding(s) in {len(undecided)} run(s)"
+    return line
+
+
+def undecided_lines(records: Sequence[VerdictRecord]) -> list[str]:
+    """One line per undecided finding: the run, the rule and code, and the sentence cited."""
+    out: list[str] = []
+    for r, label in zip(records, run_labels(records), strict=True):
+        for f in r.findings:
+            if f.undecided:
+                rule = f" [{f.rule}]" if f.rule else ""
+                out.append(f"undecided {label}  {f.code}{rule}: {_one_line(f.explanation)}")
+    return out
 
 
 def percent(value: float | None) -> str:

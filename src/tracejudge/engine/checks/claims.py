@@ -21,6 +21,7 @@ from typing import Any
 
 from tracejudge.engine.checks.base import Check, CheckSpec, check_params, names, ref, short
 from tracejudge.engine.checks.binding import flatten, key_of
+from tracejudge.engine.checks.claim_reading import GENERIC, named_tools, not_this_run, objects
 from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
 from tracejudge.engine.sentences import clause_start, sentences
@@ -41,6 +42,7 @@ NEGATIONS: tuple[str, ...] = (
     r"\b(?:I|we|you)\s+(?:can|could|may|might)\b",
     r"\b(?:going|about|want|wish|like)\s+to\b",
     r"\blet me\b",
+    r"\b(?:ensure|make sure|be sure|remember|must|needs? to|ha(?:ve|s) to)\b",
     r"\bdo you\b",
     r"\bplease confirm\b",
     r"\bto be\b",
@@ -138,6 +140,9 @@ class Claim:
     tools: frozenset[str]
     kind: str | None = None
     entity: Entity | None = None
+    table: tuple[tuple[str, frozenset[str]], ...] | None = None
+    """For a generic verb (``claim_reading.GENERIC``): per mapped tool, the words that name
+    its object; the sentence must name the tool that backs it."""
 
     def backs(self, ctx: RunContext, i: int, call: ToolCall) -> bool:
         """Whether a call of this tool (success aside) is what the claim is about."""
@@ -276,6 +281,8 @@ class MessageClaims:
             lo = clause_start(sentence, 0, m.start())
             if self.negations is not None and self.negations.test(sentence[lo : m.end()]):
                 continue
+            if not_this_run(sentence, m.start(), m.end()):
+                continue  # a procedure, or a dated fact about something else
             out.append(m)
         return out
 
@@ -283,7 +290,7 @@ class MessageClaims:
         text = msg.text
         for a, b in msg.sentences():
             for m in self.asserted(text, a, b, claim.regex):
-                problem = self._backing(ctx, msg, claim, m)
+                problem = self._backing(ctx, msg, claim, m, text[a:b])
                 if problem is None:
                     continue
                 code, why = problem
@@ -291,17 +298,31 @@ class MessageClaims:
                 expl = f"{where} claims {short(m.group(0), 50)} but {why}"
                 if code.startswith("F-EVIDENCE"):
                     report.insufficient(code, (msg.span_id,), expl, msg.step)
+                elif code == "F-UNDECIDED-CLAIM":
+                    report.undecided(code, (msg.span_id,), expl, msg.step)
                 else:
                     report.fail(code, (msg.span_id,), expl, msg.step)
                 return
 
     def _backing(
-        self, ctx: RunContext, msg: Message, claim: Claim, m: Any
+        self, ctx: RunContext, msg: Message, claim: Claim, m: Any, sentence: str
     ) -> tuple[str, str] | None:
         """None when a successful matching call before the message backs the claim."""
         before = ctx.tool_index[: bisect.bisect_left(_steps(ctx), msg.step)]
         matching = [(i, c) for i, c in before if claim.backs(ctx, i, c)]
         good = [(i, c) for i, c in matching if ok(c)]
+        if good and claim.table is not None:
+            named = named_tools(sentence, claim.table)
+            if not named:
+                ran = "/".join(sorted({c.name for _, c in good}))
+                return (
+                    "F-UNDECIDED-CLAIM",
+                    f"the sentence names none of the objects of {claim.what()}, so whether "
+                    f"the {ran} call before it backs it cannot be read: {short(sentence, 120)}",
+                )
+            matching = [(i, c) for i, c in matching if c.name in named]
+            good = [(i, c) for i, c in matching if ok(c)]
+            claim = Claim(claim.label, claim.regex, named)
         if not good:
             later = next(
                 (i for i, c in ctx.tool_index[len(before) :] if claim.backs(ctx, i, c) and ok(c)),
@@ -406,7 +427,9 @@ def build_completion_claims(
     for name, mapped in p["map"].items():
         rx = c.regex(f"{path}.map.{name}", DETECTORS[name], limit=len(DETECTORS[name]))
         if rx is not None:
-            claims.append(Claim(name, rx, names(mapped)))
+            backing = names(mapped)
+            table = objects(backing) if name in GENERIC else None
+            claims.append(Claim(name, rx, backing, table=table))
     good, neg = negations(c, path, p)
     if not good or len(claims) != len(p["map"]):
         return None
@@ -473,7 +496,11 @@ SPECS: tuple[CheckSpec, ...] = (
             ("map",),
         ),
         factory=build_completion_claims,
-        codes=("F-OUTPUT-UNSUPPORTED_CLAIM", "F-EVIDENCE-NO_FINAL_ANSWER"),
+        codes=(
+            "F-OUTPUT-UNSUPPORTED_CLAIM",
+            "F-EVIDENCE-NO_FINAL_ANSWER",
+            "F-UNDECIDED-CLAIM",
+        ),
         tool_fields=("map{}[]",),
     ),
 )

@@ -10,8 +10,10 @@ a "yes" to one reservation does not authorise a change to another.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from tracejudge.engine.checks.answers import Answers, Reply, ReplyAnswer, decide
 from tracejudge.engine.checks.base import (
     ATTEMPTS,
     Check,
@@ -25,15 +27,18 @@ from tracejudge.engine.checks.base import (
 from tracejudge.engine.checks.binding import flatten, key_of
 from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
+from tracejudge.engine.sentences import sentences
 from tracejudge.model.run import ToolCall
+from tracejudge.redaction import REDACTED
 
 _Q = "[\\x{2019}']"  # an apostrophe, straight or curly (RE2 syntax)
 _LEAD = (
-    r"(?:^|[.!?;]\s+|\n\s*|,\s*)(?:(?:oh|um+|uh+|hmm+|well|actually|sorry|please|and|but|so"
+    r"(?:^|[.!?;]\s+|\n\s*|,\s*)(?:\(?\d{1,2}[.)]\s*|[-*\x{2022}]\s+)?"
+    r"(?:(?:oh|um+|uh+|hmm+|well|actually|sorry|please|and|but|so"
     r"|then|thanks|thank you)[\s,!.]*)*"
 )
-"""Where an answer word can stand: the start of the message, a sentence or a clause, after
-fillers ("Oh, ...", "Actually, ...", "Please ...")."""
+"""Where an answer word can stand: the start of the message, a sentence, a clause or a list
+item ("1) Yes"), after fillers ("Oh, ...", "Actually, ...", "Please ...")."""
 DEFAULT_AFFIRMATIVE = (
     rf"(?i){_LEAD}(?P<at>yes|yeah|yep|yup|sure|ok(?:ay)?|alright|all right|absolutely"
     rf"|definitely|of course|correct|confirm(?:ed)?|go ahead|proceed|please do|do it"
@@ -59,14 +64,41 @@ DEFAULT_NEGATIVE = (
 "No" counts as an answer only standing alone ("No.", "No, ..."), not as a determiner ("no
 extra bags"); "don't" at the start of a sentence, or before want/proceed/cancel..."""
 DEFAULT_PROPOSAL = (
-    r"(?i)\?|\b(?:confirm|proceed|go ahead|let me know|would you like|do you want|shall I"
-    r"|should I|if (?:you(?:'d| would) like|that(?:'s| is) (?:ok|okay|fine|correct)))\b"
+    r"(?i)\?|\b(?:confirm\w*|proceed\w*|go ahead|let me know|would you like|do you want"
+    r"|shall I|should I|if (?:you(?:'d| would) like|that(?:'s| is) (?:ok|okay|fine|correct)))\b"
+    r"|\b(?:reply|respond|answer|say|type|write|enter)\b\W{0,3}(?:with\s+)?\W{0,3}(?:yes|y)\b"
+    r"|\byes\b\W{0,3}(?:or|/)\W{0,3}\bno\b"
 )
-"""An assistant message that asks for an answer: a question, or a request to confirm or
-proceed (``proposal:`` replaces it). A "yes" after a message that asks nothing ("Noah has
-been upgraded." / "Great! Could you also add two bags?") answers no proposal."""
-_MARKS = ("at", "mid")
-"""Named groups whose start is a match's position (the lead-in before them is context)."""
+"""An assistant message that asks for an answer: a question, a request to confirm or
+proceed ("confirmation", ``confirm_to_proceed`` count too), or one that asks for the answer
+in words ("Reply 'yes' to submit the return now, or 'no' to cancel."); ``proposal:``
+replaces it. A "yes" after a message that asks nothing ("Noah has been upgraded." /
+"Great! Could you also add two bags?") answers no proposal."""
+GREETING = re.compile(
+    r"(?i)^\W*(?:(?:hi|hello|hey|good (?:morning|afternoon|evening))\b[^.!?]*[.!?]?\s*)?"
+    r"(?:how (?:can|may|could) (?:I|we) (?:help|assist)|what can (?:I|we) (?:do|help)"
+    r"|(?:is there )?anything else (?:I|we) can (?:help|do|assist)|how are you)\b[^?]*\?\W*$"
+)
+"""A sentence that offers help and proposes nothing ("How can I help you today?"): it is
+no proposal, whatever ``proposal:`` says (a yes after it confirms nothing)."""
+
+
+def asks(proposal: Regex, text: str) -> bool:
+    """Whether ``text`` proposes something: ``proposal`` matches a sentence that is not a
+    greeting."""
+    if proposal.search(text) is None:
+        return False
+    spans = sentences(text)
+    if not any(GREETING.search(text[a:b]) for a, b in spans):
+        return True
+    return any(
+        proposal.search(text[a:b]) is not None and not GREETING.search(text[a:b]) for a, b in spans
+    )
+
+
+def unreadable(text: str | None) -> bool:
+    """The text was dropped or redacted (``[REDACTED]``): what it said cannot be read."""
+    return text is None or not text.strip() or REDACTED in text
 
 
 def _number_forms(value: int | float) -> list[str]:
@@ -125,22 +157,6 @@ def _leaves(value: Any) -> list[Any]:
     return out
 
 
-def _marks(rx: Regex) -> tuple[int, ...]:
-    """The group numbers of ``_MARKS`` in ``rx`` (looked up once; the wrapper rebuilds
-    ``groupindex`` on every access)."""
-    index: dict[str, int] = dict(rx.compiled.groupindex)
-    return tuple(index[name] for name in _MARKS if name in index)
-
-
-def _place(m: Any, marks: tuple[int, ...]) -> int:
-    for g in marks:
-        at: int = m.start(g)
-        if at >= 0:
-            return at
-    start: int = m.start()
-    return start
-
-
 class UserConfirmation:
     """Each call of the listed tools needs a user "yes" to a proposal before it.
 
@@ -153,6 +169,11 @@ class UserConfirmation:
     when the user has spoken since; otherwise (writes in a row, no user turn between) the
     previous call's window, so one "yes" to "cancel both" covers both. A failed attempt
     changed nothing, so its retry rests on the same confirmation.
+
+    Replies are read by ``checks.answers``; a reply whose clauses disagree is decided by
+    the clauses that name the call, and is ``undecided`` (``F-UNDECIDED-CONFIRMATION``,
+    citing the reply) when nothing settles it, as is a reply or proposal whose text was
+    dropped or redacted.
     """
 
     def __init__(
@@ -169,30 +190,32 @@ class UserConfirmation:
         self.tools = tools
         self.proposal = proposal
         self.kind = kind
-        self.affirmative = affirmative
-        self.negative = negative
+        self.answers = Answers(affirmative, negative)
         self.mention = mention
         self.successful_only = successful_only
         self.latest = latest
-        self._yes_marks = _marks(affirmative)
-        self._no_marks = _marks(negative)
 
     def _judged(self, ctx: RunContext, i: int, call: ToolCall) -> bool:
         if self.successful_only and not ok(call):
             return False
         return call.name in self.tools or (self.kind is not None and ctx.kinds[i] == self.kind)
 
-    def answer(self, text: str) -> str | None:
-        """``"yes"``, ``"no"`` or None: a negative before the first affirmative refuses;
-        one starting at the same place (``no problem``) does not. A match's place is the
-        start of its group ``at`` or ``mid`` when the pattern has one."""
-        yes = self.affirmative.search(text)
-        no = self.negative.search(text)
-        if no is not None and (
-            yes is None or _place(no, self._no_marks) < _place(yes, self._yes_marks)
-        ):
-            return "no"
-        return "yes" if yes is not None else None
+    def answer(self, text: str) -> ReplyAnswer | None:
+        """``"yes"``, ``"no"``, ``"undecided"`` or None: the reply read without naming a
+        call (``checks.answers``)."""
+        reply = self.answers.read(text)
+        return reply.settled if reply.answer == "mixed" else reply.answer
+
+    def _read(self, ctx: RunContext, text: str) -> Reply:
+        """``answers.read``, once per run and reply text for every rule with these
+        patterns."""
+        memo: dict[str, Reply] | None = ctx.memo.get(self.answers.key)
+        if memo is None:
+            memo = ctx.memo[self.answers.key] = {}
+        found = memo.get(text)
+        if found is None:
+            found = memo[text] = self.answers.read(text)
+        return found
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
         """One pass over the judged calls; each is placed in the conversation by index."""
@@ -222,25 +245,39 @@ class UserConfirmation:
             if ok(call):
                 start, last_at = window, at
 
-    def _reply(self, ctx: RunContext, at: int, start: int) -> tuple[int, str | None]:
+    def _said(self, ctx: RunContext, k: int, i: int, call: ToolCall) -> ReplyAnswer | None:
+        """What user turn ``k`` answers for call ``i``."""
+        text = ctx.turn_index().turns[k].text
+        if text is None:
+            return None
+        reply = self._read(ctx, text)
+        if reply.answer != "mixed":
+            return reply.answer
+        words = call_words(ctx, i, call)
+        named = [names_call(text[c.start : c.end], call, words) for c in reply.clauses]
+        return decide(reply, named)
+
+    def _reply(
+        self, ctx: RunContext, at: int, start: int, i: int, call: ToolCall
+    ) -> tuple[int, ReplyAnswer | None]:
         """The user turn that answers for the call requested at ``at``, and its answer.
 
-        The last user turn decides when it says yes or no. When it says neither (it
-        answers a follow-up question), ``reply: latest`` looks back through the window for
-        a yes, stopping at a turn with a negative: "no" said in passing earlier ("I don't
-        have the ids") is not a refusal, but neither can a yes before it count.
+        The last user turn decides when it says yes, no or cannot be read. When it says
+        neither (it answers a follow-up question), ``reply: latest`` looks back through the
+        window for a yes, stopping at a turn with a negative: "no" said in passing earlier
+        ("I don't have the ids") is not a refusal, but neither can a yes before it count.
         """
         conv = ctx.turn_index()
         u = conv.last_user[at]
-        answer = self.answer(conv.turns[u].text or "") if u >= 0 else None
+        answer = self._said(ctx, u, i, call) if u >= 0 else None
         if answer is not None or not self.latest:
             return u, answer
         k = conv.last_user[u] if u >= 0 else -1
         while k >= start:
-            said = self.answer(conv.turns[k].text or "")
+            said = self._said(ctx, k, i, call)
             if said == "yes":
                 return k, said
-            if said == "no":
+            if said is not None:
                 break
             k = conv.last_user[k]
         return u, None
@@ -250,7 +287,7 @@ class UserConfirmation:
     ) -> None:
         conv = ctx.turn_index()
         sid = (call.span_id,)
-        u, answer = self._reply(ctx, at, start)
+        u, answer = self._reply(ctx, at, start, i, call)
         if u < 0 or (self.latest and u < start):
             since = " since the previous confirmed call" if start > 0 else ""
             report.fail(
@@ -267,6 +304,19 @@ class UserConfirmation:
                 sid,
                 f"{call.name} ran although the user's answer before it (turn {u}) refused: "
                 f"{short(said, 60)}",
+                i,
+            )
+            return
+        if answer == "undecided" or (answer is None and unreadable(conv.turns[u].text)):
+            why = (
+                "says yes and no"
+                if answer == "undecided"
+                else "cannot be read (dropped or redacted)"
+            )
+            report.undecided(
+                "F-UNDECIDED-CONFIRMATION",
+                sid,
+                f"{call.name}: the user's answer before it (turn {u}) {why}: {short(said, 120)}",
                 i,
             )
             return
@@ -294,7 +344,17 @@ class UserConfirmation:
             )
             return
         asked = conv.turns[p].text or ""
-        if self.proposal is not None and self.proposal.search(asked) is None:
+        if self.proposal is not None and not asks(self.proposal, asked):
+            if REDACTED in asked:
+                report.undecided(
+                    "F-UNDECIDED-CONFIRMATION",
+                    sid,
+                    f"{call.name}: the agent's message before the user's yes (turn {p}) was "
+                    f"redacted, so whether it proposed the call cannot be read: "
+                    f"{short(asked, 120)}",
+                    i,
+                )
+                return
             report.fail(
                 "F-POLICY-NO_CONFIRMATION",
                 sid,
@@ -378,6 +438,72 @@ def _entity_states(ctx: RunContext, i: int, call: ToolCall) -> tuple[list[Any], 
     return out, selectors
 
 
+_WORD = re.compile(r"[a-z]{3,}")
+_PLAIN = frozenset(
+    {
+        "the", "and", "for", "with", "your", "you", "this", "that", "these", "those", "please",
+        "item", "items", "order", "orders", "one", "two", "new", "old", "all", "any", "not",
+        "but", "are", "was", "were", "has", "have", "its", "our",
+    }
+)  # fmt: skip
+"""Words too common to tell one object of a reply from another."""
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold()) if w not in _PLAIN}
+
+
+def _records(value: Any, out: list[dict[str, Any]]) -> None:
+    if isinstance(value, dict):
+        out.append(value)
+        for v in value.values():
+            _records(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _records(v, out)
+
+
+def call_words(ctx: RunContext, i: int, call: ToolCall) -> frozenset[str]:
+    """Words that name what call ``i`` acts on: the words of every record, in an earlier
+    successful result, that holds one of the call's argument values (item ``8384507844``
+    is the record whose ``name`` is "Desk Lamp"). Read only for replies whose clauses
+    disagree; kept per run."""
+    key = f"confirm.words.{i}"
+    found: frozenset[str] | None = ctx.memo.get(key)
+    if found is not None:
+        return found
+    wanted = {key_of(v) for v in _leaves(call.arguments) if isinstance(v, (str, int)) and v != ""}
+    words: set[str] = set()
+    for j, prior in ctx.tool_index:
+        if j >= i:
+            break
+        if not ok(prior) or prior.result is None:
+            continue
+        records: list[dict[str, Any]] = []
+        _records(prior.result, records)
+        for record in records:
+            scalars = [v for v in record.values() if isinstance(v, (str, int))]
+            if any(key_of(v) in wanted for v in scalars):
+                for v in scalars:
+                    if isinstance(v, str) and key_of(v) not in wanted:
+                        words |= _words(v)
+    found = ctx.memo[key] = frozenset(words)
+    return found
+
+
+def names_call(clause: str, call: ToolCall, words: frozenset[str]) -> bool:
+    """Whether a clause of the user's reply names the call: one of its argument values,
+    or a word of a record that holds one (``call_words``)."""
+    if words & _words(clause):
+        return True
+    text = clause.casefold()
+    return any(
+        mentions(text, v)
+        for v in _leaves(call.arguments)
+        if isinstance(v, (str, int)) and not isinstance(v, bool) and len(str(v)) >= 3
+    )
+
+
 def build_user_confirmation(
     p: dict[str, Any], path: str, c: Compiler, tools: dict[str, ToolMeta]
 ) -> Check | None:
@@ -433,6 +559,7 @@ SPECS: tuple[CheckSpec, ...] = (
             "F-POLICY-UNCONFIRMED_DETAILS",
             "F-EVIDENCE-NO_CONVERSATION",
             "F-EVIDENCE-ARGS_NOT_JSON",
+            "F-UNDECIDED-CONFIRMATION",
         ),
         tool_fields=("tools[]",),
     ),
