@@ -155,7 +155,9 @@ def judge_one(check: dict[str, Any], run: Run, **kw: Any) -> Any:
 
     baselines = kw.pop("baselines", None)
     strict = kw.pop("strict", False)
-    return Engine(load_rules_text(rules_text(check, **kw)), baselines, strict=strict).judge(run)
+    rules = load_rules_text(rules_text(check, **kw))
+    engine = Engine(rules, baselines, strict=True) if strict else Engine(rules, baselines)
+    return engine.judge(run)
 
 
 def codes(verdict: Any) -> list[str]:

@@ -126,6 +126,79 @@ def test_a_trimmed_history_still_yields_each_message_once() -> None:
     ]  # fmt: skip
 
 
+def test_a_repeated_yes_in_delta_inputs_is_a_new_turn() -> None:
+    """Each model call carries only the messages new since the last call (some
+    orchestrators do): the second "yes" is a new turn. Before: it matched the first "yes"
+    by content and was dropped, so the cancel rested on the answer to another question."""
+    sys_msg = _text("system", "You are an airline agent.")
+    with recorder() as rec:
+        with rec.tracer.start_as_current_span("invoke_agent airline") as agent:
+            agent.set_attribute(sc.GEN_AI_OPERATION_NAME, "invoke_agent")
+            _chat(rec, [sys_msg, _text("user", "Cancel R1")], [_text("assistant", "R1?")])
+            _chat(rec, [sys_msg, _text("user", "yes")], [_text("assistant", "And the hotel?")])
+            _chat(rec, [_text("user", "yes")], [_call("c1", "cancel_reservation", {"id": "R1"})])
+            _tool(rec, "cancel_reservation", "c1", {"id": "R1"}, {"status": "cancelled"})
+            _chat(rec, [_result("c1", {"status": "cancelled"})], [_text("assistant", "Done.")])
+        run = _run(rec)
+    assert [(t.role, t.text) for t in turns_of(run)] == [
+        ("system", "You are an airline agent."),
+        ("user", "Cancel R1"),
+        ("assistant", "R1?"),
+        ("user", "yes"),
+        ("assistant", "And the hotel?"),
+        ("user", "yes"),
+        ("assistant", None),
+        ("tool", None),
+        ("assistant", "Done."),
+    ]
+    call = run.steps[3]
+    assert isinstance(call, ToolCall)
+    assert call.request_turn == 6
+
+
+def test_an_assistant_message_in_json_is_read_as_its_text() -> None:
+    """Some orchestrators answer in JSON; the text inside, escapes decoded, is the turn's
+    text (before: the raw document, where ``\\n12 Elm St`` hid the address from checks)."""
+    from tracejudge.engine import Engine, load_rules_text
+
+    u1 = _text("user", "Change my address")
+    a1 = _text(
+        "assistant",
+        json.dumps({"action": "respond", "message": "Ship to:\n12 Elm St. Proceed?"}),
+    )
+    u2 = _text("user", "yes")
+    args = {"address1": "12 Elm St"}
+    a2 = _call("c1", "modify_address", args)
+    with recorder() as rec:
+        with rec.tracer.start_as_current_span("invoke_agent shop") as agent:
+            agent.set_attribute(sc.GEN_AI_OPERATION_NAME, "invoke_agent")
+            _chat(rec, [u1], [a1])
+            _chat(rec, [u1, a1, u2], [a2])
+            _tool(rec, "modify_address", "c1", args, {"ok": True})
+        run = _run(rec)
+    assert turns_of(run)[1].text == "respond\nShip to:\n12 Elm St. Proceed?"
+    rules = load_rules_text(
+        json.dumps(
+            {
+                "version": 1,
+                "tools": {"modify_address": {"kind": "mutate"}},
+                "rules": [
+                    {
+                        "id": "address-listed",
+                        "layer": "policy",
+                        "check": {
+                            "type": "user_confirmation",
+                            "tools": ["modify_address"],
+                            "mention_arguments": ["address1"],
+                        },
+                    }
+                ],
+            }
+        )
+    )
+    assert Engine(rules).judge(run).verdict == "pass"
+
+
 def test_tool_results_inside_user_messages_are_tool_turns() -> None:
     """Anthropic sends tool results in ``user`` messages; they are not the user speaking."""
     with recorder() as rec:

@@ -8,8 +8,11 @@ reconstructs it once here instead of every check searching model inputs:
 - the first model call contributes its input messages; each call's output messages are the
   assistant turns it produced; a later call's input contributes only the messages not seen
   yet. The common case is checked first: the known conversation is a prefix of the input,
-  and the rest is new. When it is not (a framework trimmed or rewrote the history), each
-  message is matched by content, counting repeats, so a second "yes" is still a new turn;
+  and the rest is new. When the input re-sends neither the model's last answer nor the
+  user's first message, it carries only the messages new since the last call (a delta):
+  all of them are new, a repeated "Yes." included. Otherwise (a framework trimmed or
+  rewrote the history), each message is matched by content, counting repeats, so a second
+  "yes" is still a new turn;
 - the agent span's output, when no model call produced that text, is a final assistant
   turn placed after every step;
 - each tool execution is tied to the assistant turn that requested it (by call id, else by
@@ -45,6 +48,7 @@ from tracejudge.model.messages import (
     ROLE_USER,
     TYPE,
     parse_json_text,
+    readable_text,
     text_of,
 )
 from tracejudge.model.run import (
@@ -149,6 +153,10 @@ class _Builder:
         self.turns: list[Turn] = []
         self.keys: list[str] = []
         self.counts: dict[str, int] = {}
+        self.last_output: str | None = None
+        """The key of the last message a model call produced (None before any)."""
+        self.first_user: str | None = None
+        """The key of the first user message."""
 
     def add(
         self,
@@ -161,6 +169,8 @@ class _Builder:
         self.keys.append(key)
         self.counts[key] = self.counts.get(key, 0) + 1
         role = _ROLES.get(str(message.get(ROLE, "")), "user")
+        if role == "user" and self.first_user is None:
+            self.first_user = key
         index = len(self.turns)
         responses = _tool_turns(message, index, step, span_id, time_ns)
         if responses:
@@ -176,11 +186,14 @@ class _Builder:
                 Turn(index, role, text, (), step_index=step, span_id=span_id, time_ns=time_ns)
             )
             return
+        text = text_of(message)
+        if role == "assistant" and text is not None:
+            text = readable_text(text)
         self.turns.append(
             Turn(
                 index,
                 role,
-                text_of(message),
+                text,
                 _requested(message) if role == "assistant" else (),
                 step_index=step,
                 span_id=span_id,
@@ -202,9 +215,18 @@ class _Builder:
             for i in range(n, len(messages)):
                 self.add(messages[i], _message_key(messages[i]), step, call.span_id, call.start_ns)
             return
+        keys = [_message_key(m) for m in messages]
+        if self.last_output is not None and not {self.last_output, self.first_user} & set(keys):
+            # Only the messages new since the last call (some orchestrators send deltas):
+            # neither the model's last answer nor the user's opening is re-sent, so every
+            # message is new, a repeated "Yes." included; a re-sent system prompt is not.
+            for message, key in zip(messages, keys, strict=True):
+                if key in self.counts and _ROLES.get(str(message.get(ROLE, ""))) == "system":
+                    continue
+                self.add(message, key, step, call.span_id, call.start_ns)
+            return
         seen: dict[str, int] = {}
-        for message in messages:
-            key = _message_key(message)
+        for message, key in zip(messages, keys, strict=True):
             seen[key] = seen.get(key, 0) + 1
             if seen[key] > self.counts.get(key, 0):
                 self.add(message, key, step, call.span_id, call.start_ns)
@@ -232,10 +254,13 @@ def build_conversation(run: Run) -> None:
             builder.absorb_input(step.input_messages, index, step)
         end = step.end_ns if step.end_ns >= step.start_ns else step.start_ns
         for message in step.output_messages or ():
-            builder.add(message, _message_key(message), index, step.span_id, end)
+            key = _message_key(message)
+            builder.add(message, key, index, step.span_id, end)
+            builder.last_output = key
     turns = builder.turns
     answer = run.final_answer
     if answer is not None:
+        answer = readable_text(answer)
         said = {(t.text or "").strip() for t in turns if t.role == "assistant"}
         if answer.strip() not in said:
             turns.append(

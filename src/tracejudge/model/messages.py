@@ -379,6 +379,34 @@ def text_of(message: Mapping[str, Any]) -> str | None:
     return "\n".join(texts) if texts else None
 
 
+def readable_text(text: str) -> str:
+    """An assistant text as people read it: a JSON document (some orchestrators answer in
+    JSON: ``{"message": "Ship to:\\n12 Elm St"}``) becomes its string values, decoded and
+    one per line, so escapes (``\\n``) and the words inside are what checks see. Other
+    text is returned as it is."""
+    head = text.lstrip()[:1]
+    if head not in ("{", "["):
+        return text
+    parsed, ok = parse_json_text(text)
+    if not ok or not isinstance(parsed, (dict, list)):
+        return text
+    out: list[str] = []
+    _strings(parsed, out)
+    return "\n".join(out) if out else text
+
+
+def _strings(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        if value.strip():
+            out.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _strings(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _strings(v, out)
+
+
 def last_assistant_text(messages: Sequence[Mapping[str, Any]] | None) -> str | None:
     """Text of the last assistant message (the answer the user saw)."""
     for message in reversed(messages or []):

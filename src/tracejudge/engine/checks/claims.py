@@ -26,6 +26,7 @@ from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
 from tracejudge.engine.sentences import clause_start, sentences
 from tracejudge.model.conversation import turns_of
+from tracejudge.model.messages import readable_text
 from tracejudge.model.run import ToolCall
 
 _Q = "[\\x{2019}']"  # an apostrophe, straight or curly (RE2 syntax)
@@ -191,6 +192,8 @@ def messages(ctx: RunContext, final_only: bool) -> list[Message]:
             if t.role == "assistant" and t.text:
                 out.append(Message(t.text, t.step_index, t.span_id or run.root_span_id))
     answer = run.final_answer
+    if answer is not None:
+        answer = readable_text(answer)
     if answer is not None and not any(m.text.strip() == answer.strip() for m in out):
         step = run.final_answer_step_index
         out.append(Message(answer, ctx.final_index if step is None else step, ctx.final_span()[0]))
