@@ -41,6 +41,13 @@ from tracejudge.collector.credentials import is_reference
     help="Cases file (as for `tracejudge eval`): judge runs against their case.",
 )
 @click.option(
+    "--strict",
+    is_flag=True,
+    default=None,
+    help="Undecided findings (a confirmation or claim a heuristic could not read) take "
+    "their rule's severity, as for `tracejudge eval --strict`.",
+)
+@click.option(
     "--forward",
     multiple=True,
     help="Backend: [NAME=]http://host:port (OTLP/HTTP) or [NAME=]grpc://host:port (OTLP/gRPC). "

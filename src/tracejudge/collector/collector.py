@@ -66,7 +66,7 @@ class Collector:
         if judge is None:
             if config.rules is None:
                 raise ValueError("Collector needs a rules file (config.rules) or a judge")
-            judge = load_judge(config.rules, config.baselines, config.cases)
+            judge = load_judge(config.rules, config.baselines, config.cases, strict=config.strict)
         self.config = config
         self.judge = judge
         self.rule_cost: RuleCost | None = None

@@ -117,6 +117,8 @@ class CollectorConfig:
     """Baselines directory (as ``tracejudge eval --baselines``) for the baseline rules."""
     cases: Path | None = None
     """Cases file (as ``tracejudge eval --cases``): runs are judged against their case."""
+    strict: bool = False
+    """Undecided findings take their rule's severity (as ``tracejudge eval --strict``)."""
     host: str = "127.0.0.1"
     """Listen address. Loopback by default: spans carry prompts, so exposing them is opt-in."""
     grpc_port: int = 4317
@@ -422,7 +424,7 @@ _BOOLS = {"drop_content", "passthrough", "redact_attributes", "insecure_no_auth"
 _BOOLS |= {"forward_insecure_skip_verify", "grpc_bdp_probe"}
 _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint", "management_host"}
 _STRS |= {"auth_token_env"}
-_BOOLS |= {"evaluation_logs", "verdict_lines"}
+_BOOLS |= {"evaluation_logs", "verdict_lines", "strict"}
 _STRS |= {"forward_logs"}
 _INTS |= {"shadow_max_pending"}
 _PATHS = {"rules", "queue_dir", "baselines", "cases", "output", "dead_letter"}

@@ -29,9 +29,16 @@ class Judge(Protocol):
         ...
 
 
-def load_judge(rules: Path, baselines: Path | None = None, cases: Path | None = None) -> Judge:
+def load_judge(
+    rules: Path,
+    baselines: Path | None = None,
+    cases: Path | None = None,
+    *,
+    strict: bool = False,
+) -> Judge:
     """The real engine for a rules file (and optional baselines directory and cases file);
-    a bad file raises (fail fast at start)."""
+    a bad file raises (fail fast at start). ``strict``: undecided findings take their
+    rule's severity (``Engine(strict=True)``)."""
     from tracejudge.engine import BaselineStore, Engine, load_cases, load_rules
 
     store = BaselineStore(baselines) if baselines is not None else None
@@ -48,5 +55,5 @@ def load_judge(rules: Path, baselines: Path | None = None, cases: Path | None = 
         note = without_baselines_note(ruleset)
         if note is not None:
             logger.warning("tracejudge serve: %s; add --baselines DIR", note)
-    engine: Judge = Engine(ruleset, store, case_set)
+    engine: Judge = Engine(ruleset, store, case_set, strict=strict)
     return engine
