@@ -1,9 +1,10 @@
 """Reading a user's reply to a proposal: yes, no, or both (for ``user_confirmation``).
 
-A reply is read clause by clause (``tracejudge.engine.sentences``: sentences, then the
-clauses between commas, semicolons, dashes and "but"), after list markers are cut off the
-front ("1) Yes — please return the lamp. 2) Yes — refund to my card." is two yeses). Each
-clause says yes, no or nothing (``Answers.clause``: a negative before the first
+Answer words count where an answer stands, list items included ("1) Yes — please return
+the lamp. 2) Yes — refund to my card." says yes). A reply that holds both an affirmative
+and a negative match is read clause by clause (``tracejudge.engine.sentences``: sentences,
+then the clauses between commas, semicolons, dashes and "but", list markers cut off the
+front). Each clause says yes, no or nothing (``Answers.clause``: a negative before the first
 affirmative refuses). The reply's answer:
 
 - every clause that answers agrees: that answer;
@@ -116,18 +117,23 @@ class Answers:
         return "yes" if yes >= 0 else None
 
     def read(self, text: str) -> Reply:
-        """The reply's answer (see the module docstring), without naming the call."""
-        if not self.affirmative.test(text) and not self.negative.test(text):
-            return Reply(None, (), None)
+        """The reply's answer (see the module docstring), without naming the call. A reply
+        with matches of one pattern only is read whole: there is nothing to weigh."""
+        if not self.negative.test(text):
+            # one polarity at most: nothing to weigh, no clause to name the call
+            said: Said | None = "yes" if self._yes(text) >= 0 else None
+            return Reply(said, (), said)
+        if not self.affirmative.test(text):
+            return Reply("no", (), "no")
         found: list[Clause] = []
         for k, (a, b) in enumerate(sentences(text)):
             m = _LIST_MARK.match(text, a, b)
             if m is not None:
                 a = m.end()
             for lo, hi in clause_bounds(text, a, b):
-                said = self.clause(text[lo:hi])
-                if said is not None:
-                    found.append(Clause(lo, hi, k, said))
+                answer = self.clause(text[lo:hi])
+                if answer is not None:
+                    found.append(Clause(lo, hi, k, answer))
         if not found:
             return Reply(None, (), None)
         if all(c.said == found[0].said for c in found):

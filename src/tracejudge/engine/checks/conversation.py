@@ -33,7 +33,7 @@ from tracejudge.redaction import REDACTED
 
 _Q = "[\\x{2019}']"  # an apostrophe, straight or curly (RE2 syntax)
 _LEAD = (
-    r"(?:^|[.!?;]\s+|\n\s*|,\s*)(?:\(?\d{1,2}[.)]\s*|[-*\x{2022}]\s+)?"
+    r"(?:^|[.!?;:]\s+|\n\s*|,\s*|\s[-\x{2013}\x{2014}]\s+)(?:\(?\d{1,2}[.)]\s*|[-*\x{2022}]\s+)?"
     r"(?:(?:oh|um+|uh+|hmm+|well|actually|sorry|please|and|but|so"
     r"|then|thanks|thank you)[\s,!.]*)*"
 )
@@ -83,11 +83,22 @@ GREETING = re.compile(
 no proposal, whatever ``proposal:`` says (a yes after it confirms nothing)."""
 
 
+_OFFERS_HELP = (
+    "how can i", "how can we", "how may i", "how may we", "how could i", "how could we",
+    "what can i", "what can we", "anything else", "how are you",
+)  # fmt: skip
+"""What every ``GREETING`` holds (casefolded): a message without any of them is split into
+sentences no further."""
+
+
 def asks(proposal: Regex, text: str) -> bool:
     """Whether ``text`` proposes something: ``proposal`` matches a sentence that is not a
     greeting."""
     if proposal.search(text) is None:
         return False
+    folded = text.casefold()
+    if not any(phrase in folded for phrase in _OFFERS_HELP):
+        return True
     spans = sentences(text)
     if not any(GREETING.search(text[a:b]) for a, b in spans):
         return True
@@ -194,6 +205,7 @@ class UserConfirmation:
         self.mention = mention
         self.successful_only = successful_only
         self.latest = latest
+        self._asks_key = "asks\x1f" + (proposal.source if proposal is not None else "")
 
     def _judged(self, ctx: RunContext, i: int, call: ToolCall) -> bool:
         if self.successful_only and not ok(call):
@@ -215,6 +227,18 @@ class UserConfirmation:
         found = memo.get(text)
         if found is None:
             found = memo[text] = self.answers.read(text)
+        return found
+
+    def _asks(self, ctx: RunContext, text: str) -> bool:
+        """``asks``, once per run and proposal text for every rule with this pattern."""
+        assert self.proposal is not None
+        key = self._asks_key
+        memo: dict[str, bool] | None = ctx.memo.get(key)
+        if memo is None:
+            memo = ctx.memo[key] = {}
+        found = memo.get(text)
+        if found is None:
+            found = memo[text] = asks(self.proposal, text)
         return found
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
@@ -344,7 +368,7 @@ class UserConfirmation:
             )
             return
         asked = conv.turns[p].text or ""
-        if self.proposal is not None and not asks(self.proposal, asked):
+        if self.proposal is not None and not self._asks(ctx, asked):
             if REDACTED in asked:
                 report.undecided(
                     "F-UNDECIDED-CONFIRMATION",
