@@ -189,3 +189,23 @@ def test_dropped_or_redacted_text_is_undecided_not_a_pass(proposal: str, reply: 
     v = judge_one(RULE, run, layer="policy", tools=RETAIL)
     assert v.verdict == "warn"
     assert codes(v) == ["F-UNDECIDED-CONFIRMATION"]
+
+
+def test_reply_latest_looking_back_to_an_undecided_reply_is_undecided() -> None:
+    """``reply: latest`` passes over a follow-up answer to the reply before it; when that
+    reply says yes and no, the result is undecided, not a confident "does not confirm"."""
+    v = _judge(
+        [
+            user("Return the lamp from #W2611340."),
+            say(None, ORDER),
+            say("Return the Desk Lamp for $135.24?"),
+            user("Yes, go ahead. Actually, no."),
+            say("Which card should the refund go to?"),
+            user("The Visa."),
+            say(None, RETURN_LAMP),
+            say("Done."),
+        ],
+        rule={**RULE, "reply": "latest"},
+    )
+    assert codes(v) == ["F-UNDECIDED-CONFIRMATION"]
+    assert "(turn 4)" in v.primary.explanation

@@ -299,7 +299,7 @@ class UserConfirmation:
         k = conv.last_user[u] if u >= 0 else -1
         while k >= start:
             said = self._said(ctx, k, i, call)
-            if said == "yes":
+            if said in ("yes", "undecided"):
                 return k, said
             if said is not None:
                 break
