@@ -377,15 +377,6 @@ def report(
     print("false alarms by primary rule:", dict(causes.most_common()))
     codes = Counter(f.code for k in visible for f in policy[k].findings if f.severity == "fail")
     print("hard finding codes on visibly wrong runs:", dict(codes.most_common()))
-    undecided = [(k, f) for k, v in policy.items() for f in v.findings if f.undecided]
-    figures["undecided_per_run"] = len(undecided) / len(truth)
-    print(
-        f"undecided findings (policy rules): {len(undecided)} in "
-        f"{len({k for k, _ in undecided})} runs, {figures['undecided_per_run']:.2f} per run "
-        "(target < 1)"
-    )
-    for k, f in sorted(undecided, key=lambda kf: _order(kf[0])):
-        print(f"  {k:6} {f.code} ({f.rule_id}): {f.explanation[:110]}")
     if cased is not None:
         print("(b) disagreements:")
         for k in sorted(truth, key=lambda k: _order(truth[k])):
