@@ -22,7 +22,7 @@ BIN = Path(sys.executable).parent
 
 
 def test_the_example_is_tracked_so_a_clone_stands_alone() -> None:
-    """Every file the example's commands read is committed (a clone has no ../shared)."""
+    """Every file the example's commands read is committed (a clone has nothing beside it)."""
     git = shutil.which("git")
     assert git is not None
     done = subprocess.run(

@@ -36,6 +36,7 @@ from langchain_core.language_models.fake_chat_models import (
 )
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import StructuredTool, ToolException
+from langchain_core.tracers.langchain import wait_for_all_tracers
 from langgraph.prebuilt import create_react_agent
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -139,8 +140,11 @@ def main(argv: list[str]) -> int:
             run_graph(recorded("healthy"), fail=FAILING_TOOL)
         else:
             run_graph(recorded(variant))
-        # LangSmith exports from a background thread; the graph's own run ("LangGraph")
-        # ends last.
+        # LangSmith exports from a background thread, and not in the order the runs ended:
+        # under load the graph's own run ("LangGraph") could be exported before the last
+        # model call's, so waiting for it alone lost a span (CI). Drain LangSmith's queue
+        # (the event: every run handed to the exporter), then check the root is there.
+        wait_for_all_tracers()
         wait_for(
             lambda: any(s.name == "LangGraph" for s in memory.get_finished_spans()),
             what="the LangGraph run exported",
