@@ -25,6 +25,7 @@ from tracejudge.engine.checks.base import (
     successful_only,
 )
 from tracejudge.engine.checks.binding import flatten, key_of
+from tracejudge.engine.checks.unchanged import kept_elsewhere, key_path, keyed_leaves
 from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
 from tracejudge.engine.sentences import sentences
@@ -419,9 +420,12 @@ class UserConfirmation:
         for path in self.mention:
             kept = {key_of(v) for state in states for v in _leaves(path.search(state))}
             kept -= selectors
-            for v in _leaves(path.search(call.arguments)):
+            base = key_path(path.source)
+            for keys, v in keyed_leaves(path.search(call.arguments), base or ()):
                 if key_of(v) in kept:
                     continue  # the entity already has it: not a detail of this change
+                if base and key_of(v) not in selectors and kept_elsewhere(keys, v, states):
+                    continue  # kept under another path (``address1``: ``address.address1``)
                 if not mentions(text, v) and not mentions(answer, v):
                     report.fail(
                         "F-POLICY-UNCONFIRMED_DETAILS",
