@@ -209,11 +209,12 @@ def _steps(ctx: RunContext) -> list[int]:
 
 
 class ClaimEvidence:
-    """When the final answer makes a claim, a successful call of the right tool must exist."""
+    """When the final answer makes a claim, a successful call of one of the right tools
+    (any of ``tools``; with none, any tool of ``kind``) must exist."""
 
-    def __init__(self, claim: Regex, tool: str | None, kind: str | None) -> None:
+    def __init__(self, claim: Regex, tools: frozenset[str], kind: str | None) -> None:
         self.claim = claim
-        self.tool = tool
+        self.tools = tools
         self.kind = kind
 
     def evaluate(self, ctx: RunContext, report: Report) -> None:
@@ -231,14 +232,12 @@ class ClaimEvidence:
             return
         attempted = False
         for i, call in ctx.tool_index:
-            if (self.tool is not None and call.name == self.tool) or (
-                self.tool is None and ctx.kinds[i] == self.kind
-            ):
+            if call.name in self.tools or (not self.tools and ctx.kinds[i] == self.kind):
                 if ok(call):
                     return
                 attempted = True
         m = self.claim.search(answer)
-        what = self.tool or f"{self.kind} tool"
+        what = "/".join(sorted(self.tools)) or f"{self.kind} tool"
         tail = " (it was attempted and failed)" if attempted else ""
         report.fail(
             "F-OUTPUT-UNSUPPORTED_CLAIM",
@@ -394,7 +393,7 @@ def build_claim_evidence(
         if key in p:
             c.error(f"{path}.{key}", "needs `messages: final` or `messages: all`")
             return None
-    return ClaimEvidence(rx, p.get("tool"), p.get("kind"))
+    return ClaimEvidence(rx, names(p.get("tool")), p.get("kind"))
 
 
 def build_message_claim(p: dict[str, Any], path: str, c: Compiler, claim: Regex) -> Check | None:
@@ -458,11 +457,11 @@ SPECS: tuple[CheckSpec, ...] = (
     CheckSpec(
         name="claim_evidence",
         doc="A claim in the final answer (messages: every message) needs a successful call "
-        "of the named tool or kind (before the message).",
+        "of the named tool (or of any of a list of tools) or kind (before the message).",
         params=check_params(
             {
                 "claim": ref("regex"),
-                "tool": ref("name"),
+                "tool": ref("nameOrNames"),
                 "kind": ref("kind"),
                 "messages": MESSAGES,
                 "negations": REGEXES,
@@ -479,7 +478,7 @@ SPECS: tuple[CheckSpec, ...] = (
             "F-EVIDENCE-RESULT_MISSING",
             "F-EVIDENCE-ARGS_NOT_JSON",
         ),
-        tool_fields=("tool",),
+        tool_fields=("tool", "tool[]"),
     ),
     CheckSpec(
         name="completion_claims",
