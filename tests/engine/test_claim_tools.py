@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.conversation_runs import convo, say, user
+from tests.engine.conversation_runs import Say, User, convo, say, user
 from tests.engine.engine_runs import codes, judge_one, make_run, rules_text, tool
 from tracejudge.engine import RulesError, load_rules_text
 
@@ -66,7 +66,7 @@ def test_the_claimed_entity_is_read_from_any_listed_tool() -> None:
     check = {**CLAIM, "messages": "all", "entity": {"group": "order", "argument": "order_id"}}
 
     def judged(text: str) -> Any:
-        script = [user("Refunds, please."), say(None, RETURN, CANCEL), say(text)]
+        script: list[User | Say] = [user("Refunds, please."), say(None, RETURN, CANCEL), say(text)]
         return judge_one(check, convo(script), layer="outcome", tools=RETAIL)
 
     assert judged("The refund for order #W2378156 has been issued.").verdict == "pass"

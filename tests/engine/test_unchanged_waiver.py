@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.engine.conversation_runs import convo, say, user
+from tests.engine.conversation_runs import Say, User, convo, say, user
 from tests.engine.engine_runs import codes, judge_one, tool
 
 RETAIL: dict[str, Any] = {
@@ -31,7 +31,7 @@ def _run(
     check["mention_arguments"] = mention
     lookup = tool("get_user_details", {"user_id": "yusuf_rossi_9620"}, user_record)
     change = tool("modify_user_address", {"user_id": "yusuf_rossi_9620", **arguments}, {})
-    script = [
+    script: list[User | Say] = [
         user("I moved; please update my address. My id is yusuf_rossi_9620."),
         say(None, lookup),
         say(proposal),
