@@ -158,9 +158,10 @@ def test_no_verdict_lines_says_verdicts_are_off(tmp_path: Path) -> None:
 
 
 def test_an_unwritable_output_fails_at_start() -> None:
-    """--output to a file that cannot be written stops the start, as --verdicts-jsonl does
-    (it used to start and lose every judged trace at the first write)."""
-    for flag in ("--output", "--verdicts-jsonl"):
+    """--output or --dead-letter to a file that cannot be written stops the start, as
+    --verdicts-jsonl does (they used to start and lose every judged trace, or every refused
+    batch, at the first write)."""
+    for flag in ("--output", "--verdicts-jsonl", "--dead-letter"):
         done = subprocess.run(
             [str(BIN / "tracejudge"), "serve", "--rules", str(RULES), flag, "/proc/version",
              "--grpc-port", "0", "--http-port", "0"],

@@ -9,7 +9,8 @@ name and URL, the status, the backend's reason, the time and the span count.
 
 What is written is what would have been forwarded (already stamped, content dropped and
 attributes redacted as configured); the reason, a backend's own text that may quote what
-it was sent, is scrubbed like every other text the collector writes. A write failure
+it was sent, is scrubbed like every other text the collector writes. A file that
+cannot be opened at start stops the start, as ``--output`` does; a later write failure
 (disk full, file removed) never reaches the forwarder: it is logged once per outage,
 counted, and the batch is dropped and counted as before.
 """
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from tracejudge.collector.file_target import open_for_append
 from tracejudge.collector.files import DEFAULT_FILE_MODE, open_append
 from tracejudge.model.encode_json import request_to_otlp_json
 
@@ -49,7 +51,9 @@ class DeadLetterFile:
         self.file_mode = file_mode
         self.scrub = scrub
         """Scrubs the backend's reason text (the collector sets its redactor)."""
-        self._fh: IO[bytes] | None = None
+        # Opened now: a file that cannot be written fails the start (``ConfigError`` naming
+        # the key), not the first refusal.
+        self._fh: IO[bytes] | None = open_for_append(path, "dead_letter", file_mode, binary=True)
         self._lock = threading.Lock()
         self.written = 0
         """Batches written."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal, overload
 
 from tracejudge.collector.config import ConfigError
 from tracejudge.collector.files import DEFAULT_FILE_MODE, open_append
@@ -20,10 +20,23 @@ from tracejudge.collector.forward import RetryableError
 from tracejudge.model.encode_json import request_to_otlp_json
 
 
-def open_for_append(path: Path | str, key: str, file_mode: int = DEFAULT_FILE_MODE) -> IO[str]:
-    """``path`` opened for appending text (created with ``file_mode``); ``ConfigError``
-    naming ``key`` if it cannot be."""
+@overload
+def open_for_append(
+    path: Path | str, key: str, file_mode: int = ..., binary: Literal[False] = ...
+) -> IO[str]: ...
+@overload
+def open_for_append(
+    path: Path | str, key: str, file_mode: int, binary: Literal[True]
+) -> IO[bytes]: ...
+def open_for_append(
+    path: Path | str, key: str, file_mode: int = DEFAULT_FILE_MODE, binary: bool = False
+) -> IO[str] | IO[bytes]:
+    """``path`` opened for appending (text, or bytes with ``binary``; created with
+    ``file_mode``); ``ConfigError`` naming ``key`` if it cannot be. Every file the collector
+    appends to is opened with it at start, so a path it cannot write stops the start."""
     try:
+        if binary:
+            return open_append(Path(path), file_mode, binary=True)
         return open_append(Path(path), file_mode)
     except OSError as exc:
         raise ConfigError(f"{key}: cannot write {path}: {exc.strerror or exc}") from exc
