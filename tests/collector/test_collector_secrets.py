@@ -1,5 +1,6 @@
 """Nothing from a backend's answer or a client's credential reaches ``/metrics``,
-``/healthz`` or the log unscrubbed (issue 18, items 3 and 7).
+``/healthz`` or the log unscrubbed (issue 18, items 3 and 7; gRPC's side of 7 checked with
+a real gRPC client).
 
 A backend's error text was shown as it came in ``targets.<name>.last_error``, password,
 card number and bearer token included, while the logs and the dead-letter reason were
@@ -159,3 +160,50 @@ def test_an_over_long_authorization_header_never_logs_the_token(
     assert len(records) == 3, text
     assert records[1].getMessage().endswith("(99 more like it since the last line)")
     assert records[2].getMessage().startswith("5 more like ")
+
+
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+def test_grpc_never_logs_the_token_of_over_long_metadata(
+    tokened: tuple[Collector, ManualClock],
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """The gRPC receiver's side of item 7: a real gRPC client sends the bearer token plus
+    9 KB (in ``authorization`` itself, and beside a valid one), and past gRPC's 16 KiB hard
+    limit. grpcio was checked, not assumed: its Python loggers (``grpc._cython.cygrpc``,
+    ``grpc.aio``) log these requests only at DEBUG, without metadata, and its C core writes
+    nothing about them to stderr, so its logging needs no routing through ``server_log``.
+    This test is the proof, and fails the day a grpcio upgrade starts quoting metadata: every
+    logger at DEBUG and the process's own stderr (fd 2) are searched for the token."""
+    c, _ = tokened
+    pad = "A" * 9000
+    over = grpc.StatusCode.RESOURCE_EXHAUSTED
+    # Between gRPC's soft (8 KiB) and hard (16 KiB) metadata limits the server refuses a
+    # request at random with RESOURCE_EXHAUSTED; past the hard limit always.
+    cases: list[tuple[tuple[tuple[str, str], ...], set[grpc.StatusCode | None]]] = [
+        ((("authorization", f"Bearer {TOKEN}{pad}"),), {grpc.StatusCode.UNAUTHENTICATED, over}),
+        ((("authorization", f"Bearer {TOKEN}"), ("x-pad", pad)), {None, over}),
+        ((("authorization", f"Bearer {TOKEN}{pad * 2}"),), {over}),
+        ((("authorization", f"Bearer {TOKEN}"), ("x-pad", pad * 2)), {over}),
+    ]
+    with caplog.at_level(logging.DEBUG):
+        for metadata, expected in cases:
+            for _ in range(10):
+                with grpc.insecure_channel(f"127.0.0.1:{c.grpc_port}") as channel:
+                    call = channel.unary_unary(EXPORT, None, None)
+                    try:
+                        call(b"", metadata=metadata, timeout=IO_S)
+                        got: grpc.StatusCode | None = None
+                    except grpc.RpcError as exc:
+                        got = exc.code()
+                assert got in expected, (metadata[-1][0], got)
+    formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
+    text = "\n".join(formatter.format(r) for r in caplog.records)
+    grpc_records = [r for r in caplog.records if r.name.startswith("grpc")]
+    assert grpc_records, "grpc's loggers were not captured"
+    assert {r.levelname for r in grpc_records} == {"DEBUG"}, text
+    assert TOKEN not in text
+    assert "Traceback" not in text
+    assert TOKEN not in capfd.readouterr().err
