@@ -106,11 +106,13 @@ class Engine:
         and so is a run not judged within ``budget`` (see ``judge_spans_within``)."""
         try:
             return self._judge(run, budget)
-        except JudgeTimeout as exc:  # expected, and said in the verdict: no traceback
+        # Each handler names its exception differently: mypyc types a name once per function,
+        # so a second ``as exc`` would be checked as a JudgeTimeout and raise TypeError.
+        except JudgeTimeout as timeout:  # expected, and said in the verdict: no traceback
             return self._error(
                 run.trace_id,
                 run.root_span_id,
-                exc,
+                timeout,
                 agent=run.agent_name,
                 case_id=run.case_id,
                 variant=run.variant_id,
