@@ -17,6 +17,7 @@ import agents
 import openai
 import pytest
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool as lc_tool
 from langchain_core.tracers import context as lc_context
 from langchain_openai import ChatOpenAI
@@ -135,6 +136,13 @@ def refund(order_id: str) -> str:
     raise scripts.refund_error(order_id)
 
 
+_ONE_AT_A_TIME: RunnableConfig = {"max_concurrency": 1}
+"""LangGraph's ``ToolNode`` runs the tool calls of one model message on a thread pool, so
+with two calls (``tool_raises``) which span starts first, and which fake-clock reading
+and span id each gets, would depend on thread scheduling: the snapshot differed about one
+run in fifty under load. One worker runs them in the message's order."""
+
+
 class LangGraph:
     """LangGraph's ReAct agent over ``ChatOpenAI``: ``invoke`` (``stream`` to stream), an
     agent called as a tool of another to nest."""
@@ -157,22 +165,22 @@ class LangGraph:
             @lc_tool
             def ask_orders(question: str) -> str:
                 """Ask the orders agent."""
-                out = orders.invoke({"messages": [("user", question)]})
+                out = orders.invoke({"messages": [("user", question)]}, _ONE_AT_A_TIME)
                 return str(out["messages"][-1].content)
 
             triage = react_agent(
                 self._model(server, scenario), [ask_orders], prompt="Route.", name="triage"
             )
-            out = triage.invoke({"messages": [("user", scripts.PROMPT)]})
+            out = triage.invoke({"messages": [("user", scripts.PROMPT)]}, _ONE_AT_A_TIME)
             return str(out["messages"][-1].content)
         if scenario == "stream":
             last: Any = None
             for chunk in orders.stream(
-                {"messages": [("user", scripts.PROMPT)]}, stream_mode="values"
+                {"messages": [("user", scripts.PROMPT)]}, _ONE_AT_A_TIME, stream_mode="values"
             ):
                 last = chunk
             return str(last["messages"][-1].content)
-        out = orders.invoke({"messages": [("user", scripts.PROMPT)]})
+        out = orders.invoke({"messages": [("user", scripts.PROMPT)]}, _ONE_AT_A_TIME)
         return str(out["messages"][-1].content)
 
     def _model(self, server: ScriptedModelServer, script: str) -> ChatOpenAI:
