@@ -217,9 +217,19 @@ def retail_listed_breaches(truth: dict[str, Label]) -> set[str]:
     return {k for k, lab in truth.items() if lab.name in names}
 
 
-def airline_contradicting(truth: dict[str, Label]) -> set[str]:
-    """Run ids of the airline tasks whose expected actions break the policy."""
-    return {k for k, lab in truth.items() if int(lab.task) in CONTRADICTING_TASKS}
+def airline_apart(truth: dict[str, Label]) -> set[str]:
+    """Run ids of the airline tasks whose expected actions break the policy, and of the
+    reward-1 runs examples/airline/README.md lists as visible breaches
+    (``| `12-1` | breach | sentence |``)."""
+    names = set(_AIRLINE_LISTED.findall((AIRLINE / "README.md").read_text()))
+    return {
+        k
+        for k, lab in truth.items()
+        if int(lab.task) in CONTRADICTING_TASKS or lab.name in names
+    }
+
+
+_AIRLINE_LISTED = re.compile(r"^\|\s*`(\d+-\d+)`\s*\|", re.MULTILINE)
 
 
 DOMAINS: dict[str, Domain] = {
@@ -229,8 +239,9 @@ DOMAINS: dict[str, Domain] = {
         AIRLINE / "rules.yaml",
         AIRLINE / "cases.jsonl",
         airline_labels,
-        airline_contradicting,
-        "on tasks whose expected actions break the policy (26, 34, 46)",
+        airline_apart,
+        "on tasks whose expected actions break the policy (26, 34, 46) or listed in "
+        "examples/airline/README.md as visible breaches of the written policy",
     ),
     "retail": Domain(
         "tau2-bench retail dev",

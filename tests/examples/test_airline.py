@@ -68,10 +68,26 @@ def test_accuracy_on_the_dev_split_holds() -> None:
     policy = bench.judge(domain, AIRLINE / "rules.yaml", None)
     cased = bench.judge(domain, AIRLINE / "rules.yaml", AIRLINE / "cases.jsonl", tools_only=True)
     visible = [k for k, lab in truth.items() if lab.visible]
-    good = [k for k, lab in truth.items() if lab.reward == 1]
+    listed = domain.apart(truth)
+    good = [k for k, lab in truth.items() if lab.reward == 1 and k not in listed]
     caught = sum(1 for k in visible if policy[k].verdict == "fail")
     alarms = sum(1 for k in good if policy[k].verdict == "fail")
     agree = sum(1 for k, lab in truth.items() if (cased[k].verdict == "fail") == (lab.reward == 0))
-    assert caught >= 24
-    assert alarms <= 9
+    assert len(good) == 30
+    assert caught >= 30
+    assert alarms == 0
     assert agree >= 98
+
+
+def test_the_listed_breaches_are_what_breaches_py_prints() -> None:
+    """README.md's machine-checked table is breaches.py's output (a run added to the data or
+    a change to the checks shows up as a difference, never as a silent listing)."""
+    done = subprocess.run(
+        [sys.executable, str(AIRLINE / "breaches.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    table = done.stdout.strip()
+    assert table.count("\n") == 12  # header, rule, 11 runs
+    assert table in (AIRLINE / "README.md").read_text()
