@@ -209,3 +209,45 @@ def test_reply_latest_looking_back_to_an_undecided_reply_is_undecided() -> None:
     )
     assert codes(v) == ["F-UNDECIDED-CONFIRMATION"]
     assert "(turn 4)" in v.primary.explanation
+
+
+def test_an_instruction_naming_the_call_is_undecided_not_a_failure() -> None:
+    """tau2 retail run 40/chloe-gpt4o-3: "Keep the card, or switch to the Visa ending 8902?"
+    answered by "Please switch the payment to my Visa ending in 8902". An instruction
+    naming the call answers the question without a yes: whether it is the policy's
+    "explicit confirmation (yes)" needs reading, so it is undecided (before: a confident
+    F-POLICY-NO_CONFIRMATION on a good run)."""
+    proposal = "Shall I return the Desk Lamp for $135.24 to card_4421, or keep it?"
+    v = _return_after(proposal, "Please return the desk lamp, thanks.")
+    assert codes(v) == ["F-UNDECIDED-CONFIRMATION"]
+    assert "tells the agent to do it" in v.primary.explanation
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Could you please return the desk lamp?",  # a question, not an instruction
+        "Please tell me more about the water bottle.",  # asks for information
+        "Please note that I moved house last month.",  # names nothing of the call
+    ],
+)
+def test_what_is_not_an_instruction_to_do_the_call_still_fails(reply: str) -> None:
+    proposal = "Shall I return the Desk Lamp for $135.24 to card_4421, or keep it?"
+    assert codes(_return_after(proposal, reply)) == ["F-POLICY-NO_CONFIRMATION"]
+
+
+def test_an_instruction_does_not_excuse_details_never_listed() -> None:
+    """Whatever the instruction means, a changed value no proposal named is a failure."""
+    rule = {**RULE, "mention_arguments": ["payment_method_id"]}
+    script = [
+        user("I want to return the lamp from order #W2611340."),
+        say(None, ORDER),
+        say("Shall I return the Desk Lamp, or keep it?"),
+        user("Please return the desk lamp."),
+        say(None, RETURN_LAMP),
+        say("Done."),
+    ]
+    v = _judge(script, rule=rule)
+    assert codes(v) == ["F-POLICY-UNCONFIRMED_DETAILS"]
+    script[2] = say("Shall I return the Desk Lamp to card_4421, or keep it?")
+    assert codes(_judge(script, rule=rule)) == ["F-UNDECIDED-CONFIRMATION"]

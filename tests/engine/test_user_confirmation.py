@@ -442,3 +442,25 @@ def test_a_detail_the_user_names_in_the_yes_is_confirmed() -> None:
     v = _judge(check, script)
     assert codes(v) == ["F-POLICY-UNCONFIRMED_DETAILS"]
     assert "59XX6W" in v.primary.explanation
+
+
+def test_details_may_be_listed_across_proposals_each_agreed_to() -> None:
+    """Issue 19 §2: "Return the kettle from #W1 - yes - the refund goes to PayPal, proceed?
+    - yes" lists the details over two proposals, each answered yes (the shape of tau2
+    retail run 26/chloe-gpt4o-1). A detail from an earlier proposal the user did not say
+    yes to is not confirmed."""
+    rule = {**RULE, "mention_arguments": ["reservation_id"]}
+    script = [
+        user("I need to cancel a trip."),
+        say("I found reservation ZFA04Y. Would you like me to cancel it?"),
+        user("Yes, that's the one."),
+        say("The refund goes to your original card in 5-7 days. Please confirm to proceed."),
+        user("Yes, please proceed."),
+        say(None, CANCEL),
+        say("Done."),
+    ]
+    assert _judge(rule, script).verdict == "pass"
+    script[2] = user("Hmm, what would the refund be?")
+    v = _judge(rule, script)
+    assert codes(v) == ["F-POLICY-UNCONFIRMED_DETAILS"]
+    assert "(turn 3)" in v.primary.explanation

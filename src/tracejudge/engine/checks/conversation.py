@@ -345,6 +345,21 @@ class UserConfirmation:
                 i,
             )
             return
+        if answer is None and self._instructs(ctx, i, call, said, conv.last_said[u]):
+            p = conv.last_said[u]
+            if self.mention:
+                proposals, replies = self._agreed_chain(ctx, i, call, p, said, start)
+                joined = "\n".join(proposals)
+                if self._details(ctx, report, i, call, joined, p, "\n".join(replies)):
+                    return  # details never listed: a failure whatever the reply means
+            report.undecided(
+                "F-UNDECIDED-CONFIRMATION",
+                sid,
+                f"{call.name}: the user's message before it (turn {u}) tells the agent to do "
+                f"it rather than saying yes to a proposal: {short(said, 120)}",
+                i,
+            )
+            return
         if answer is None:
             which = (
                 "no user message since the proposal says yes; the last"
@@ -390,7 +405,55 @@ class UserConfirmation:
             )
             return
         if self.mention:
-            self._details(ctx, report, i, call, conv.turns[p].text or "", p, said)
+            proposals, replies = self._agreed_chain(ctx, i, call, p, said, start)
+            self._details(ctx, report, i, call, "\n".join(proposals), p, "\n".join(replies))
+
+    def _instructs(self, ctx: RunContext, i: int, call: ToolCall, said: str, p: int) -> bool:
+        """Whether the user's reply, answering a proposal that asks (turn ``p``), has a
+        sentence that instructs this call ("Please switch the payment to my Visa ending
+        8902."): not a question ("Could you please adjust the payment?"), and naming the
+        call by one of its values or a word of a record that holds one."""
+        if p < 0 or (
+            self.proposal is not None and not self._asks(ctx, ctx.turn_index().turns[p].text or "")
+        ):
+            return False
+        words: frozenset[str] | None = None
+        for lo, hi in sentences(said):
+            sentence = said[lo:hi]
+            if sentence.rstrip().endswith("?") or not _DIRECTIVE.search(sentence):
+                continue
+            if words is None:
+                words = call_words(ctx, i, call)
+            if names_call(sentence, call, words):
+                return True
+        return False
+
+    def _agreed_chain(
+        self, ctx: RunContext, i: int, call: ToolCall, p: int, said: str, start: int
+    ) -> tuple[list[str], list[str]]:
+        """The proposal at ``p`` and the earlier ones the user also said yes to, back to the
+        window's start: "Return the kettle and keyboard from #W5565470?" - "Yes" - "The
+        refund goes to PayPal. Proceed?" - "Yes" lists the action's details across two
+        proposals, each agreed to. The chain stops at a reply that is not a yes, at an
+        assistant message that asks nothing, and at the previous confirmed call's window.
+        With their replies (words the user said are words the user confirmed)."""
+        conv = ctx.turn_index()
+        proposals = [conv.turns[p].text or ""]
+        replies = [said]
+        k = conv.last_user[p]
+        while k >= start:
+            if self._said(ctx, k, i, call) != "yes":
+                break
+            q = conv.last_said[k]
+            if q < start:
+                break
+            asked = conv.turns[q].text or ""
+            if self.proposal is not None and not self._asks(ctx, asked):
+                break
+            proposals.append(asked)
+            replies.append(conv.turns[k].text or "")
+            k = conv.last_user[q]
+        return proposals, replies
 
     def _details(
         self,
@@ -401,10 +464,10 @@ class UserConfirmation:
         proposal: str,
         p: int,
         reply: str,
-    ) -> None:
+    ) -> bool:
         """Each changed value of the call must be named by the proposal the user confirmed,
         or by the user's yes itself ("Yes, and cancel 59XX6W too"): words the user said
-        are words the user confirmed."""
+        are words the user confirmed. Whether it reported a finding."""
         sid = (call.span_id,)
         if call.arguments is None or not call.arguments_is_json:
             report.insufficient(
@@ -413,7 +476,7 @@ class UserConfirmation:
                 f"{call.name} arguments were not captured as JSON; cannot check the proposal",
                 i,
             )
-            return
+            return True
         text = proposal.casefold()
         answer = reply.casefold()
         states, selectors = _entity_states(ctx, i, call)
@@ -434,7 +497,8 @@ class UserConfirmation:
                         f"user confirmed (turn {p}): {short(proposal, 60)}",
                         i,
                     )
-                    return
+                    return True
+        return False
 
 
 def _entity_states(ctx: RunContext, i: int, call: ToolCall) -> tuple[list[Any], set[str]]:
@@ -465,6 +529,15 @@ def _entity_states(ctx: RunContext, i: int, call: ToolCall) -> tuple[list[Any], 
             selectors.update(key_of(v) for v in keys.values())
     return out, selectors
 
+
+_DIRECTIVE = re.compile(
+    r"(?i)\bplease\s+(?!confirm|verify|check|let|tell|provide|show|explain|give|hold|wait)"
+    r"[a-z]+|\bgo ahead and\b"
+)
+"""A reply that instructs the action ("please switch the payment to my Visa ending
+8902") answers an either/or question without a yes. Whether that is the policy's
+"explicit user confirmation (yes)" needs reading, so with the call named it is
+undecided, never a silent pass nor a confident fail (issue 19)."""
 
 _WORD = re.compile(r"[a-z]{3,}")
 _PLAIN = frozenset(
