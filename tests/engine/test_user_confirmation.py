@@ -9,7 +9,7 @@ import pytest
 from tests.engine.conversation_runs import Say, User, convo, say, user
 from tests.engine.engine_runs import codes, judge_one, make_run, rules_text, span, tool
 from tracejudge.engine import RulesError, load_rules_text
-from tracejudge.engine.checks.conversation import mentions
+from tracejudge.engine.checks.call_naming import mentions
 from tracejudge.model.run import ToolCall
 
 AIRLINE: dict[str, Any] = {

@@ -24,7 +24,14 @@ from tracejudge.engine.checks.base import (
     short,
     successful_only,
 )
-from tracejudge.engine.checks.binding import flatten, key_of
+from tracejudge.engine.checks.binding import key_of
+from tracejudge.engine.checks.call_naming import (
+    call_words,
+    entity_states,
+    leaves,
+    mentions,
+    names_call,
+)
 from tracejudge.engine.checks.unchanged import kept_elsewhere, key_path, keyed_leaves
 from tracejudge.engine.compile import Compiler, Path, Regex
 from tracejudge.engine.context import Report, RunContext, ToolMeta, ok
@@ -111,62 +118,6 @@ def asks(proposal: Regex, text: str) -> bool:
 def unreadable(text: str | None) -> bool:
     """The text was dropped or redacted (``[REDACTED]``): what it said cannot be read."""
     return text is None or not text.strip() or REDACTED in text
-
-
-def _number_forms(value: int | float) -> list[str]:
-    """How a number is commonly written: ``84``, ``84.00``, ``1,234.50``..."""
-    if isinstance(value, float) and not value.is_integer():
-        return [repr(value), f"{value:.2f}", f"{value:,.2f}", f"{value:,}"]
-    n = int(value)
-    return [str(n), f"{n:,}", f"{n}.00", f"{n:,}.00", f"{n}.0"]
-
-
-def _bounded(text: str, start: int, end: int) -> bool:
-    """The match is a whole token: no letter or digit glued to either side (a number
-    inside ``184`` or ``84.5`` does not count as ``84``)."""
-    if start > 0:
-        before = text[start - 1]
-        if before.isalnum() or (before in ".," and start > 1 and text[start - 2].isdigit()):
-            return False
-    if end < len(text):
-        after = text[end]
-        if after.isalnum() or (after in ".," and end + 1 < len(text) and text[end + 1].isdigit()):
-            return False
-    return True
-
-
-def mentions(text: str, value: Any) -> bool:
-    """Whether ``text`` (already casefolded) names ``value``.
-
-    Strings compare case-insensitively as whole tokens; numbers in their usual written
-    forms (``84`` matches ``$84``, ``84.00`` and ``84.0``; ``1234.5`` matches
-    ``1,234.50``). ``None`` and booleans are not words a proposal says: they count as
-    mentioned.
-    """
-    if value is None or isinstance(value, bool):
-        return True
-    forms = _number_forms(value) if isinstance(value, (int, float)) else [str(value).casefold()]
-    for form in forms:
-        if not form:
-            continue
-        pos = text.find(form)
-        while pos != -1:
-            if _bounded(text, pos, pos + len(form)):
-                return True
-            pos = text.find(form, pos + 1)
-    return False
-
-
-def _leaves(value: Any) -> list[Any]:
-    """Scalars of a value: lists flattened, maps by their values."""
-    out: list[Any] = []
-    for v in flatten(value):
-        if isinstance(v, dict):
-            for inner in v.values():
-                out.extend(_leaves(inner))
-        else:
-            out.append(v)
-    return out
 
 
 class UserConfirmation:
@@ -479,9 +430,9 @@ class UserConfirmation:
             return True
         text = proposal.casefold()
         answer = reply.casefold()
-        states, selectors = _entity_states(ctx, i, call)
+        states, selectors = entity_states(ctx, i, call)
         for path in self.mention:
-            kept = {key_of(v) for state in states for v in _leaves(path.search(state))}
+            kept = {key_of(v) for state in states for v in leaves(path.search(state))}
             kept -= selectors
             base = key_path(path.source)
             for keys, v in keyed_leaves(path.search(call.arguments), base or ()):
@@ -501,35 +452,6 @@ class UserConfirmation:
         return False
 
 
-def _entity_states(ctx: RunContext, i: int, call: ToolCall) -> tuple[list[Any], set[str]]:
-    """What earlier lookups said of the entity this call changes: the results of successful
-    lookup calls before step ``i`` whose arguments all appear, equal, among this call's
-    (``get_reservation(id=X)`` describes what ``update_reservation(id=X, ...)`` changes),
-    and the values of the arguments that selected them.
-
-    "List the action details" asks for what the action changes: a segment that an update
-    keeps, as the lookup returned it, is not a new detail. The identifying arguments
-    themselves are never exempt: they are not read from the state, they select it.
-    """
-    args = call.arguments
-    if not isinstance(args, dict):
-        return [], set()
-    out: list[Any] = []
-    selectors: set[str] = set()
-    for j, prior in ctx.tool_index:
-        if j >= i:
-            break
-        if ctx.kinds[j] != "lookup" or not ok(prior) or prior.result is None:
-            continue
-        keys = prior.arguments
-        if not isinstance(keys, dict) or not keys:
-            continue
-        if all(k in args and key_of(args[k]) == key_of(v) for k, v in keys.items()):
-            out.append(prior.result)
-            selectors.update(key_of(v) for v in keys.values())
-    return out, selectors
-
-
 _DIRECTIVE = re.compile(
     r"(?i)\bplease\s+(?!confirm|verify|check|let|tell|provide|show|explain|give|hold|wait)"
     r"[a-z]+|\bgo ahead and\b"
@@ -538,71 +460,6 @@ _DIRECTIVE = re.compile(
 8902") answers an either/or question without a yes. Whether that is the policy's
 "explicit user confirmation (yes)" needs reading, so with the call named it is
 undecided, never a silent pass nor a confident fail (issue 19)."""
-
-_WORD = re.compile(r"[a-z]{3,}")
-_PLAIN = frozenset(
-    {
-        "the", "and", "for", "with", "your", "you", "this", "that", "these", "those", "please",
-        "item", "items", "order", "orders", "one", "two", "new", "old", "all", "any", "not",
-        "but", "are", "was", "were", "has", "have", "its", "our",
-    }
-)  # fmt: skip
-"""Words too common to tell one object of a reply from another."""
-
-
-def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.casefold()) if w not in _PLAIN}
-
-
-def _records(value: Any, out: list[dict[str, Any]]) -> None:
-    if isinstance(value, dict):
-        out.append(value)
-        for v in value.values():
-            _records(v, out)
-    elif isinstance(value, list):
-        for v in value:
-            _records(v, out)
-
-
-def call_words(ctx: RunContext, i: int, call: ToolCall) -> frozenset[str]:
-    """Words that name what call ``i`` acts on: the words of every record, in an earlier
-    successful result, that holds one of the call's argument values (item ``8384507844``
-    is the record whose ``name`` is "Desk Lamp"). Read only for replies whose clauses
-    disagree; kept per run."""
-    key = f"confirm.words.{i}"
-    found: frozenset[str] | None = ctx.memo.get(key)
-    if found is not None:
-        return found
-    wanted = {key_of(v) for v in _leaves(call.arguments) if isinstance(v, (str, int)) and v != ""}
-    words: set[str] = set()
-    for j, prior in ctx.tool_index:
-        if j >= i:
-            break
-        if not ok(prior) or prior.result is None:
-            continue
-        records: list[dict[str, Any]] = []
-        _records(prior.result, records)
-        for record in records:
-            scalars = [v for v in record.values() if isinstance(v, (str, int))]
-            if any(key_of(v) in wanted for v in scalars):
-                for v in scalars:
-                    if isinstance(v, str) and key_of(v) not in wanted:
-                        words |= _words(v)
-    found = ctx.memo[key] = frozenset(words)
-    return found
-
-
-def names_call(clause: str, call: ToolCall, words: frozenset[str]) -> bool:
-    """Whether a clause of the user's reply names the call: one of its argument values,
-    or a word of a record that holds one (``call_words``)."""
-    if words & _words(clause):
-        return True
-    text = clause.casefold()
-    return any(
-        mentions(text, v)
-        for v in _leaves(call.arguments)
-        if isinstance(v, (str, int)) and not isinstance(v, bool) and len(str(v)) >= 3
-    )
 
 
 def build_user_confirmation(
