@@ -213,3 +213,13 @@ def test_every_check_type_is_documented_in_rules_md() -> None:
     """A check nobody can read about is a check nobody uses."""
     text = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
     assert [name for name in SPECS if f"`{name}`" not in text] == []
+
+
+def test_the_shipped_schemas_are_valid_json_schemas() -> None:
+    """Checked here once, not at every load (``_validator`` trusts them)."""
+    import jsonschema
+
+    from tracejudge.engine import cases, rules
+
+    for doc in (rules.schema(), cases.schema()):
+        jsonschema.validators.validator_for(doc).check_schema(doc)
