@@ -16,6 +16,7 @@ AIRLINE: dict[str, Any] = {
     "get_reservation_details": {"kind": "lookup"},
     "cancel_reservation": {"kind": "mutate"},
     "update_reservation_flights": {"kind": "mutate"},
+    "update_reservation_baggages": {"kind": "mutate"},
 }
 RULE: dict[str, Any] = {"type": "user_confirmation", "tools": ["cancel_reservation"]}
 DETAILS = tool("get_reservation_details", {"reservation_id": "ZFA04Y"}, {"status": "ok"})
@@ -464,3 +465,117 @@ def test_details_may_be_listed_across_proposals_each_agreed_to() -> None:
     v = _judge(rule, script)
     assert codes(v) == ["F-POLICY-UNCONFIRMED_DETAILS"]
     assert "(turn 3)" in v.primary.explanation
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ("2024-05-04", "your flight on May 4 is"),
+        ("2024-05-04", "on the 4th of May"),
+        ("2024-05-04", "departing 05/04/2024"),
+        ("basic_economy", "in basic economy"),
+        ("round_trip", "a round-trip ticket"),
+        (3, "add three checked bags"),
+    ],
+)
+def test_details_as_people_write_them(value: Any, text: str) -> None:
+    """Issue 19 §2: dates in words, identifiers with spaces, counts in words."""
+    assert mentions(text.casefold(), value)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        ("2024-05-04", "on May 14"),  # another day
+        ("2024-05-04", "on June 4"),  # another month
+        (1, "one moment please"),  # "one" is too common to be the count
+        ("round_trip", "a one-way trip"),
+    ],
+)
+def test_other_details_are_not_taken_for_them(value: Any, text: str) -> None:
+    assert not mentions(text.casefold(), value)
+
+
+PROFILE = tool(
+    "get_user_details",
+    {"user_id": "mia_kim_4397"},
+    {
+        "payment_methods": {
+            "credit_card_4421486": {
+                "source": "credit_card",
+                "brand": "visa",
+                "last_four": "7447",
+                "id": "credit_card_4421486",
+            },
+            "gift_card_7359776": {"source": "gift_card", "amount": 39, "id": "gift_card_7359776"},
+        }
+    },
+)
+
+
+def test_a_payment_id_said_by_a_record_field_that_tells_it_apart() -> None:
+    """Issue 19 §2: ``credit_card_4421486`` said as "the Visa ending 7447", resolved through
+    the profile lookup that holds both. A field shared by many records (the brand alone)
+    does not name it."""
+    change = tool(
+        "update_reservation_flights",
+        {"reservation_id": "ZFA04Y", "payment_id": "credit_card_4421486"},
+        {"status": "ok"},
+    )
+    rule = {**RULE, "tools": ["update_reservation_flights"], "mention_arguments": ["payment_id"]}
+    script = [
+        user("Change ZFA04Y to the later flight."),
+        say(None, PROFILE),
+        say("I'll change ZFA04Y and charge the Visa ending 7447. Proceed?"),
+        user("Yes."),
+        say(None, change),
+        say("Done."),
+    ]
+    assert _judge(rule, script).verdict == "pass"
+    script[2] = say("I'll change ZFA04Y and charge your Visa. Proceed?")
+    assert codes(_judge(rule, script)) == ["F-POLICY-UNCONFIRMED_DETAILS"]
+
+
+def test_mention_results_asks_that_what_the_call_charged_was_quoted() -> None:
+    """Issue 19 §2 (amounts): adding bags charged $100 (the new entry of the payment
+    history); the proposal must have quoted it. The booking's original payment, which the
+    lookup already showed, is not what this call did. (tau-bench airline run 14-2 added two
+    bags for $100 with no price said.)"""
+    before = {"reservation_id": "YAX4DR", "payment_history": [{"amount": 498}]}
+    lookup = tool("get_reservation_details", {"reservation_id": "YAX4DR"}, before)
+    bags = tool(
+        "update_reservation_baggages",
+        {"reservation_id": "YAX4DR", "total_baggages": 2},
+        {"reservation_id": "YAX4DR", "payment_history": [{"amount": 498}, {"amount": 100}]},
+    )
+    rule = {
+        "type": "user_confirmation",
+        "tools": ["update_reservation_baggages"],
+        "mention_arguments": ["total_baggages"],
+        "mention_results": ["payment_history[*].amount"],
+    }
+    script = [
+        user("Add two bags to YAX4DR."),
+        say(None, lookup),
+        say("Adding two checked bags to YAX4DR costs $100. Shall I proceed?"),
+        user("Yes."),
+        say(None, bags),
+        say("Done."),
+    ]
+    assert _judge(rule, script).verdict == "pass"
+    script[2] = say("Adding two checked bags to YAX4DR. Shall I proceed?")
+    v = _judge(rule, script)
+    assert codes(v) == ["F-POLICY-UNCONFIRMED_DETAILS"]
+    assert "payment_history[*].amount=100" in v.primary.explanation
+
+
+def test_mention_results_reads_a_refund_by_its_size() -> None:
+    refund = tool(
+        "cancel_reservation",
+        {"reservation_id": "ZFA04Y"},
+        {"payment_history": [{"amount": 2787}, {"amount": -2492}]},
+    )
+    rule = {**RULE, "mention_results": ["payment_history[*].amount"]}
+    proposal = "Cancelling ZFA04Y refunds $2,492 (of $2,787) to your card. Proceed?"
+    script = [user("Cancel ZFA04Y."), say(proposal), user("Yes."), say(None, refund), say("Done.")]
+    assert _judge(rule, script).verdict == "pass"

@@ -40,17 +40,64 @@ def _bounded(text: str, start: int, end: int) -> bool:
     return True
 
 
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)  # fmt: skip
+_ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+_COUNTS = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+"""Counts said in words, 2 to 10 ("one" and "no" are too common in other senses)."""
+
+
+def _ordinal(day: int) -> str:
+    if 11 <= day % 100 <= 13:
+        return f"{day}th"
+    return f"{day}{ {1: 'st', 2: 'nd', 3: 'rd'}.get(day % 10, 'th') }"
+
+
+def _string_forms(value: str) -> list[str]:
+    """How an identifier-like string is said: ``basic_economy`` as "basic economy",
+    ``round_trip`` as "round-trip", ``2024-05-04`` as "May 4", "May 4th", "4 May" or
+    "05/04/2024" (a date without its year is still that date in a conversation about one
+    booking)."""
+    text = value.casefold()
+    forms = [text]
+    if "_" in text:
+        forms += [text.replace("_", " "), text.replace("_", "-")]
+    m = _ISO_DATE.fullmatch(text)
+    if m:
+        year, month, day = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        if 1 <= month <= 12 and 1 <= day <= 31:
+            name = _MONTHS[month - 1]
+            forms += [
+                f"{name} {day}",
+                f"{name} {_ordinal(day)}",
+                f"{day} {name}",
+                f"{_ordinal(day)} of {name}",
+                f"{name[:3]} {day}",
+                f"{month:02d}/{day:02d}/{year}",
+                f"{month}/{day}/{year}",
+            ]
+    return forms
+
+
 def mentions(text: str, value: Any) -> bool:
     """Whether ``text`` (already casefolded) names ``value``.
 
-    Strings compare case-insensitively as whole tokens; numbers in their usual written
-    forms (``84`` matches ``$84``, ``84.00`` and ``84.0``; ``1234.5`` matches
-    ``1,234.50``). ``None`` and booleans are not words a proposal says: they count as
-    mentioned.
+    Strings compare case-insensitively as whole tokens, in the forms people write them
+    (``_string_forms``: underscores as spaces, ISO dates in words); numbers in their usual
+    written forms (``84`` matches ``$84``, ``84.00`` and ``84.0``; ``1234.5`` matches
+    ``1,234.50``; 2 to 10 also in words). ``None`` and booleans are not words a proposal
+    says: they count as mentioned.
     """
     if value is None or isinstance(value, bool):
         return True
-    forms = _number_forms(value) if isinstance(value, (int, float)) else [str(value).casefold()]
+    if isinstance(value, (int, float)):
+        forms = _number_forms(value)
+        if isinstance(value, int) and 2 <= value <= 10:
+            forms.append(_COUNTS[value - 2])
+    else:
+        forms = _string_forms(str(value))
     for form in forms:
         if not form:
             continue
@@ -153,6 +200,40 @@ def call_words(ctx: RunContext, i: int, call: ToolCall) -> frozenset[str]:
                     if isinstance(v, str) and key_of(v) not in wanted:
                         words |= _words(v)
     found = ctx.memo[key] = frozenset(words)
+    return found
+
+
+def aliases(ctx: RunContext, i: int, value: Any) -> frozenset[str]:
+    """Other names of an identifier the call uses, read from the records of earlier
+    successful results that hold it: a payment method ``credit_card_4421486`` is "the Visa
+    ending 7447" because the profile's record holding that id has ``last_four: "7447"``.
+    Only strings with a digit and at least 4 characters count (card endings, tracking and
+    confirmation numbers): a brand or a product name alone does not tell one record from
+    another."""
+    if not isinstance(value, str) or len(value) < 4:
+        return frozenset()
+    key = f"confirm.aliases.{i}.{value}"
+    found: frozenset[str] | None = ctx.memo.get(key)
+    if found is not None:
+        return found
+    wanted = key_of(value)
+    out: set[str] = set()
+    for j, prior in ctx.tool_index:
+        if j >= i:
+            break
+        if not ok(prior) or prior.result is None:
+            continue
+        records: list[dict[str, Any]] = []
+        _records(prior.result, records)
+        for record in records:
+            scalars = [v for v in record.values() if isinstance(v, str)]
+            if any(key_of(v) == wanted for v in scalars):
+                out.update(
+                    v
+                    for v in scalars
+                    if len(v) >= 4 and key_of(v) != wanted and any(ch.isdigit() for ch in v)
+                )
+    found = ctx.memo[key] = frozenset(out)
     return found
 
 

@@ -26,6 +26,7 @@ from tracejudge.engine.checks.base import (
 )
 from tracejudge.engine.checks.binding import key_of
 from tracejudge.engine.checks.call_naming import (
+    aliases,
     call_words,
     entity_states,
     leaves,
@@ -149,12 +150,14 @@ class UserConfirmation:
         successful_only: bool,
         latest: bool = False,
         proposal: Regex | None = None,
+        mention_results: list[Path] | None = None,
     ) -> None:
         self.tools = tools
         self.proposal = proposal
         self.kind = kind
         self.answers = Answers(affirmative, negative)
         self.mention = mention
+        self.mention_results = mention_results or []
         self.successful_only = successful_only
         self.latest = latest
         self._asks_key = "asks\x1f" + (proposal.source if proposal is not None else "")
@@ -298,7 +301,7 @@ class UserConfirmation:
             return
         if answer is None and self._instructs(ctx, i, call, said, conv.last_said[u]):
             p = conv.last_said[u]
-            if self.mention:
+            if self.mention or self.mention_results:
                 proposals, replies = self._agreed_chain(ctx, i, call, p, said, start)
                 joined = "\n".join(proposals)
                 if self._details(ctx, report, i, call, joined, p, "\n".join(replies)):
@@ -355,7 +358,7 @@ class UserConfirmation:
                 i,
             )
             return
-        if self.mention:
+        if self.mention or self.mention_results:
             proposals, replies = self._agreed_chain(ctx, i, call, p, said, start)
             self._details(ctx, report, i, call, "\n".join(proposals), p, "\n".join(replies))
 
@@ -440,12 +443,52 @@ class UserConfirmation:
                     continue  # the entity already has it: not a detail of this change
                 if base and key_of(v) not in selectors and kept_elsewhere(keys, v, states):
                     continue  # kept under another path (``address1``: ``address.address1``)
-                if not mentions(text, v) and not mentions(answer, v):
+                if not any(
+                    mentions(text, said) or mentions(answer, said)
+                    for said in (v, *aliases(ctx, i, v))
+                ):
                     report.fail(
                         "F-POLICY-UNCONFIRMED_DETAILS",
                         sid,
                         f"{call.name} {path.source}={short(v, 40)} is not in the proposal the "
                         f"user confirmed (turn {p}): {short(proposal, 60)}",
+                        i,
+                    )
+                    return True
+        return self._result_details(report, i, call, states, (text, answer), p, proposal)
+
+    def _result_details(
+        self,
+        report: Report,
+        i: int,
+        call: ToolCall,
+        states: list[Any],
+        said: tuple[str, str],
+        p: int,
+        proposal: str,
+    ) -> bool:
+        """``mention_results``: what the call did that its arguments do not say - the amount
+        it charged or refunded - must have been quoted before the yes ("Adding two bags
+        costs $100, proceed?"). Read from the call's result; amounts by their size (a
+        refund of -2492 is quoted as "$2,492"). Values the entity already had, as earlier
+        lookups of it showed (the booking's original payment), are not what this call did.
+        A call without a result did nothing to quote."""
+        if not self.mention_results or not isinstance(call.result, (dict, list)):
+            return False
+        text, answer = said
+        for path in self.mention_results:
+            had = {key_of(v) for state in states for v in leaves(path.search(state))}
+            for v in leaves(path.search(call.result)):
+                if key_of(v) in had:
+                    continue
+                size = abs(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+                if not (mentions(text, size) or mentions(answer, size)):
+                    report.fail(
+                        "F-POLICY-UNCONFIRMED_DETAILS",
+                        (call.span_id,),
+                        f"{call.name} result {path.source}={short(v, 40)} (what the call did) "
+                        f"was not quoted in the proposal the user confirmed (turn {p}): "
+                        f"{short(proposal, 60)}",
                         i,
                     )
                     return True
@@ -473,7 +516,11 @@ def build_user_confirmation(
         c.path(f"{path}.mention_arguments[{k}]", a)
         for k, a in enumerate(p.get("mention_arguments") or [])
     ]
-    if yes is None or no is None or asks is None or any(x is None for x in paths):
+    result_paths = [
+        c.path(f"{path}.mention_results[{k}]", a)
+        for k, a in enumerate(p.get("mention_results") or [])
+    ]
+    if yes is None or no is None or asks is None or any(x is None for x in paths + result_paths):
         return None
     mention = [x for x in paths if x is not None]
     return UserConfirmation(
@@ -485,6 +532,7 @@ def build_user_confirmation(
         successful_only(p),
         p.get("reply", "last") == "latest",
         asks,
+        [x for x in result_paths if x is not None],
     )
 
 
@@ -500,6 +548,12 @@ SPECS: tuple[CheckSpec, ...] = (
                 "negative": ref("regex"),
                 "proposal": ref("regex"),
                 "mention_arguments": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 50,
+                    "items": ref("path"),
+                },
+                "mention_results": {
                     "type": "array",
                     "minItems": 1,
                     "maxItems": 50,
