@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,17 +112,20 @@ def test_regexes_run_in_linear_time() -> None:
 
 
 def test_cel_nesting_cap() -> None:
-    """Comprehensions nested three deep are rejected: cost would grow with steps cubed."""
+    """Comprehensions nested four deep are rejected: cost would grow with steps^4."""
     assert cel_macro_nesting("run.steps.exists(a, a.ok)") == 1
     assert cel_macro_nesting("run.steps.all(a, run.steps.exists(b, b.name == 'x(' ))") == 2
-    deep = "run.steps.all(a, run.steps.all(b, run.steps.exists(c, c.index > a.index)))"
+    deep = (
+        "run.steps.all(a, run.steps.all(b, run.steps.all(c, "
+        "run.steps.exists(d, d.index > a.index))))"
+    )
     errors = _errors(rules_text({"type": "cel", "expr": deep}))
-    assert "nested 3 deep" in errors[0]
+    assert "nested 4 deep" in errors[0]
     undeclared = _errors(rules_text({"type": "cel", "expr": "open('/etc/passwd') == ''"}))
     assert "bad CEL" in undeclared[0]
 
 
-_DEEP = "run.tools.all(a, run.tools.all(b, run.tools.all(c, true)))"
+_DEEP = "run.tools.all(a, run.tools.all(b, run.tools.all(c, run.tools.all(d, true))))"
 
 
 @pytest.mark.parametrize(
@@ -136,14 +140,48 @@ _DEEP = "run.tools.all(a, run.tools.all(b, run.tools.all(c, true)))"
     ids=["space", "newlines", "comment", "triple-quote", "escaped-backslash"],
 )
 def test_cel_nesting_cap_cannot_be_hidden(expr: str) -> None:
-    """Regression: spacing, comments or a string the scan misread let 3-deep nesting load.
+    """Regression: spacing, comments or a string the scan misread let deeper nesting load.
 
     Each expression is valid CEL (it compiles without the cap), so without the cap it
-    would load and then stop at cel-cpp's iteration budget on every run of 22+ tool calls.
+    would load and then stop at cel-cpp's iteration budget on every run of 10+ tool calls.
     """
-    assert cel_macro_nesting(expr) == 3
+    assert cel_macro_nesting(expr) == 4
     errors = _errors(rules_text({"type": "cel", "expr": expr}))
-    assert "nested 3 deep" in errors[0]
+    assert "nested 4 deep (at most 3)" in errors[0]
+    assert "budget of 10,000 iterations" in errors[0]
+
+
+def test_the_nesting_limit_is_set_by_the_cost_budget() -> None:
+    """Issue 19 §2: 3 deep loads (20^3 = 8,000 iterations fit the budget on a run of 20
+    calls) and is decided there; on a much longer run it stops at the budget and says so,
+    never a pass."""
+    expr = "run.tools.all(a, run.tools.all(b, run.tools.all(c, a.index + b.index + c.index >= 0)))"
+    rs = load_rules_text(rules_text({"type": "cel", "expr": expr}))
+    run = make_run([tool("send_email", {"to": f"u{k}"}, {"sent": True}) for k in range(20)])
+    assert Engine(rs).judge(run).verdict == "pass"
+    long = make_run([tool("send_email", {"to": f"u{k}"}, {"sent": True}) for k in range(40)])
+    v = Engine(rs).judge(long)
+    assert [f.code for f in v.findings] == ["F-EVIDENCE-CEL_ERROR"]
+
+
+def test_lists_pair_by_index_and_values_bind_once() -> None:
+    """Issue 19 §2: "each item can be exchanged for an item of the same product with
+    different options" pairs item k with new item k: ``indices()`` gives the positions,
+    ``cel.bind`` names a value once. A pairing that breaks fails; a call whose lists do
+    not pair is a CEL error (insufficient evidence), not a pass."""
+    expr = (
+        "run.tools.all(t, t.name != 'exchange' || cel.bind(old, t.args.item_ids, "
+        "indices(old).all(k, old[k] != t.args.new_item_ids[k])))"
+    )
+    rs = load_rules_text(rules_text({"type": "cel", "expr": expr}))
+
+    def exchange(old: list[str], new: list[str]) -> Any:
+        return make_run([tool("exchange", {"item_ids": old, "new_item_ids": new}, {"ok": True})])
+
+    assert Engine(rs).judge(exchange(["1", "2"], ["3", "4"])).verdict == "pass"
+    assert Engine(rs).judge(exchange(["1", "2"], ["3", "2"])).verdict == "fail"
+    short = Engine(rs).judge(exchange(["1", "2"], ["3"]))
+    assert [f.code for f in short.findings] == ["F-EVIDENCE-CEL_ERROR"]
 
 
 def test_cel_nesting_ignores_macro_names_in_strings() -> None:

@@ -1,4 +1,5 @@
-"""Functions of ours that CEL expressions may call: reading times written in tool results.
+"""Functions of ours that CEL expressions may call: reading times written in tool results,
+and pairing lists by position (``indices``).
 
 CEL's ``timestamp()`` takes RFC 3339 only, with a zone. Tool results say
 ``"2024-05-14T09:52:38"`` (no zone), ``"2024-05-14 09:52:38"`` or ``"2024-05-14"``, and
@@ -52,6 +53,19 @@ def iso_timestamp(text: str, zone: str = "UTC") -> datetime.datetime:
     return parsed
 
 
+MAX_INDICES = 10_000
+"""A list longer than CEL's whole iteration budget could not be walked anyway."""
+
+
+def indices(items: list[Any]) -> list[int]:
+    """``[0, 1, ..., size - 1]``: pairs two lists by position, which CEL's one-variable
+    macros cannot do ("each item can be exchanged for an item of the same product":
+    ``indices(t.args.item_ids).all(k, t.args.item_ids[k] != t.args.new_item_ids[k])``)."""
+    if len(items) > MAX_INDICES:
+        raise ValueError(f"indices(): a list of {len(items)} items, more than {MAX_INDICES}")
+    return list(range(len(items)))
+
+
 def declarations() -> list[Any]:
     """The ``cel.FunctionDecl`` list for ``cel.NewEnv`` (imported lazily with CEL)."""
     from cel_expr_python import cel  # type: ignore[import-untyped]
@@ -66,7 +80,18 @@ def declarations() -> list[Any]:
                     "iso_timestamp_string_string", stamp, [text, text], impl=iso_timestamp
                 ),
             ],
-        )
+        ),
+        cel.FunctionDecl(
+            "indices",
+            [
+                cel.Overload(
+                    "indices_list",
+                    cel.Type.List(cel.Type.INT),
+                    [cel.Type.List(cel.Type.DYN)],
+                    impl=indices,
+                )
+            ],
+        ),
     ]
 
 

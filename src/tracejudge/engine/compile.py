@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +27,17 @@ from tracejudge.engine.jpath import compile_ast
 
 MAX_REGEX_CHARS = 1000
 MAX_CEL_CHARS = 2000
-MAX_CEL_MACRO_NESTING = 2
+CEL_ITERATION_BUDGET = 10_000
+"""cel-cpp stops an evaluation after this many comprehension iterations in total (the
+binding does not let us change it): the cost budget of every CEL predicate. Past it the
+rule is ``F-EVIDENCE-CEL_ERROR`` saying so, never a pass."""
+TYPICAL_RUN_STEPS = 20
+"""About how many tool calls (or turns) a real agent run has: the dev sets' runs have 10
+to 30 (tau-bench airline: about 24 turns)."""
+MAX_CEL_MACRO_NESTING = int(math.log(CEL_ITERATION_BUDGET) / math.log(TYPICAL_RUN_STEPS))
+"""The nesting limit, set by the cost budget: the deepest nesting whose cost on a run of
+typical size (steps^depth) stays within the budget - 3 (20^3 = 8,000). Deeper would stop
+at the budget on ordinary runs; shallower refuses predicates that fit."""
 MAX_PATH_CHARS = 500
 
 _CEL_MACROS = ("exists", "all", "exists_one", "map", "filter")
@@ -197,11 +208,6 @@ class CelExpr:
         return value, None
 
 
-CEL_ITERATION_BUDGET = 10_000
-"""cel-cpp stops an evaluation after this many comprehension iterations in total (the
-binding does not let us change it): two nested macros over a list reach it at ~100 items."""
-
-
 def explain_cel_error(error: str) -> str:
     """cel-cpp's error text, with its iteration budget said in the rule author's terms."""
     if "Iteration budget exceeded" in error:
@@ -266,7 +272,9 @@ class Compiler:
             self.error(
                 path,
                 f"CEL comprehensions nested {depth} deep (at most {MAX_CEL_MACRO_NESTING}): "
-                "cost would grow with steps^depth",
+                f"cost grows with steps^depth, and {TYPICAL_RUN_STEPS}^{depth} passes the "
+                f"budget of {CEL_ITERATION_BUDGET:,} iterations on a run of ordinary size; "
+                "filter the lists first, or pair them by index with indices()",
             )
             return None
         env = _cel_env()
@@ -403,10 +411,14 @@ def _cel_env() -> Any:
         from cel_expr_python import cel  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - a broken install (it is a dependency)
         return None
+    from cel_expr_python.ext import ext_bindings  # type: ignore[import-untyped]
+
     from tracejudge.engine.celfuncs import declarations
 
     return cel.NewEnv(
-        variables=dict.fromkeys(CEL_VARIABLES, cel.Type.DYN), functions=declarations()
+        variables=dict.fromkeys(CEL_VARIABLES, cel.Type.DYN),
+        functions=declarations(),
+        extensions=[ext_bindings.ExtBindings()],  # cel.bind(name, value, expr): no loop
     )
 
 
