@@ -312,3 +312,58 @@ def test_an_owner_test_needs_a_path() -> None:
     with pytest.raises(RulesError) as info:
         load_rules_text(rules_text(bad, tools=OWNED_TOOLS))
     assert any("owner" in e and "path" in e for e in info.value.errors), info.value.errors
+
+
+RETAIL_TOOLS: dict[str, Any] = {
+    "get_order_details": {"kind": "lookup"},
+    "return_delivered_order_items": {"kind": "mutate"},
+    "exchange_delivered_order_items": {"kind": "mutate"},
+}
+DELIVERED = {
+    "type": "entity_binding",
+    "tool": "exchange_delivered_order_items",
+    "argument": "order_id",
+    "source": {"tool": "get_order_details", "path": "[@][?status == 'delivered'].order_id"},
+}
+
+
+def _return_then_exchange() -> Any:
+    order = {"order_id": "#W1", "status": "delivered"}
+    return make_run(
+        [
+            tool("get_order_details", {"order_id": "#W1"}, order),
+            tool(
+                "return_delivered_order_items",
+                {"order_id": "#W1", "item_ids": ["1"]},
+                {"order_id": "#W1", "status": "return requested"},
+            ),
+            tool("exchange_delivered_order_items", {"order_id": "#W1"}, {"order_id": "#W1"}),
+        ]
+    )
+
+
+def test_latest_by_judges_an_entity_on_its_state_before_the_call() -> None:
+    """Issue 19 §2, "the latest state before this call": the lookup said delivered, then a
+    return in the same run left the order "return requested"; an exchange after it acts on
+    an order that is no longer delivered. Without ``latest_by`` the old lookup still
+    counts."""
+    run = _return_then_exchange()
+    assert judge_one(DELIVERED, run, tools=RETAIL_TOOLS).verdict == "pass"
+    v = judge_one({**DELIVERED, "latest_by": "order_id"}, run, tools=RETAIL_TOOLS)
+    assert codes(v) == ["F-ACTION-ARG-ENTITY_BINDING"]
+    assert v.primary.span_ids == (span(2),)
+    assert "latest state before the call, as return_delivered_order_items" in v.primary.explanation
+
+
+def test_latest_by_lets_a_later_lookup_restore_an_entity() -> None:
+    """A later lookup showing the order delivered again counts (the latest state wins)."""
+    steps = list(_return_then_exchange().steps)
+    relook = tool(
+        "get_order_details", {"order_id": "#W1"}, {"order_id": "#W1", "status": "delivered"}
+    )
+    run = make_run(
+        [*steps[:2], relook, tool("exchange_delivered_order_items", {"order_id": "#W1"}, {})]
+    )
+    assert (
+        judge_one({**DELIVERED, "latest_by": "order_id"}, run, tools=RETAIL_TOOLS).verdict == "pass"
+    )

@@ -118,6 +118,7 @@ class Binding:
         target_label: str = "",
         entity_tools: tuple[str, ...] = (),
         successful_only: bool = False,
+        latest_by: str | None = None,
     ) -> None:
         self.target_label = target_label or (target_path.source if target_path else "")
         self.target = target
@@ -128,6 +129,36 @@ class Binding:
         self.entity_tools = entity_tools
         """With ``any_lookup``: the lookup tools that declare ``entities`` (for explanations)."""
         self.successful_only = successful_only
+        self.latest_by = latest_by
+        """The result field naming the entity a record describes (``order_id``): with it,
+        an entity is judged on its latest state. Any successful call's result that is a
+        record of that entity (a write's too) replaces what earlier calls said of it, and
+        the sources' paths are applied to it."""
+
+    def _restate(self, call: ToolCall, candidates: dict[str, Any], dropped: dict[str, str]) -> None:
+        """``latest_by``: the entity ``call``'s result describes qualifies now only if the
+        sources' paths still pick it from that result ("return requested" is no longer
+        'delivered')."""
+        result = call.result
+        if self.latest_by is None or not isinstance(result, dict):
+            return
+        entity = result.get(self.latest_by)
+        if entity is None or isinstance(entity, (dict, list)):
+            return
+        key = key_of(entity)
+        still = any(
+            key_of(v) == key
+            for listed in self.sources.values()
+            for src in listed
+            if src.path is not None and src.read == "result"
+            for v in flatten(src.path.search(result))
+        )
+        if still:
+            candidates[key] = entity
+            dropped.pop(key, None)
+        else:
+            candidates.pop(key, None)
+            dropped[key] = call.name
 
     def _sources_of(self, ctx: RunContext, i: int, call: ToolCall) -> list[Source] | None:
         found = self.sources.get(call.name)
@@ -146,13 +177,16 @@ class Binding:
         unowned: list[str] = []  # sources skipped: not the run's user's (or no identity)
         any_source = False
         plain_lookups: list[str] = []  # successful lookups that declare no entities
+        dropped: dict[str, str] = {}  # latest_by: entity -> the call whose result disqualified it
         for i, call in ctx.tool_index:
             if call.name == self.target and (ok(call) or not self.successful_only):
                 if not any_source:
                     self._no_source(report, i, call, plain_lookups)
                 else:
-                    self._check(ctx, report, i, call, candidates, unknown, unowned)
+                    self._check(ctx, report, i, call, candidates, unknown, unowned, dropped)
             sources = self._sources_of(ctx, i, call)
+            if sources is None and ok(call):
+                self._restate(call, candidates, dropped)
             plain = sources is None and self.any_lookup and ctx.kinds[i] == "lookup"
             if plain and ok(call) and call.name not in plain_lookups:
                 plain_lookups.append(call.name)
@@ -174,6 +208,8 @@ class Binding:
                     continue
                 for v in flatten(src.path.search(value)):
                     candidates[key_of(v)] = v
+            if self.latest_by is not None:
+                self._restate(call, candidates, dropped)
 
     def _check(
         self,
@@ -184,6 +220,7 @@ class Binding:
         candidates: dict[str, Any],
         unknown: bool,
         unowned: list[str],
+        dropped: dict[str, str] | None = None,
     ) -> None:
         sid = (call.span_id,)
         if self.target_path is None:
@@ -219,6 +256,16 @@ class Binding:
             )
             return
         shown = short(bad[0] if bad else None)
+        changed = (dropped or {}).get(key_of(bad[0])) if bad else None
+        if changed is not None:
+            report.fail(
+                "F-ACTION-ARG-ENTITY_BINDING",
+                sid,
+                f"{call.name} {self.target_label}={shown}: its latest state before the call, "
+                f"as {changed}'s result gave it, no longer qualifies under {self.label}",
+                i,
+            )
+            return
         skipped = (
             f"; calls about another {self.owner_field} do not count: {', '.join(unowned)}"
             if unowned
@@ -329,6 +376,7 @@ def build_entity_binding(
         p["argument"],
         entity_tools if any_lookup else (),
         successful_only(p),
+        p.get("latest_by"),
     )
 
 
@@ -382,6 +430,7 @@ SPECS: tuple[CheckSpec, ...] = (
                         {"type": "array", "minItems": 1, "maxItems": 50, "items": _LISTED_SOURCE},
                     ]
                 },
+                "latest_by": {"type": "string", "minLength": 1, "maxLength": 200},
                 "attempts": ATTEMPTS,
             },
             ("tool", "argument"),
