@@ -224,9 +224,7 @@ def airline_apart(truth: dict[str, Label]) -> set[str]:
     (``| `12-1` | breach | sentence |``)."""
     names = set(_AIRLINE_LISTED.findall((AIRLINE / "README.md").read_text()))
     return {
-        k
-        for k, lab in truth.items()
-        if int(lab.task) in CONTRADICTING_TASKS or lab.name in names
+        k for k, lab in truth.items() if int(lab.task) in CONTRADICTING_TASKS or lab.name in names
     }
 
 
