@@ -186,6 +186,18 @@ def call_words(ctx: RunContext, i: int, call: ToolCall) -> frozenset[str]:
         return found
     wanted = {key_of(v) for v in leaves(call.arguments) if isinstance(v, (str, int)) and v != ""}
     words: set[str] = set()
+    for scalars in _holding(ctx, i, wanted):
+        for v in scalars:
+            if isinstance(v, str) and key_of(v) not in wanted:
+                words |= _words(v)
+    found = ctx.memo[key] = frozenset(words)
+    return found
+
+
+def _holding(ctx: RunContext, i: int, wanted: set[str]) -> list[list[str | int]]:
+    """The scalar fields of each record, in the results of successful calls before step
+    ``i``, that holds one of the ``wanted`` values (compared by ``key_of``)."""
+    out: list[list[str | int]] = []
     for j, prior in ctx.tool_index:
         if j >= i:
             break
@@ -196,11 +208,8 @@ def call_words(ctx: RunContext, i: int, call: ToolCall) -> frozenset[str]:
         for record in records:
             scalars = [v for v in record.values() if isinstance(v, (str, int))]
             if any(key_of(v) in wanted for v in scalars):
-                for v in scalars:
-                    if isinstance(v, str) and key_of(v) not in wanted:
-                        words |= _words(v)
-    found = ctx.memo[key] = frozenset(words)
-    return found
+                out.append(scalars)
+    return out
 
 
 def aliases(ctx: RunContext, i: int, value: Any) -> frozenset[str]:
@@ -217,22 +226,15 @@ def aliases(ctx: RunContext, i: int, value: Any) -> frozenset[str]:
     if found is not None:
         return found
     wanted = key_of(value)
-    out: set[str] = set()
-    for j, prior in ctx.tool_index:
-        if j >= i:
-            break
-        if not ok(prior) or prior.result is None:
-            continue
-        records: list[dict[str, Any]] = []
-        _records(prior.result, records)
-        for record in records:
-            scalars = [v for v in record.values() if isinstance(v, str)]
-            if any(key_of(v) == wanted for v in scalars):
-                out.update(
-                    v
-                    for v in scalars
-                    if len(v) >= 4 and key_of(v) != wanted and any(ch.isdigit() for ch in v)
-                )
+    out = {
+        v
+        for scalars in _holding(ctx, i, {wanted})
+        for v in scalars
+        if isinstance(v, str)
+        and len(v) >= 4
+        and key_of(v) != wanted
+        and any(c.isdigit() for c in v)
+    }
     found = ctx.memo[key] = frozenset(out)
     return found
 
