@@ -103,12 +103,12 @@ def _sandbox(tmp: Path) -> Path:
 
 
 def _verdicts(path: Path) -> None:
-    """Verdict lines of an agent ``refund`` under the variants the pages compare: 100 passing runs each (enough
-    for the gate to decide)."""
-    lines = []
+    """Verdict lines of an agent ``refund`` under the variants the pages compare: 100 passing
+    runs each (enough for the gate to decide)."""
+    lines: list[str] = []
     for variant in ("stable", "v2-canary", "candidate"):
         for i in range(100):
-            verdict = {
+            verdict: dict[str, object] = {
                 "trace_id": f"{len(lines) + 1:032x}",
                 "root_span_id": f"{len(lines) + 1:016x}",
                 "agent": "refund",
