@@ -31,8 +31,8 @@ from tests.collector.collector_support import (
 from tracejudge.cli import main
 from tracejudge.collector import Collector
 from tracejudge.collector.config import ConfigError, build_config
-from tracejudge.collector.store import DiskStore
-from tracejudge.collector.targets import TargetSpec, target_specs
+from tracejudge.collector.exporters.targets import TargetSpec, target_specs
+from tracejudge.collector.storage.store import DiskStore
 
 
 def _free_port() -> int:

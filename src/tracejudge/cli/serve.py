@@ -24,7 +24,7 @@ import click
 from tracejudge.cli.errors import InputError
 from tracejudge.collector.collector import Collector
 from tracejudge.collector.config import ConfigError, build_config, load_config_file
-from tracejudge.collector.credentials import is_reference
+from tracejudge.collector.security.credentials import is_reference
 
 
 @click.command("serve")

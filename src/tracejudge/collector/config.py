@@ -16,11 +16,11 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from tracejudge.collector import access
-from tracejudge.collector.credentials import display_url
-from tracejudge.collector.files import DEFAULT_FILE_MODE
-from tracejudge.collector.targets import split_forward, target_specs
-from tracejudge.collector.tls import ServerTls, TargetOptions
+from tracejudge.collector.exporters.targets import split_forward, target_specs
+from tracejudge.collector.security import access
+from tracejudge.collector.security.credentials import display_url
+from tracejudge.collector.security.tls import ServerTls, TargetOptions
+from tracejudge.collector.storage.files import DEFAULT_FILE_MODE
 
 
 class ConfigError(ValueError):
