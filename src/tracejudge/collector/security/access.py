@@ -26,7 +26,15 @@ if TYPE_CHECKING:
 
 
 class AccessError(ValueError):
-    """An access setting is missing, unreadable or unsafe."""
+    """Access settings that are missing, unreadable or unsafe: ``problems`` lists each one,
+    starting with its key path (``forward[1].headers: ...``)."""
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__(*problems)
+        self.problems: tuple[str, ...] = problems
+
+    def __str__(self) -> str:
+        return "; ".join(self.problems)
 
 
 _HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
@@ -179,15 +187,17 @@ def security_warnings(cfg: CollectorConfig) -> list[str]:
 
 
 def parse_headers(key: str, value: Any) -> dict[str, str]:
-    """A header mapping (``{name: value}``) or ``NAME=VALUE`` strings (the flag's form)."""
+    """A header mapping (``{name: value}``) or ``NAME=VALUE`` strings (the flag's form);
+    every bad header is reported (``AccessError.problems``), each under ``key``."""
     if isinstance(value, str):
         value = [value]
+    problems: list[str] = []
     if isinstance(value, list | tuple):
         pairs: dict[str, Any] = {}
         for item in value:
             name, sep, v = str(item).partition("=")
             if not sep:
-                raise AccessError(f"{key}: {name!r} is not NAME=VALUE")
+                problems.append(f"{key}: {name!r} is not NAME=VALUE")
             pairs[name.strip()] = v
         value = pairs
     if not isinstance(value, dict):
@@ -195,17 +205,20 @@ def parse_headers(key: str, value: Any) -> dict[str, str]:
     out = {}
     for name, v in value.items():
         if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
-            raise AccessError(f"{key}: {name!r} is not a header name")
-        if not isinstance(v, str) or not v:
-            raise AccessError(f"{key}: {name}: expected a non-empty string")
-        out[name] = v
+            problems.append(f"{key}: {name!r} is not a header name")
+        elif not isinstance(v, str) or not v:
+            problems.append(f"{key}: {name}: expected a non-empty string")
+        else:
+            out[name] = v
+    if problems:
+        raise AccessError(*problems)
     return out
 
 
-def _entry_path(item: dict[str, Any], key: str) -> Path | None:
+def _entry_path(path: str, item: dict[str, Any], key: str) -> Path | None:
     value = item.get(key)
     if value is not None and not isinstance(value, str):
-        raise AccessError(f"forward: {key}: expected a path, got {value!r}")
+        raise AccessError(f"{path}.{key}: expected a path, got {value!r}")
     return None if value is None else Path(value).expanduser()
 
 
@@ -213,45 +226,69 @@ def forward_entries(value: Any) -> tuple[list[str], dict[str, TargetOptions]]:
     """``forward:`` as the config file may write it, as entries (``URL`` or ``NAME=URL``)
     and the per-URL transport options: a URL; a list of URLs, ``NAME=URL`` strings or
     mappings (``url``, optional ``name``, the target's own ``headers`` and TLS keys); or a
-    mapping of names to a URL or to such a mapping."""
+    mapping of names to a URL or to such a mapping. Every bad entry is reported, each with
+    its path: ``forward[1].headers`` in a list, ``forward.audit.headers`` in a mapping."""
+    items: list[tuple[str, Any]] = []
     if isinstance(value, dict):
-        items: list[Any] = []
         for name, item in value.items():
             if isinstance(item, str):
-                items.append(f"{name}={item}")
+                item = f"{name}={item}"
             elif isinstance(item, dict):
-                items.append({**item, "name": name})
-            else:
-                raise AccessError(f"forward: {name}: expected a URL or a mapping with 'url'")
+                item = {**item, "name": name}
+            items.append((f"forward.{name}", item))
     elif isinstance(value, str):
-        items = [value]
+        items = [("forward", value)]
     elif isinstance(value, list | tuple):
-        items = list(value)
+        items = [(f"forward[{i}]", item) for i, item in enumerate(value)]
     else:
         raise AccessError(
             f"forward: expected a URL, a list of URLs or a mapping of names to URLs, got {value!r}"
         )
     entries: list[str] = []
     options: dict[str, TargetOptions] = {}
-    for item in items:
+    problems: list[str] = []
+    for path, item in items:
         if isinstance(item, str):
             entries.append(item)
             continue
-        if not isinstance(item, dict) or not isinstance(item.get("url"), str):
-            raise AccessError("forward: each entry is a URL or a mapping with 'url'")
-        extra = set(item) - _TARGET_KEYS
-        if extra:
-            known = ", ".join(sorted(_TARGET_KEYS))
-            raise AccessError(f"forward: unknown key {sorted(extra)[0]!r} (known: {known})")
-        skip = item.get("insecure_skip_verify", False)
-        if not isinstance(skip, bool):
-            raise AccessError("forward: insecure_skip_verify: expected true or false")
-        name = item.get("name")
-        if name is not None and not isinstance(name, str):
-            raise AccessError(f"forward: name: expected a string, got {name!r}")
-        paths = [_entry_path(item, k) for k in ("ca_file", "client_cert", "client_key")]
-        tls = ClientTls(paths[0], paths[1], paths[2], skip)
-        headers = parse_headers("forward headers", item.get("headers", {}))
-        options[item["url"]] = TargetOptions(headers, tls)
-        entries.append(item["url"] if name is None else f"{name}={item['url']}")
+        try:
+            entry, url, opts = _forward_entry(path, item)
+        except AccessError as exc:
+            problems.extend(exc.problems)
+            continue
+        options[url] = opts
+        entries.append(entry)
+    if problems:
+        raise AccessError(*problems)
     return entries, options
+
+
+def _forward_entry(path: str, item: Any) -> tuple[str, str, TargetOptions]:
+    """One mapping entry of ``forward:``: its entry string, URL and transport options."""
+    if not isinstance(item, dict) or not isinstance(item.get("url"), str):
+        raise AccessError(f"{path}: expected a URL or a mapping with 'url'")
+    problems: list[str] = []
+    known = ", ".join(sorted(_TARGET_KEYS))
+    for key in sorted(set(item) - _TARGET_KEYS):
+        problems.append(f"{path}: unknown key {key!r} (known: {known})")
+    skip = item.get("insecure_skip_verify", False)
+    if not isinstance(skip, bool):
+        problems.append(f"{path}.insecure_skip_verify: expected true or false")
+    name = item.get("name")
+    if name is not None and not isinstance(name, str):
+        problems.append(f"{path}.name: expected a string, got {name!r}")
+    paths: list[Path | None] = []
+    for key in ("ca_file", "client_cert", "client_key"):
+        try:
+            paths.append(_entry_path(path, item, key))
+        except AccessError as exc:
+            problems.extend(exc.problems)
+    try:
+        headers = parse_headers(f"{path}.headers", item.get("headers", {}))
+    except AccessError as exc:
+        problems.extend(exc.problems)
+    if problems:
+        raise AccessError(*problems)
+    tls = ClientTls(paths[0], paths[1], paths[2], bool(skip))
+    entry = item["url"] if name is None else f"{name}={item['url']}"
+    return entry, item["url"], TargetOptions(headers, tls)
