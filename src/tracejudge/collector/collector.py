@@ -21,8 +21,9 @@ from tracejudge._build import build_kind
 from tracejudge.collector.clock import Clock, SystemClock
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.exporters.dead_letter import DeadLetterFile
-from tracejudge.collector.exporters.file_target import FileTarget
-from tracejudge.collector.exporters.forward import ForwardTarget, Item, TargetQueue, make_target
+from tracejudge.collector.exporters.exporter import QueuedExporter
+from tracejudge.collector.exporters.forward import ForwardTarget, Item, TargetQueue
+from tracejudge.collector.exporters.registry import EXPORTERS, ExporterRegistry
 from tracejudge.collector.exporters.sinks import JsonlSink, TextSink, VerdictSink, WebhookSink
 from tracejudge.collector.exporters.targets import TargetSpec, split_forward, target_specs
 from tracejudge.collector.pipeline import Pipeline
@@ -66,7 +67,11 @@ class Collector:
     """One judging OTLP collector. ``await start()``, then ``await stop()``."""
 
     def __init__(
-        self, config: CollectorConfig, judge: Judge | None = None, clock: Clock | None = None
+        self,
+        config: CollectorConfig,
+        judge: Judge | None = None,
+        clock: Clock | None = None,
+        exporters: ExporterRegistry = EXPORTERS,
     ) -> None:
         if judge is None:
             if config.rules is None:
@@ -74,6 +79,7 @@ class Collector:
             judge = load_judge(config.rules, config.baselines, config.cases, strict=config.strict)
         self.config = config
         self.judge = judge
+        self.exporters = exporters  # the kinds its targets are built from
         self.rule_cost: RuleCost | None = None
         """The rules' cost on the synthetic run (None for a judge that is not the engine)."""
         if isinstance(judge, Engine):
@@ -252,12 +258,10 @@ class Collector:
         for warning in cfg.security_warnings():
             log.warning("%s", warning)
         specs = target_specs(cfg.forward, cfg.output)
-        targets: list[ForwardTarget] = [
-            make_target(spec.url, cfg.forward_timeout, cfg.target_options(spec.url))
-            for spec in specs[: len(cfg.forward)]
-        ]
-        if cfg.output is not None:
-            targets.append(FileTarget(cfg.output, cfg.file_mode))
+        exporters = [self.exporters.build(spec.url, cfg) for spec in specs]
+        for exporter in exporters:
+            await exporter.start()
+        targets: list[ForwardTarget] = [QueuedExporter(e) for e in exporters]
         if cfg.dead_letter is not None:
             self.dead_letter = DeadLetterFile(cfg.dead_letter, file_mode=cfg.file_mode)
         queues = [

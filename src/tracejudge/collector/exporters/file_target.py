@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Literal, overload
+from typing import IO, TYPE_CHECKING, Literal, overload
 
 from tracejudge.collector.config import ConfigError
 from tracejudge.collector.exporters.forward import RetryableError
 from tracejudge.collector.storage.files import DEFAULT_FILE_MODE, open_append
 from tracejudge.model.encode_json import request_to_otlp_json
+
+if TYPE_CHECKING:
+    from tracejudge.collector.config import CollectorConfig
 
 
 @overload
@@ -53,6 +57,17 @@ class FileTarget:
         self.url = f"file:{path}"
         self._fh: IO[str] | None = open_for_append(path, "output", file_mode)
 
+    async def start(self) -> None:
+        """Nothing to open: the connection is made on the first export."""
+
+    async def consume(self, payload: bytes) -> None:
+        """The ``Exporter`` contract's name for ``send``."""
+        await self.send(payload)
+
+    async def shutdown(self) -> None:
+        """The ``Exporter`` contract's name for ``close``."""
+        await self.close()
+
     async def send(self, payload: bytes) -> None:
         """Encode and append in a worker thread (file I/O must not stall the event loop);
         a failed write (disk full, file removed) is retried like a backend outage."""
@@ -73,3 +88,35 @@ class FileTarget:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+
+
+@dataclass(frozen=True)
+class FileExporterConfig:
+    """The ``file`` exporter's own settings."""
+
+    path: Path | None = None
+    """The file appended to (``output``; the target URL ``file:PATH``)."""
+    file_mode: int = DEFAULT_FILE_MODE
+    """The mode it is created with (``file_mode``)."""
+
+
+class FileExporterFactory:
+    """``file``: judged traces as OTLP/JSON lines (``serve --output``, URL ``file:PATH``)."""
+
+    kind = "file"
+    schemes = ("file",)
+
+    def default_config(self) -> FileExporterConfig:
+        """No path yet, created 0600."""
+        return FileExporterConfig()
+
+    def config_for(self, url: str, config: CollectorConfig) -> FileExporterConfig:
+        """The path from ``file:PATH`` and the collector's ``file_mode``."""
+        path = Path(url.removeprefix("file://").removeprefix("file:"))
+        return replace(self.default_config(), path=path, file_mode=config.file_mode)
+
+    def create(self, config: FileExporterConfig) -> FileTarget:
+        """A ``FileTarget`` (opened now: a path it cannot write stops the start)."""
+        if config.path is None:
+            raise ConfigError("output: the file exporter needs a path")
+        return FileTarget(config.path, config.file_mode)

@@ -17,8 +17,8 @@ import logging
 import random
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -30,6 +30,9 @@ from tracejudge.collector.security.credentials import display_url
 from tracejudge.collector.security.tls import TargetOptions
 from tracejudge.collector.storage.store import DiskStore
 from tracejudge.collector.telemetry.stats import Stats
+
+if TYPE_CHECKING:
+    from tracejudge.collector.config import CollectorConfig
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -119,6 +122,17 @@ class HttpTarget:
         }
         self._ssl = opts.tls.ssl_context(f"forward {self.url}") if parts.scheme == "https" else None
 
+    async def start(self) -> None:
+        """Nothing to open: the connection is made on the first export."""
+
+    async def consume(self, payload: bytes) -> None:
+        """The ``Exporter`` contract's name for ``send``."""
+        await self.send(payload)
+
+    async def shutdown(self) -> None:
+        """The ``Exporter`` contract's name for ``close``."""
+        await self.close()
+
     async def send(self, payload: bytes) -> None:
         """POST the payload; map the answer onto retryable / permanent per the OTLP spec."""
         if self._session is None:
@@ -181,6 +195,17 @@ class GrpcTarget:
         self._metadata = tuple((k.lower(), v) for k, v in headers.items())
         self._credentials = opts.tls.grpc_credentials() if parts.scheme == "grpcs" else None
 
+    async def start(self) -> None:
+        """Nothing to open: the connection is made on the first export."""
+
+    async def consume(self, payload: bytes) -> None:
+        """The ``Exporter`` contract's name for ``send``."""
+        await self.send(payload)
+
+    async def shutdown(self) -> None:
+        """The ``Exporter`` contract's name for ``close``."""
+        await self.close()
+
     async def send(self, payload: bytes) -> None:
         """Call Export; UNAVAILABLE etc. are retryable, RESOURCE_EXHAUSTED only with RetryInfo."""
         if self._channel is None:
@@ -221,6 +246,56 @@ def make_target(url: str, timeout: float, options: TargetOptions | None = None) 
     if urlsplit(url).scheme in ("grpc", "grpcs"):
         return GrpcTarget(url, timeout, options)
     return HttpTarget(url, timeout, options)
+
+
+@dataclass(frozen=True)
+class OtlpExporterConfig:
+    """An OTLP target's own settings."""
+
+    url: str = ""
+    timeout: float = 10.0
+    """Seconds per export call (``forward_timeout``)."""
+    options: TargetOptions | None = None
+    """Its headers and TLS (``forward_headers``, ``forward_ca_file``, a per-target entry)."""
+
+
+class _OtlpFactory:
+    """What the two OTLP kinds share: their config and how it is filled in."""
+
+    def default_config(self) -> OtlpExporterConfig:
+        """No URL, the default timeout, no headers or TLS options."""
+        return OtlpExporterConfig()
+
+    def config_for(self, url: str, config: CollectorConfig) -> OtlpExporterConfig:
+        """The URL with ``forward_timeout`` and the target's options."""
+        return replace(
+            self.default_config(),
+            url=url,
+            timeout=config.forward_timeout,
+            options=config.target_options(url),
+        )
+
+
+class OtlpHttpFactory(_OtlpFactory):
+    """``otlp_http``: OTLP/HTTP protobuf to ``http(s)://`` targets."""
+
+    kind = "otlp_http"
+    schemes = ("http", "https")
+
+    def create(self, config: OtlpExporterConfig) -> HttpTarget:
+        """An ``HttpTarget``."""
+        return HttpTarget(config.url, config.timeout, config.options)
+
+
+class OtlpGrpcFactory(_OtlpFactory):
+    """``otlp_grpc``: OTLP/gRPC to ``grpc(s)://`` targets."""
+
+    kind = "otlp_grpc"
+    schemes = ("grpc", "grpcs")
+
+    def create(self, config: OtlpExporterConfig) -> GrpcTarget:
+        """A ``GrpcTarget``."""
+        return GrpcTarget(config.url, config.timeout, config.options)
 
 
 class Release:
