@@ -176,3 +176,8 @@ def test_text_report_shows_intervals_confusion_and_disagreements(tmp_path: Path)
         "  policy: labelled pass, judged fail: run r2; trace "
         f"{2:032x}; fail F-TRACEJUDGE.CASE (tracejudge.case) span {'ab' * 8}"
     ) in lines
+    result = _run("--labels", labels, "--verdicts", verdicts, "--disagreements", "0")
+    assert result.output.splitlines()[-1] == (
+        "disagreements on task_success (3, read from the whole verdict): listed with "
+        "--disagreements N|all"
+    )

@@ -82,7 +82,11 @@ def render_text(
         if f.slice_tag is not None or not f.disagreements:
             continue
         shown = f.disagreements if limit is None else f.disagreements[:limit]
-        lines += ["", f"disagreements on {f.axis} ({len(f.disagreements)}, read from {f.reading}):"]
+        head = f"disagreements on {f.axis} ({len(f.disagreements)}, read from {f.reading})"
+        if not shown:
+            lines += ["", f"{head}: listed with --disagreements N|all"]
+            continue
+        lines += ["", f"{head}:"]
         lines += [disagreement_line(d, f.axis) for d in shown]
         if len(shown) < len(f.disagreements):
             lines.append(
