@@ -162,7 +162,8 @@ def test_text_report_shows_intervals_confusion_and_disagreements(tmp_path: Path)
         f"10 labelled runs ({labels}) judged by verdicts in {verdicts}; "
         "11 runs judged, 1 of them unlabelled"
     )
-    assert lines[2:5] == [
+    assert lines[1] == "judge version: rules (none stamped)"
+    assert lines[3:6] == [
         "axis          slice  runs  false pass              false fail               "
         "agreement                 undecided",
         "policy        all    10    1/5 20.0% [3.6%-62.4%]  2/5 40.0% [11.8%-76.9%]  "

@@ -90,6 +90,9 @@ def test_judging_now_and_reading_eval_output_give_the_same_figures(tmp_path: Pat
     now, before = json.loads(judged.output), json.loads(read.output)
     assert now["figures"] == before["figures"]
     assert now["judge"] == str(rules)
+    version = json.loads(out.read_text().splitlines()[0])["rules_version"]
+    assert version.startswith("sha256:")
+    assert now["judge_version"] == before["judge_version"] == {"rules": [version]}
     assert before["judge"] == f"verdicts in {out}"
 
 
@@ -111,3 +114,61 @@ def test_the_dev_labels_files_are_what_dev_labels_py_builds() -> None:
     assert len(retail) == 480
     policy = [d["labels"]["policy"] for d in retail]
     assert (policy.count("fail"), policy.count("pass"), policy.count(None)) == (433, 29, 18)
+
+
+AIRLINE = ROOT / "examples" / "airline"
+AIRLINE_RUNS = AIRLINE / "tau-bench-dev" / "gpt-4o-airline.dev.json"
+
+
+def test_airline_dev_set_holds_its_floors_as_gates() -> None:
+    """The real tau-bench airline runs against their committed labels, the rules on the
+    policy axis and the cases on task success in one judging: the floors of
+    tests/examples/test_airline.py as gates (no unlisted reward-1 run failed, at most 2 of
+    the 51 policy failures missed, cases agreeing with the reward on >= 98 of 100 runs)."""
+    result = _run(
+        "validate",
+        "--labels",
+        AIRLINE / "labels.jsonl",
+        "--rules",
+        AIRLINE / "rules.yaml",
+        "--cases",
+        AIRLINE / "cases.jsonl",
+        "--axis",
+        "policy=rules",
+        "--axis",
+        "task_success=cases",
+        "--gate",
+        "policy.false_fail<=0",
+        "--gate",
+        "policy.false_pass<=0.04",
+        "--gate",
+        "task_success.agreement>=0.98",
+        "--json",
+        AIRLINE_RUNS,
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert [(g["gate"], g["passed"]) for g in doc["gates"]] == [
+        ("policy.false_fail<=0", True),
+        ("policy.false_pass<=0.04", True),
+        ("task_success.agreement>=0.98", True),
+    ]
+    assert [(f["axis"], f["runs"]) for f in doc["figures"]] == [
+        ("policy", 81),
+        ("task_success", 100),
+    ]
+    assert set(doc["judge_version"]) == {"rules", "cases"}
+    tools_only = _run(
+        "validate",
+        "--labels",
+        AIRLINE / "labels.jsonl",
+        "--rules",
+        AIRLINE / "rules.yaml",
+        "--tools-only",
+        "--cases",
+        AIRLINE / "cases.jsonl",
+        "--json",
+        AIRLINE_RUNS,
+    )
+    (rules_only,) = json.loads(tools_only.output)["judge_version"]["rules"]
+    assert rules_only == doc["judge_version"]["rules"][0] + "+tools-only"

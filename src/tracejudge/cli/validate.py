@@ -14,7 +14,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -130,10 +130,13 @@ def validate_command(
         judged = _read_verdicts(verdict_paths)
         what = "verdicts in " + ", ".join(map(str, verdict_paths))
         case_rules: tuple[str, ...] = (CASE_RULE_ID,)
+        cases_version = None
     else:
         if rules_path is None or not files:
             raise click.UsageError("give FILES and --rules (or --verdicts)")
-        judged, case_rules = _judge(rules_path, cases_path, tools_only, strict, files)
+        judged, case_rules, cases_version = _judge(
+            rules_path, cases_path, tools_only, strict, files
+        )
         what = f"{rules_path}{' (tools only)' if tools_only else ''}" + (
             f" + {cases_path}" if cases_path else ""
         )
@@ -160,14 +163,24 @@ def validate_command(
         _fail([str(exc)])
     figures = measure(pairs, readings, axes, slice_by)
     extra = unlabelled_runs(labels, judged)
+    # what the figures hold for: a changed rules or cases file is a new judge to validate
+    version = {"rules": sorted({r.version for r in judged if r.version})}
+    if cases_version is not None:
+        version["cases"] = [cases_version]
     if as_json:
-        source = {"labels": str(labels_path), "judge": what, "judged_runs": len(judged)}
-        source["unlabelled_runs"] = extra
+        source: dict[str, Any] = {
+            "labels": str(labels_path),
+            "judge": what,
+            "judge_version": version,
+            "judged_runs": len(judged),
+            "unlabelled_runs": extra,
+        }
         click.echo(json.dumps(to_json(source, figures, results), indent=2))
     else:
         header = (
             f"{len(pairs)} labelled runs ({labels_path}) judged by {what}; "
-            f"{len(judged)} runs judged, {extra} of them unlabelled"
+            f"{len(judged)} runs judged, {extra} of them unlabelled\njudge version: "
+            + "; ".join(f"{k} {', '.join(v) or '(none stamped)'}" for k, v in version.items())
         )
         click.echo(render_text(header, figures, results, limit))
     sys.exit(EXIT_GATE if any(not r.passed for r in results) else EXIT_OK)
@@ -210,8 +223,9 @@ def _judge(
     tools_only: bool,
     strict: bool,
     files: tuple[Path, ...],
-) -> tuple[list[JudgedRun], tuple[str, ...]]:
-    """FILES judged as eval judges them, and the rule ids of the case checks."""
+) -> tuple[list[JudgedRun], tuple[str, ...], str | None]:
+    """FILES judged as eval judges them, the rule ids of the case checks and the cases
+    file's version."""
     from tracejudge.engine import Engine, RulesError, load_rules
     from tracejudge.engine.checks.case import CASE_RULE_ID
     from tracejudge.report.loading import load_runs
@@ -224,8 +238,8 @@ def _judge(
         sys.exit(EXIT_INPUT)
     except OSError as exc:
         _fail([f"{rules_path}: cannot read rules: {exc.strerror or exc}"])
-    if tools_only:
-        ruleset = dataclasses.replace(ruleset, rules=())
+    if tools_only:  # another judge than the whole file: its version says so
+        ruleset = dataclasses.replace(ruleset, rules=(), version=f"{ruleset.version}+tools-only")
     cases = None
     if cases_path is not None:
         from tracejudge.engine import CasesError, load_cases
@@ -249,4 +263,4 @@ def _judge(
         except Exception as exc:  # one bad run must not stop the others; never a pass
             judged.append(from_verdict(error_verdict(run, f"engine error: {exc}")))
     case_rules = tuple(r.id for r in ruleset.rules if r.check_type == "case")
-    return judged, (*case_rules, CASE_RULE_ID)
+    return judged, (*case_rules, CASE_RULE_ID), None if cases is None else cases.version

@@ -47,7 +47,9 @@ class JudgedRun:
     findings: tuple[FindingLike, ...]
     case_id: str | None = None
     primary: str | None = None
-    """The primary finding as ``CODE (rule) span``, for the disagreement list."""
+    """The primary finding as ``severity CODE (rule) span``, for the disagreement list."""
+    version: str = ""
+    """The judge's version stamped on the verdict (``rules_version``): figures hold for it."""
 
 
 class AxisReading(Protocol):

@@ -31,7 +31,15 @@ def from_verdict(v: Verdict) -> JudgedRun:
     elif v.error is not None:
         primary = f"error: {v.error}"
     findings: tuple[FindingLike, ...] = tuple(v.findings)
-    return JudgedRun(v.run_id or v.trace_id, v.trace_id, v.verdict, findings, v.case_id, primary)
+    return JudgedRun(
+        v.run_id or v.trace_id,
+        v.trace_id,
+        v.verdict,
+        findings,
+        v.case_id,
+        primary,
+        v.rules_version,
+    )
 
 
 def from_verdicts(verdicts: Iterable[Verdict]) -> list[JudgedRun]:
@@ -95,6 +103,7 @@ def _judged(doc: dict[str, Any], where: str, errors: list[str]) -> JudgedRun | N
         text = _primary_text(first.severity, primary["code"], first.rule_id, primary.get("span_id"))
     elif isinstance(doc.get("error"), str):
         text = f"error: {doc['error']}"
+    version = doc.get("rules_version")
     return JudgedRun(
         run_id if isinstance(run_id, str) and run_id else trace_id,
         trace_id,
@@ -102,4 +111,5 @@ def _judged(doc: dict[str, Any], where: str, errors: list[str]) -> JudgedRun | N
         tuple(findings),
         case_id if isinstance(case_id, str) else None,
         text,
+        version if isinstance(version, str) else "",
     )
