@@ -177,21 +177,3 @@ def _item(doc: Any, where: str, number: int, errors: list[str]) -> Labelled | No
         optional["name"],
         optional["note"],
     )
-
-
-def dump_labels(items: list[Labelled]) -> str:
-    """The JSON-lines text of ``items`` (what ``load_labels`` reads back)."""
-    out: list[str] = []
-    for item in items:
-        doc: dict[str, Any] = {"run": item.run}
-        if item.name is not None:
-            doc["name"] = item.name
-        if item.case is not None:
-            doc["case"] = item.case
-        doc["labels"] = item.labels
-        if item.tags:
-            doc["tags"] = item.tags
-        if item.note is not None:
-            doc["note"] = item.note
-        out.append(json.dumps(doc, ensure_ascii=False) + "\n")
-    return "".join(out)

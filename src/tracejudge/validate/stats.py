@@ -180,7 +180,6 @@ __all__ = [
     "METRICS",
     "AxisFigures",
     "Disagreement",
-    "LabelsError",
     "measure",
     "pair",
     "slice_figures",
