@@ -100,14 +100,22 @@ def test_bad_verdicts_axis_and_slice_options(tmp_path: Path) -> None:
     verdicts, labels = write_set(tmp_path)
     bad = tmp_path / "bad-verdicts.jsonl"
     bad.write_text(
-        verdicts.read_text() + json.dumps({"trace_id": "ab", "verdict": "maybe"}) + "\n",
+        verdicts.read_text()
+        + json.dumps({"trace_id": "ab", "verdict": "maybe"})
+        + "\n"
+        + json.dumps({"record": "shadow", "request_id": "q1", "outcome": "same"})
+        + "\n"
+        + json.dumps({"trace_id": "cd", "run_id": "r12"})
+        + "\n",
         encoding="utf-8",
     )
     result = _run("--labels", labels, "--verdicts", bad)
     assert result.exit_code == 2
-    assert f"{bad}:12: a verdict needs 'trace_id' and 'verdict' (pass|warn|fail|error)" in (
-        result.output
-    )
+    assert result.output.splitlines() == [
+        f"tracejudge validate: {bad}:{n}: a verdict needs 'trace_id' and 'verdict' "
+        "(pass|warn|fail|error)"
+        for n in (12, 14)  # line 13, a shadow pairing line, is not a verdict
+    ]
     result = _run("--labels", labels, "--verdicts", verdicts, "--axis", "safety=rules")
     assert result.exit_code == 2
     assert "--axis 'safety=rules': AXIS=READ with an axis of the labels (policy, task_success)" in (

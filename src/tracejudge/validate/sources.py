@@ -60,7 +60,8 @@ _VERDICTS = frozenset({"pass", "warn", "fail", "error"})
 
 def read_verdict_lines(text: str, source: str) -> list[JudgedRun]:
     """Judged runs from verdict JSON lines (``Verdict.to_dict``); shadow-pairing lines
-    (no ``verdict`` key) are skipped. Raises ``LabelsError`` naming file and line."""
+    (``record: "shadow"``) are skipped, any other line that is not a verdict is an error.
+    Raises ``LabelsError`` naming file and line."""
     errors: list[str] = []
     out: list[JudgedRun] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -72,7 +73,10 @@ def read_verdict_lines(text: str, source: str) -> list[JudgedRun]:
         except json.JSONDecodeError as exc:
             errors.append(f"{where}: not JSON: {exc.msg} (column {exc.colno})")
             continue
-        if not isinstance(doc, dict) or "verdict" not in doc:
+        if isinstance(doc, dict) and doc.get("record") == "shadow":
+            continue  # a shadow pairing line beside the verdicts, not a run's verdict
+        if not isinstance(doc, dict):
+            errors.append(f"{where}: a verdict is a JSON object, not {type(doc).__name__}")
             continue
         run = _judged(doc, where, errors)
         if run is not None:
