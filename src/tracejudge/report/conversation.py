@@ -32,8 +32,10 @@ from tracejudge.model.run import ModelCall, RequestedToolCall, Run, ToolCall, Tu
 from tracejudge.report.records import FindingRecord
 
 _TURN_REF = re.compile(r"\(turn (\d+)\)")
-_QUOTED = re.compile(r"""(?<![\w])(['"])((?:\\.|(?!\1)[^\\\n])*)(\1|\.\.\.$|\.\.\.(?=\W))""")
-"""A quoted literal as ``repr`` writes it: closed by its quote, or cut with ``...``."""
+_QUOTED = re.compile(r"""(?<![\w])(['"])((?:\\.|(?!\1)[^\\\n])*?)(\1|\.\.\.(?=\W|$))""")
+"""A quoted literal as ``repr`` writes it: closed by its quote, or cut with ``...``
+(``short()`` cuts the literal and appends ``...``: no closing quote). The shortest match
+wins, so a cut quote never runs on to a later apostrophe."""
 MIN_QUOTE = 3
 """Shorter quotes (``'a'``) would highlight letters all over a turn."""
 

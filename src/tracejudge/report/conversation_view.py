@@ -130,13 +130,26 @@ def conversation_html(view: ConversationView, prefix: str, code_class: dict[str,
     if view.run_findings:
         parts.append('<div class="muted">on the whole run:</div>')
         parts.extend(_finding(f, view, prefix, code_class) for f in view.run_findings)
-    steps_anchored: set[int] = set()
     for item in view.items:
         if isinstance(item, CallView):
             parts.append(_call(item, view, prefix, code_class))
         else:
-            parts.append(_turn(item, view, prefix, code_class, steps_anchored))
+            parts.append(_turn(item, view, prefix, code_class))
     return "".join(parts)
+
+
+def step_targets(view: ConversationView, prefix: str) -> dict[int, str]:
+    """Step index -> the id of what shows it in the conversation: a tool call's card, a
+    model call's first assistant turn (the timeline's boxes link there)."""
+    out: dict[int, str] = {}
+    for item in view.items:
+        calls = [item] if isinstance(item, CallView) else list(item.calls)
+        if isinstance(item, TurnView) and item.turn.role == "assistant":
+            out.setdefault(item.turn.step_index, f"{prefix}-t{item.turn.index}")
+        for c in calls:
+            if c.step is not None:
+                out.setdefault(c.step, f"{prefix}-s{c.step}")
+    return out
 
 
 def _finding(f: FindingRecord, view: ConversationView, prefix: str, cc: dict[str, str]) -> str:
@@ -148,14 +161,8 @@ def _finding(f: FindingRecord, view: ConversationView, prefix: str, cc: dict[str
     return finding_html(f, f"fc-{cc[f.code]}" if f.code in cc else "", anchor, cited)
 
 
-def _turn(
-    item: TurnView, view: ConversationView, prefix: str, cc: dict[str, str], anchored: set[int]
-) -> str:
+def _turn(item: TurnView, view: ConversationView, prefix: str, cc: dict[str, str]) -> str:
     t = item.turn
-    marker = ""
-    if t.role == "assistant" and t.step_index not in anchored:
-        anchored.add(t.step_index)
-        marker = f'<a id="{prefix}-s{t.step_index}"></a>'
     who = f"turn {t.index} &middot; {esc(t.role)}"
     if item.status is not None:
         fill = STATUS_FILL.get(item.status, STATUS_FILL["unset"])
@@ -171,7 +178,7 @@ def _turn(
             body = _content(t.result, "result")
     elif not t.text and t.tool_calls:
         body = ""
-    parts = [marker, f'<div class="turn {esc(t.role)}" id="{prefix}-t{t.index}">']
+    parts = [f'<div class="turn {esc(t.role)}" id="{prefix}-t{t.index}">']
     if t.role == "system":
         parts.append(f'<details><summary class="who">{who}</summary>{body}</details>')
     else:

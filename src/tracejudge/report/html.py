@@ -351,10 +351,9 @@ def _timeline_row(row: TimelineRow, classes: dict[str, str]) -> str:
             f'<text x="{x:.1f}" y="{height - 2}" text-anchor="{anchor}" fill="#757575">'
             f"{_e(duration_text(frac * row.duration))}</text>"
         )
-    linked = row.conversation is not None
+    targets = cv.step_targets(row.conversation, prefix) if row.conversation else {}
     drawn = [
-        _step_box(step, i, row.duration, f"{prefix}-s{i}" if linked else "")
-        for i, step in enumerate(row.steps)
+        _step_box(step, i, row.duration, targets.get(i, "")) for i, step in enumerate(row.steps)
     ]
     # Boxes first, finding markers last: a marker sits above its box, inside the lane of
     # the step drawn before it, and must not be painted over by a later box.
