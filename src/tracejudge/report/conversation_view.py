@@ -279,4 +279,4 @@ def filter_controls(
             f"#fc-{i}:checked~.runs .finding:not(.fc-{i}){{opacity:.35}}"
             f"#fc-{i}:checked~.filters label[for=fc-{i}]{{background:#424242;color:#fff}}"
         )
-    return "".join(inputs) + "".join(labels), "\n".join(rules), classes
+    return "".join(inputs) + " ".join(labels), "\n".join(rules), classes

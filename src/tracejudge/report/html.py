@@ -407,10 +407,14 @@ def _step_box(step: TimelineStep, index: int, duration: int, href: str) -> tuple
         f'fill="{fill}" fill-opacity="0.85" stroke="#424242"{dash}/>'
     ]
     chars = int(w / 6.5)
-    label = step.label if chars >= 3 else str(index)
-    if chars >= 3 or w >= 6.5 * len(label) + 2:
-        shown = _clip(label, max(chars, len(label)))
-        parts.append(f'<text x="{x + 3:.1f}" y="{y + 13}" fill="#fff">{_e(shown)}</text>')
+    if chars >= 3:
+        shown = _e(_clip(step.label, chars))
+        parts.append(f'<text x="{x + 3:.1f}" y="{y + 13}" fill="#fff">{shown}</text>')
+    elif w >= 5.2 * len(str(index)) + 2:  # too narrow for its name: its step number, smaller
+        parts.append(
+            f'<text x="{x + w / 2:.1f}" y="{y + 12}" fill="#fff" style="font-size:9px" '
+            f'text-anchor="middle">{index}</text>'
+        )
     parts.append(f"{close_link}</g>")
     markers: list[str] = []
     for i, f in enumerate(step.findings):
