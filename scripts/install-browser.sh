@@ -21,7 +21,7 @@ if ! command -v apt-get >/dev/null; then
   echo "install-browser: /usr/bin/chromium and /usr/bin/chromedriver (the browser test starts them)" >&2
   exit 1
 fi
-echo "install-browser: installing chromium and chromium-driver (Debian packages)" >&2
+echo "install-browser: installing chromium, chromium-driver and a font (Debian packages)" >&2
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver fonts-dejavu-core >/dev/null

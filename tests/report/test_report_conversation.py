@@ -236,3 +236,26 @@ def test_durations_use_the_unit_that_fits() -> None:
     assert "issue_refund</code></b> &middot; " in page
     assert "1 ms &middot;" in page  # the tool call's card
     assert ">1 s</text>" in page  # the axis end
+
+
+def test_calls_nobody_asked_for_and_results_nothing_ran_for_are_still_shown() -> None:
+    """An execution no captured message requested is shown where it happened; a requested
+    call never seen to run says so, and its tool turn shows the result the model saw."""
+    run = _run()
+    run.turns[1].tool_calls = (RequestedToolCall(None, "lookup_order", {"order": 7}),)
+    tool = run.steps[1]
+    assert isinstance(tool, ToolCall)
+    tool.request_turn = None
+    view = build_conversation_view(run, ())
+    kinds = [
+        "call" if not isinstance(item, TurnView) else f"turn {item.turn.index}"
+        for item in view.items
+    ]
+    assert kinds == ["turn 0", "turn 1", "call", "turn 2", "turn 3"]
+    asked = view.items[1]
+    assert isinstance(asked, TurnView)
+    assert [(c.name, c.step) for c in asked.calls] == [("lookup_order", None)]
+    page = _page(run, _record())
+    assert '<code>lookup_order</code></b> &middot; <span class="na">no execution seen' in page
+    turn2 = page[_element(page, f"conv-{1:032x}-{ROOT}-t2") :]
+    assert turn2.index("<pre>{&quot;ok&quot;: true}</pre>") < turn2.index("turn 3")

@@ -190,9 +190,11 @@ def _calls_by_turn(
         free = list(executions.get(turn.index, ()))
         cards: list[CallView] = []
         for req in turn.tool_calls:
-            match = next((i for i in free if _tool(run, i).call_id == req.call_id), None)
-            if match is None or req.call_id is None:
-                match = next((i for i in free if _tool(run, i).name == req.name), match)
+            match = None
+            if req.call_id is not None:
+                match = next((i for i in free if _tool(run, i).call_id == req.call_id), None)
+            if match is None:
+                match = next((i for i in free if _tool(run, i).name == req.name), None)
             if match is not None:
                 free.remove(match)
             cards.append(_card(run, match, req, on_call))
