@@ -83,7 +83,7 @@ class Grader:
             reply = self.provider.complete(request)
         except ProviderError as exc:
             return not_evaluated(rubric, exc.reason), 0
-        problem = _unreadable(reply)
+        problem = unreadable(reply)
         if problem is not None:
             return not_evaluated(rubric, problem), 0
         assert reply.text is not None
@@ -93,7 +93,7 @@ class Grader:
         return answer, 0
 
 
-def _unreadable(reply: Completion) -> str | None:
+def unreadable(reply: Completion) -> str | None:
     """Why a reply holds no answer to read (a refusal, a filtered or empty reply)."""
     if reply.refusal:
         return f"refusal: {' '.join(reply.refusal.split())[:200]}"
