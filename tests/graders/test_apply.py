@@ -217,6 +217,14 @@ def test_eval_runs_graders_and_caches_their_answers(tmp_path: Path) -> None:
     assert first.stdout == second.stdout.replace(
         '"tracejudge.grader.cached": 1', '"tracejudge.grader.cached": 0'
     )
+    summary = [line for line in first.stderr.splitlines() if "grader claims-backed" in line]
+    (line,) = summary
+    assert line.startswith("tracejudge eval: grader claims-backed (openai judge-1, prompt ")
+    assert line.endswith(
+        "evidence/1): judged 100 of 100 runs (when: always); properties no 0, "
+        "insufficient_evidence 99, not_evaluated 0; 0 samples from the cache"
+    )
+    assert "; 100 samples from the cache" in second.stderr
     verdicts = [json.loads(line) for line in first.stdout.splitlines()]
     by_run = {v["run_id"]: v for v in verdicts}
     (evaluation,) = by_run["6-0"]["evaluations"]

@@ -144,6 +144,13 @@ def echo_errors(command: str, errors: list[str], *, limit: int | None = MAX_ERRO
     help="Directory of graders' answers: re-judging the same runs with the same grader "
     "(model, rubric, rendering) reads them instead of asking the model.",
 )
+@click.option(
+    "--grader-workers",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="Runs judged by graders at a time (their model calls wait on the network).",
+)
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 def eval_command(
     rules_path: Path,
@@ -158,11 +165,11 @@ def eval_command(
     html_path: Path | None,
     run_graders: bool,
     grader_cache: Path | None,
+    grader_workers: int,
     files: tuple[Path, ...],
 ) -> None:
     """Judge the agent runs in FILES (OTLP/JSON, JSON lines or protobuf; gzipped or not)."""
     from tracejudge.engine import Engine, RulesError, load_rules
-    from tracejudge.graders.apply import apply_graders
 
     if quiet and fmt != "table":
         raise click.UsageError(f"--quiet goes with --format table, not {fmt}")
@@ -212,9 +219,15 @@ def eval_command(
     verdicts: list[Verdict] = []
     for run in loaded.runs:
         try:
-            verdicts.append(apply_graders(engine.judge(run), run, graders))
+            verdicts.append(engine.judge(run))
         except Exception as exc:  # one bad run must not stop the others
             verdicts.append(error_verdict(run, f"engine error: {type(exc).__name__}: {exc}"))
+    if graders:
+        from tracejudge.cli.graders import grade_all, summary_lines
+
+        verdicts = grade_all(verdicts, loaded.runs, graders, grader_workers)
+        for line in summary_lines(verdicts, graders):
+            click.echo(f"tracejudge eval: {line}", err=True)
     records = [VerdictRecord.from_verdict(v) for v in verdicts]
     # shadow runs paired with the stable run of their request (the collector's comparison)
     shadows = pair_verdicts(verdicts, shadow_arguments(ruleset))
