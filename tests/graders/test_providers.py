@@ -200,3 +200,16 @@ def test_a_missing_key_is_said_by_its_variable() -> None:
     assert isinstance(provider_for(_spec(), {"OPENAI_API_KEY": KEY}), OpenAIProvider)
     anth = provider_for(_spec(provider="anthropic"), {"ANTHROPIC_API_KEY": KEY})
     assert isinstance(anth, AnthropicProvider)
+
+
+def test_a_key_from_a_file_next_to_the_rules(tmp_path: Path) -> None:
+    """``api_key_file`` is read relative to the rules file; unreadable or empty is an error
+    naming the file, never showing a key."""
+    (tmp_path / "judge.key").write_text(KEY + "\n")
+    spec = _spec(api_key_file="judge.key")
+    assert isinstance(provider_for(spec, {}, tmp_path), OpenAIProvider)
+    with pytest.raises(GraderConfigError, match="cannot read api_key_file .*missing.key"):
+        provider_for(_spec(api_key_file="missing.key"), {"OPENAI_API_KEY": KEY}, tmp_path)
+    (tmp_path / "empty.key").write_text("\n")
+    with pytest.raises(GraderConfigError, match="empty.key' is empty"):
+        provider_for(_spec(api_key_file="empty.key"), {}, tmp_path)

@@ -46,7 +46,7 @@ def build_graders(
     out = []
     for rule, spec, path in specs:
         try:
-            provider = provider_for(spec, env)
+            provider = provider_for(spec, env, rules_path.parent)
         except GraderConfigError as exc:
             line = line_of(root, path) if root is not None else None
             at = f"line {line}: " if line is not None else ""

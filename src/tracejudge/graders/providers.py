@@ -6,13 +6,14 @@ OpenAI-compatible route); ``AnthropicProvider`` speaks Messages through ``anthro
 Both are built with ``max_retries=0``: a 429 or a timeout is the sample's outcome
 (``not_evaluated``, with the reason), not a hidden wait. Keys come from the environment
 (``provider_for`` takes the mapping, so nothing reads ``os.environ`` behind the caller)
-and are never logged, stamped or written to the cache.
+or a file, and are never logged, stamped or written to the cache.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from tracejudge.graders.spec import GraderSpec
@@ -146,21 +147,41 @@ def _message(body: Any) -> str:
     return ""
 
 
-def provider_for(spec: GraderSpec, env: Mapping[str, str]) -> Provider:
-    """The provider ``spec`` names, its key from ``env[spec.key_env]``.
-
-    ``GraderConfigError`` when the key is missing or empty (the message names the variable,
-    never a value)."""
-    key = env.get(spec.key_env, "")
-    if not key.strip():
+def _key(spec: GraderSpec, env: Mapping[str, str], base_dir: Path | None) -> str:
+    if spec.api_key_file is not None:
+        path = Path(spec.api_key_file)
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        try:
+            key = path.read_text("utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8"
+            raise GraderConfigError(f"cannot read api_key_file {str(path)!r}: {why}") from exc
+        if not key:
+            raise GraderConfigError(f"api_key_file {str(path)!r} is empty")
+        return key
+    key = env.get(spec.key_env, "").strip()
+    if not key:
         raise GraderConfigError(
             f"grader model {spec.model!r} ({spec.provider}) needs a key: "
             f"set the environment variable {spec.key_env}"
         )
+    return key
+
+
+def provider_for(
+    spec: GraderSpec, env: Mapping[str, str], base_dir: Path | None = None
+) -> Provider:
+    """The provider ``spec`` names, its key from ``api_key_file`` (relative to
+    ``base_dir``, the rules file's directory) or else ``env[spec.key_env]``.
+
+    ``GraderConfigError`` when the key is missing, empty or unreadable (the message names
+    the variable or file, never a value)."""
+    key = _key(spec, env, base_dir)
     if spec.provider == "openai":
         base = spec.base_url or env.get("OPENAI_BASE_URL") or None
-        return OpenAIProvider(key.strip(), base, spec.timeout_s)
+        return OpenAIProvider(key, base, spec.timeout_s)
     if spec.provider == "anthropic":
         base = spec.base_url or env.get("ANTHROPIC_BASE_URL") or None
-        return AnthropicProvider(key.strip(), base, spec.timeout_s)
+        return AnthropicProvider(key, base, spec.timeout_s)
     raise GraderConfigError(f"unknown grader provider {spec.provider!r}")

@@ -45,6 +45,8 @@ class GraderSpec:
     default (which reads ``OPENAI_BASE_URL``)."""
     api_key_env: str | None = None
     """The environment variable holding the key (default ``KEY_ENV[provider]``)."""
+    api_key_file: str | None = None
+    """A file holding the key instead (relative paths from the rules file's directory)."""
     max_tokens: int = 1024
     timeout_s: float = 60.0
     instructions: str = ""
@@ -80,6 +82,7 @@ class GraderSpec:
             fraction=float(p.get("fraction", 1.0)),
             base_url=p.get("base_url"),
             api_key_env=p.get("api_key_env"),
+            api_key_file=p.get("api_key_file"),
             max_tokens=int(p.get("max_tokens", 1024)),
             timeout_s=float(p.get("timeout_s", 60.0)),
             instructions=" ".join(str(p.get("instructions", "")).split()),
@@ -107,6 +110,7 @@ PARAMS_PROPERTIES: dict[str, Any] = {
     "fraction": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
     "base_url": {"type": "string", "pattern": "^https?://"},
     "api_key_env": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+    "api_key_file": {"type": "string", "minLength": 1},
     "max_tokens": {"type": "integer", "minimum": 16, "maximum": 65536},
     "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 600},
     "instructions": {"type": "string"},
