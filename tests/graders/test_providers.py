@@ -208,8 +208,8 @@ def test_a_key_from_a_file_next_to_the_rules(tmp_path: Path) -> None:
     (tmp_path / "judge.key").write_text(KEY + "\n")
     spec = _spec(api_key_file="judge.key")
     assert isinstance(provider_for(spec, {}, tmp_path), OpenAIProvider)
-    with pytest.raises(GraderConfigError, match="cannot read api_key_file .*missing.key"):
+    with pytest.raises(GraderConfigError, match=r"cannot read api_key_file .*missing\.key"):
         provider_for(_spec(api_key_file="missing.key"), {"OPENAI_API_KEY": KEY}, tmp_path)
     (tmp_path / "empty.key").write_text("\n")
-    with pytest.raises(GraderConfigError, match="empty.key' is empty"):
+    with pytest.raises(GraderConfigError, match=r"empty\.key' is empty"):
         provider_for(_spec(api_key_file="empty.key"), {}, tmp_path)
