@@ -213,3 +213,19 @@ def test_a_key_from_a_file_next_to_the_rules(tmp_path: Path) -> None:
     (tmp_path / "empty.key").write_text("\n")
     with pytest.raises(GraderConfigError, match=r"empty\.key' is empty"):
         provider_for(_spec(api_key_file="empty.key"), {}, tmp_path)
+
+
+def test_what_leaves_for_the_model_follows_the_graders_content_settings() -> None:
+    """``redact`` patterns and ``content: false`` apply to what the SDK sends."""
+    with JudgeServer([openai_reply(_answer())]) as server:
+        _grader(server, _spec(redact=[r"\bmia_li_\d+\b"])).grade(_run())
+        _grader(server, _spec(content=False)).grade(_run())
+    redacted, shape_only = (r["messages"][1]["content"] for r in server.requests)
+    assert "mia_li_3668" not in redacted
+    assert "[REDACTED]" in redacted
+    assert "Seattle" in redacted
+    assert "mia_li_3668" not in shape_only
+    assert "Seattle" not in shape_only
+    assert f"[span {BOOKING}] tool book_reservation (ok) arguments: [content not shown]" in (
+        shape_only
+    )

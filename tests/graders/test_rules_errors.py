@@ -57,6 +57,12 @@ def test_duplicate_properties_and_a_sample_without_fraction() -> None:
     ]
 
 
+def test_a_bad_redaction_pattern() -> None:
+    tail = "      redact: ['(unclosed']\n      properties: [{id: a, question: q}]\n"
+    (error,) = _errors(tail)
+    assert error.startswith("line 11: rules[1].check.redact[0]: invalid regular expression: ")
+
+
 def test_a_good_grader_loads_and_other_rules_errors_are_unchanged() -> None:
     good = HEAD + "      properties: [{id: a, question: q}]\n"
     rules = load_rules_text(good, "rules.yaml")

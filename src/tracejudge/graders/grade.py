@@ -13,6 +13,7 @@ from tracejudge.graders.rendering import Evidence, RenderPolicy, render
 from tracejudge.graders.spec import GraderSpec
 from tracejudge.graders.vote import PropertyVote, vote
 from tracejudge.model.run import Run
+from tracejudge.redaction import Redactor
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,7 @@ class Grader:
         self.identity = identity(spec)
         self.provider = provider
         self.cache = cache
-        self.policy = policy or RenderPolicy()
+        self.policy = policy or RenderPolicy(spec.content, Redactor(spec.redact))
 
     def grade(self, run: Run) -> GraderResult:
         """Judge ``run``. Never raises for the model's sake: an error is ``not_evaluated``."""

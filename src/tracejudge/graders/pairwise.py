@@ -24,6 +24,7 @@ from tracejudge.graders.providers import JudgeRequest, Provider, ProviderError
 from tracejudge.graders.rendering import RenderPolicy, render
 from tracejudge.graders.spec import GraderSpec
 from tracejudge.model.run import Run
+from tracejudge.redaction import Redactor
 
 Pick: TypeAlias = Literal["baseline", "candidate", "tie", "insufficient_evidence", "not_evaluated"]
 
@@ -82,7 +83,7 @@ class PairwiseGrader:
         self.spec = spec
         self.provider = provider
         self.seed = seed
-        self.policy = policy or RenderPolicy()
+        self.policy = policy or RenderPolicy(spec.content, Redactor(spec.redact))
         self.identity = pair_identity(spec)
 
     def compare(self, baseline: Run, candidate: Run) -> PairResult:

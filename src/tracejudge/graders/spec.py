@@ -51,6 +51,10 @@ class GraderSpec:
     timeout_s: float = 60.0
     instructions: str = ""
     """Extra context for the judge (the policy a property refers to), part of the prompt hash."""
+    content: bool = True
+    """False: the judge sees only the run's shape (roles, tools, statuses, span ids)."""
+    redact: tuple[str, ...] = ()
+    """Regular expressions redacted from the evidence besides the default detectors."""
 
     @property
     def key_env(self) -> str:
@@ -86,6 +90,8 @@ class GraderSpec:
             max_tokens=int(p.get("max_tokens", 1024)),
             timeout_s=float(p.get("timeout_s", 60.0)),
             instructions=" ".join(str(p.get("instructions", "")).split()),
+            content=bool(p.get("content", True)),
+            redact=tuple(str(x) for x in p.get("redact") or ()),
         )
 
 
@@ -114,6 +120,8 @@ PARAMS_PROPERTIES: dict[str, Any] = {
     "max_tokens": {"type": "integer", "minimum": 16, "maximum": 65536},
     "timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 600},
     "instructions": {"type": "string"},
+    "content": {"type": "boolean"},
+    "redact": {"type": "array", "items": {"type": "string", "minLength": 1}},
 }
 """The check object's parameters (the rules schema; ``properties`` may not be empty: the
 factory says so with the file's line)."""

@@ -8,6 +8,7 @@ codes declared here.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tracejudge.engine.checks.base import Check, CheckSpec, check_params
@@ -52,9 +53,17 @@ def _grader(
         if item["id"] in seen:
             comp.error(f"{path}.properties[{k}].id", f"duplicate property id {item['id']!r}")
         seen.add(item["id"])
+    bad = len(seen) < len(props)
     if p.get("when") == "sampled" and "fraction" not in p:
         comp.error(f"{path}.fraction", "when: sampled needs a fraction (0 < fraction <= 1)")
-    if len(seen) < len(props) or (p.get("when") == "sampled" and "fraction" not in p):
+        bad = True
+    for k, pattern in enumerate(p.get("redact") or ()):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            comp.error(f"{path}.redact[{k}]", f"invalid regular expression: {exc}")
+            bad = True
+    if bad:
         return None
     return GraderCheck(GraderSpec.from_params(p), path)
 
