@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import pytest
+
 from tracejudge.graders.prompt import SYSTEM, identity, user_message
 from tracejudge.graders.rendering import RENDERING_VERSION, RenderPolicy, render
 from tracejudge.graders.spec import GraderSpec
@@ -113,3 +115,24 @@ def test_without_content_the_model_sees_only_the_shape() -> None:
         evidence.text
     )
     assert evidence.span_ids == render(run).span_ids
+
+
+def test_a_long_run_is_cut_from_the_middle_and_only_what_is_shown_may_be_cited(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the limit lowered to 3,000 characters, run 0-0 keeps its first and last lines,
+    says how many were cut, and the cut lines' span ids are no longer citable."""
+    import tracejudge.graders.rendering as rendering
+
+    run = _run("0-0")
+    whole = render(run)
+    monkeypatch.setattr(rendering, "MAX_EVIDENCE_CHARS", 3000)
+    cut = render(run)
+    assert len(cut.text) <= 3000 + 100
+    lines = cut.text.splitlines()
+    assert lines[0] == whole.text.splitlines()[0]
+    assert lines[-1] == whole.text.splitlines()[-1]
+    assert any(line.endswith("lines cut to fit the evidence limit]") for line in lines)
+    assert cut.span_ids < whole.span_ids
+    for sid in cut.span_ids - {run.root_span_id}:
+        assert f"[span {sid}]" in cut.text

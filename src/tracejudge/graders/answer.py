@@ -52,7 +52,8 @@ def not_evaluated(rubric: Sequence[Property], reason: str) -> Answer:
     return Answer(tuple(PropertyAnswer(p.id, "not_evaluated", (), reason) for p in rubric), reason)
 
 
-def _strip_fence(text: str) -> str:
+def strip_fence(text: str) -> str:
+    """The text inside a Markdown code fence, if the reply is wrapped in one."""
     t = text.strip()
     if t.startswith("```"):
         t = t.split("\n", 1)[1] if "\n" in t else ""
@@ -69,7 +70,7 @@ def _clip(text: str) -> str:
 def parse_answer(text: str, rubric: Sequence[Property], span_ids: Collection[str]) -> Answer:
     """Read one model reply against ``rubric``, keeping only citations in ``span_ids``."""
     try:
-        doc: Any = json.loads(_strip_fence(text))
+        doc: Any = json.loads(strip_fence(text))
     except json.JSONDecodeError as exc:
         return not_evaluated(rubric, f"malformed: not JSON ({exc.msg} at {exc.pos})")
     if not isinstance(doc, dict) or not isinstance(doc.get("properties"), list):

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from tracejudge.graders.answer import REASON_MAX
+from tracejudge.graders.answer import REASON_MAX, strip_fence
 from tracejudge.graders.grade import unreadable
 from tracejudge.graders.prompt import Identity, identity
 from tracejudge.graders.providers import JudgeRequest, Provider, ProviderError
@@ -133,7 +133,7 @@ class PairwiseGrader:
         if problem is not None:
             return dict.fromkeys(ids, ("not_evaluated", problem))
         try:
-            doc = json.loads(reply.text or "")
+            doc = json.loads(strip_fence(reply.text or ""))
             items = {i["id"]: i for i in doc["properties"] if isinstance(i, dict) and "id" in i}
         except (ValueError, KeyError, TypeError):
             return dict.fromkeys(ids, ("not_evaluated", "malformed: not the pairwise shape"))

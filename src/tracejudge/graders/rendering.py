@@ -148,11 +148,15 @@ def render(run: Run, policy: RenderPolicy | None = None) -> Evidence:
     if run.final_answer is not None and run.final_answer != last_said:
         sid = run.final_answer_span_id or run.root_span_id
         w.line(sid, f"final answer: {w.text(run.final_answer)}")
-    w.spans.add(run.root_span_id.lower())
     text = "\n".join(w.lines)
+    spans = w.spans
     if len(text) > MAX_EVIDENCE_CHARS:
         text = _cut_middle(w.lines)
-    return Evidence(text, frozenset(w.spans), w.redacted)
+        # only what is still shown may be cited
+        shown = (ln[6:].split("]", 1)[0] for ln in text.splitlines() if ln.startswith("[span "))
+        spans = w.spans.intersection(shown)
+    spans.add(run.root_span_id.lower())
+    return Evidence(text, frozenset(spans), w.redacted)
 
 
 def _cut_middle(lines: list[str]) -> str:
