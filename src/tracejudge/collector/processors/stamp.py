@@ -146,9 +146,20 @@ def _event_bytes(rule_id: str, score: float | None, label: str, explanation: str
 def outcome_event_bytes(o: RuleOutcome) -> bytes:
     """One outcome's serialized ``gen_ai.evaluation.result`` span event, without its time
     (``logs_forward.py`` copies its attributes onto the log-record form of the event)."""
-    return _event_bytes(
+    body = _event_bytes(
         o.rule_id, None if o.score is None else float(o.score), o.result, o.explanation
     )
+    return body + _extra_attributes(o) if o.attributes else body
+
+
+def _extra_attributes(o: RuleOutcome) -> bytes:
+    """An outcome's further attributes (a grader's ``tracejudge.grader.*``) as serialized
+    event attributes: appended to the cached event body, protobuf merges them in."""
+    ev = Span.Event()
+    for key, value in o.attributes:
+        ev.attributes.append(KeyValue(key=key, value=_value(value)))
+    out: bytes = ev.SerializeToString()
+    return out
 
 
 @functools.lru_cache(maxsize=4096)
@@ -168,9 +179,13 @@ def _add_outcome_events(span: Span, outcomes: Sequence[RuleOutcome]) -> None:
     stamp_time = b"\x09" + when.to_bytes(8, "little")
     parts = []
     for o in outcomes:
-        head, body = _framed_event(
-            o.rule_id, None if o.score is None else float(o.score), o.result, o.explanation
-        )
+        if o.attributes:  # a grader's outcome: rare, framed uncached
+            body = outcome_event_bytes(o)
+            head = length_delimited(11, bytes(9) + body)[: -len(body) - 9]
+        else:
+            head, body = _framed_event(
+                o.rule_id, None if o.score is None else float(o.score), o.result, o.explanation
+            )
         parts.append(head)
         parts.append(stamp_time)
         parts.append(body)
