@@ -10,7 +10,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from tracejudge import semconv as sc
-from tracejudge.collector.stamp import stamp
+from tracejudge.collector.processors.stamp import stamp
 from tracejudge.engine.verdict import RuleOutcome, Verdict
 
 ROOT = "00000000000000a1"
