@@ -76,7 +76,8 @@ class GraderCounts:
     """Grader outcomes sent as ``gen_ai.evaluation.result`` records."""
     not_evaluated: dict[str, int] = field(default_factory=dict)
     """Samples with no answer, by reason (``budget``, ``shutdown``, ``rate_limited``,
-    ``timeout``, ``connection``, ``http_<status>``, ``unreadable``)."""
+    ``timeout``, ``connection``, ``http_<status>``, ``error``); a run whose call was open at
+    stop counts one ``shutdown``."""
     agreement_sum: float = 0.0
     agreement_count: int = 0
     """Each graded outcome's agreement (its properties' lowest share of samples agreeing)."""
@@ -212,17 +213,18 @@ class GraderStage:
             outcomes = not_graded(v, self.graders, reason)
             for g in self.graders:
                 if any(o.rule_id == g.rule.id for o in outcomes):
-                    self.count_missing(
-                        reason, g.grader.spec.samples * len(g.grader.spec.properties)
-                    )
+                    self.count_missing(reason, g.grader.spec.samples)
             out.append(_only(v, outcomes))
         self._send(out)
 
-    def _done(self, verdicts: list[Verdict]) -> None:
+    def _done(self, verdicts: list[Verdict], lost: list[Verdict]) -> None:
+        """A job is back: its outcomes, and the runs it could not grade (``error``)."""
         self._waiting -= 1
         if self.stopping.is_set():
             return  # counted by close(); its records would come after the last flush
         self._send(verdicts)
+        if lost:
+            self._not_graded(lost, "error")
 
     def _send(self, verdicts: Sequence[Verdict]) -> None:
         out = [v for v in verdicts if v.outcomes]
@@ -325,15 +327,17 @@ class GraderStage:
             if job is None:
                 return
             try:
-                out = self._grade(job)
+                out, lost = self._grade(job)
             except Exception:  # a bug must not end the thread; the verdict is out already
                 log.exception("grading trace %s failed", job.verdicts[0].trace_id)
-                out = []
+                out, lost = [], list(job.verdicts)
             if loop.is_closed():
                 return
-            loop.call_soon_threadsafe(self._done, out)
+            loop.call_soon_threadsafe(self._done, out, lost)
 
-    def _grade(self, job: _Job) -> list[Verdict]:
+    def _grade(self, job: _Job) -> tuple[list[Verdict], list[Verdict]]:
+        """The graded outcomes of ``job``'s runs, and its verdicts whose run was not found
+        again in the spans (not expected: the engine built the same runs)."""
         records = to_records([ResourceSpans.FromString(b) for b in job.fragments])
         if job.logs:
             join_serialized_logs(records, list(job.logs))
@@ -341,17 +345,18 @@ class GraderStage:
             (r.trace_id, r.root_span_id): r for r in merge_conversations(build_runs(records))
         }
         ids = {g.rule.id for g in self.graders}
-        out = []
+        out, lost = [], []
         for v in job.verdicts:
             run = runs.get((v.trace_id, v.root_span_id))
             if run is None:
+                lost.append(v)
                 continue
             after = apply_graders(v, run, self.graders)
             graded = [o for o in after.outcomes if o.rule_id in ids and o.attributes]
             for o in graded:
                 self._count_cached(o)
             out.append(_only(after, graded))
-        return out
+        return out, lost
 
     def _count_cached(self, o: RuleOutcome) -> None:
         cached = dict(o.attributes).get(sc.TRACEJUDGE_GRADER_CACHED)
