@@ -584,10 +584,11 @@ def test_killing_an_instance_mid_run_with_the_disk_queue(
         "judgments_as_reference": f"{same}/{len(reference)}",
     }
     print("\nkill one instance:", json.dumps(measured))
-    # what docs/deployment.md states: nothing acknowledged is lost or judged twice; the
-    # turns the killed instance held on disk may be judged apart from the turns that came
-    # after the restart (counted); the shadows whose stable run it had judged before the
-    # kill are unpaired (the pairing table is in memory), every other one pairs
+    # what docs/deployment.md states: nothing acknowledged is lost or judged twice; a turn
+    # the balancer's retries deliver after its conversation's last turn is judged apart
+    # (counted: only conversations the killed instance held); the shadows whose stable run
+    # it had judged before the kill are unpaired (the pairing table is in memory), every
+    # other one pairs
     assert traffic.refused == Counter()
     assert (lost, twice) == (0, 0)
     assert whole + partial == n_conv
