@@ -241,6 +241,9 @@ TRACEJUDGE_SOURCE_PROBLEMS: Final = "tracejudge.source.problems"
 TRACEJUDGE_CONVERSATION_END: Final = "tracejudge.conversation.end"
 """Set true on the agent span of a conversation's last turn; the collector (with --conversation-wait) judges the conversation's held traces as soon as this trace is assembled instead of waiting for the conversation to go quiet. [tracejudge; boolean]"""
 
+TRACEJUDGE_ROUTE_KEY: Final = "tracejudge.route.key"
+"""What a load balancer in front of several collectors routes on, so that every span of a conversation, and a shadow run with the stable run of its request, reach the same collector. Set on every span started in a run's context (the instrumentation's RouteKeyProcessor) - "conversation:{service.name}:{gen_ai.conversation.id}" for a conversation, "request:{tracejudge.request.id}" for a run that answers a request a shadow may mirror; absent on spans of neither, which route by trace id. [tracejudge; string]"""
+
 TRACEJUDGE_TOOL_EFFECT: Final = "tracejudge.tool.effect"
 """What an executed tool does to the world; trajectory rules treat writes as side effects. [tracejudge; enum]"""
 

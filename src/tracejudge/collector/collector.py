@@ -180,6 +180,7 @@ class Collector:
             buffered_spans=p.buffer.spans + p.buffer.held_spans if p else 0,
             buffered_bytes=p.buffer.used_bytes() if p else 0,
             held_conversations=len(p.held) if p and p.held is not None else 0,
+            held_traces=p.buffer.held_traces if p else 0,
             decided_cache=len(p.decided) if p else 0,
             decided_cache_bytes=p.decided.nbytes if p else 0,
             inflight_request_bytes={
