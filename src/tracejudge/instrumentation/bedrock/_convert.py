@@ -34,7 +34,7 @@ def _int(value: Any) -> int | None:
 
 
 def request_attributes(params: Mapping[str, Any], *, stream: bool) -> dict[str, AttributeValue]:
-    """Span-start attributes of a Converse request's ``inferenceConfig``."""
+    """Span-start attributes of a Converse request: ``inferenceConfig``, the guardrail."""
     attrs: dict[str, AttributeValue] = {}
     config = params.get("inferenceConfig")
     max_tokens = _int(get(config, "maxTokens"))
@@ -52,6 +52,9 @@ def request_attributes(params: Mapping[str, Any], *, stream: bool) -> dict[str, 
         attrs[sc.GEN_AI_REQUEST_STOP_SEQUENCES] = list(stops)
     if get(params.get("outputConfig"), "textFormat") is not None:
         attrs[sc.GEN_AI_OUTPUT_TYPE] = sc.GenAiOutputTypeValues.JSON
+    guardrail = get(params.get("guardrailConfig"), "guardrailIdentifier")
+    if isinstance(guardrail, str) and guardrail:
+        attrs[sc.AWS_BEDROCK_GUARDRAIL_ID] = guardrail
     if stream:
         attrs[sc.GEN_AI_REQUEST_STREAM] = True
     return attrs
@@ -135,6 +138,9 @@ def block_part(block: Any) -> dict[str, Any]:
         if isinstance(call_id, str):
             out["id"] = call_id
         return out
+    guarded = get(get(get(block, "guardContent"), "text"), "text")
+    if isinstance(guarded, str):  # text a guardrail assesses: content like any other
+        return {"type": "text", "content": guarded}
     reasoning = get(block, "reasoningContent")
     if reasoning is not None:
         return {"type": "reasoning", "content": get(get(reasoning, "reasoningText"), "text") or ""}
