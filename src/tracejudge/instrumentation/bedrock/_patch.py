@@ -40,9 +40,9 @@ from tracejudge.instrumentation._runtime import Runtime
 from tracejudge.instrumentation._shapes import get
 from tracejudge.instrumentation.bedrock import _convert as cv
 
-SUPPORTED: Final = SupportedVersions("1.34.116", "2")
-"""botocore releases with the Converse API (1.34.116 added ConverseStream) — boto3 of the
-same minor — that tracejudge supports (see docs/instrumentation.md)."""
+SUPPORTED: Final = SupportedVersions("1.34.162", "2")
+"""botocore releases tracejudge is tested on (boto3 of the same version): 1.34.162, the last
+1.34 (Converse and ConverseStream with guardrails), to 1.x (see docs/instrumentation.md)."""
 
 SERVICE: Final = "bedrock-runtime"
 _RESPONSE_KEYS: Final = frozenset({sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS})

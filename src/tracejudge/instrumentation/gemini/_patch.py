@@ -44,8 +44,9 @@ from tracejudge.instrumentation._shapes import get
 from tracejudge.instrumentation._stream import StreamObserver
 from tracejudge.instrumentation.gemini import _convert as cv
 
-SUPPORTED: Final = SupportedVersions("1.0", "4")
-"""google-genai releases tracejudge is tested on (see docs/instrumentation.md)."""
+SUPPORTED: Final = SupportedVersions("1.30", "4")
+"""google-genai releases tracejudge is tested on: 1.30 (the first that keeps the Gemini
+API's response id) to 3.x (see docs/instrumentation.md)."""
 
 _RESPONSE_KEYS: Final = frozenset({sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS})
 
