@@ -460,3 +460,29 @@ def test_a_telemetry_bug_never_reaches_the_application(
         "chat mistral.devstral-2-123b",
         f"chat {CLAUDE}",
     ]
+
+
+def test_no_content_keeps_only_the_requested_tool_calls(
+    replay: Replay, span_exporter: InMemorySpanExporter, tracer_provider: Any
+) -> None:
+    """Without content capture the messages and tool definitions are not recorded; the
+    ``toolUse`` the model asked for still is, with its id (the judge's evidence)."""
+    tracejudge.instrument(tracer_provider=tracer_provider, capture_content="NO_CONTENT")
+    server = replay("bedrock/test_converse_tool_use_message.yaml")
+    bedrock(server).converse(modelId="mistral.devstral-2-123b", messages=RADIO, toolConfig=TOP_SONG)
+    [span] = span_dicts(span_exporter)
+    attributes = span["attributes"]
+    assert not {"gen_ai.input.messages", "gen_ai.tool.definitions"} & set(attributes)
+    assert attributes["gen_ai.output.messages"] == [
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "name": "top_song",
+                    "id": "tooluse_Z4oIdWzp6MUkuN99WX3jLk",
+                    "arguments": {"sign": "Radio XYZ"},
+                }
+            ],
+        }
+    ]

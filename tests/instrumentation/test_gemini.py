@@ -568,3 +568,35 @@ def test_sdk_outside_the_supported_range_is_left_unpatched(
     assert len(warnings) == 1
     assert "outside the range tracejudge supports (>=0.1,<0.2)" in warnings[0]
     assert warnings[0].startswith("tracejudge: google-genai ")
+
+
+def test_no_content_keeps_only_the_requested_function_calls(
+    replay: Replay, span_exporter: InMemorySpanExporter, tracer_provider: Any
+) -> None:
+    """Without content capture the prompt, system instruction and tool definitions are not
+    recorded; the function call the model asked for still is (the judge's evidence)."""
+    tracejudge.instrument(tracer_provider=tracer_provider, capture_content="NO_CONTENT")
+    server = replay("gemini/test_generate_content_with_tool.yaml")
+    c = client(server)
+    c.models.generate_content(
+        model=MODEL, contents="What's the weather like in San Francisco?", config=tool_config()
+    )
+    [span] = span_dicts(span_exporter)
+    attributes = span["attributes"]
+    assert not {
+        "gen_ai.input.messages",
+        "gen_ai.system_instructions",
+        "gen_ai.tool.definitions",
+    } & set(attributes)
+    assert attributes["gen_ai.output.messages"] == [
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "name": "get_weather",
+                    "arguments": {"location": "San Francisco"},
+                }
+            ],
+        }
+    ]

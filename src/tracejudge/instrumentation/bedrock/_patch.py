@@ -81,10 +81,12 @@ def _start(
     )
     if runtime.capture_any:
         with runtime.guard:  # the span exists now: odd content must not orphan it
+            config = params.get("toolConfig")
             call.set_input(
                 cv.input_messages(params.get("messages")),
                 cv.system_instructions(params.get("system")),
-                tools,
+                # the same toolConfig on every call: encoded once (see ``encode_static``)
+                runtime.encode_static(config, cv.tool_definitions, call.stats) if tools else None,
             )
     return call
 

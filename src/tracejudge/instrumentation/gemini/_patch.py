@@ -27,7 +27,7 @@ from opentelemetry.util.types import AttributeValue
 
 from tracejudge import semconv as sc
 from tracejudge.instrumentation._content import to_jsonable
-from tracejudge.instrumentation._context import PendingToolCall
+from tracejudge.instrumentation._context import PendingToolCall, record_requested_tool_calls
 from tracejudge.instrumentation._genai import ModelCallTelemetry
 from tracejudge.instrumentation._integration import SupportedVersions
 from tracejudge.instrumentation._patcher import MethodPatches
@@ -97,7 +97,10 @@ def _start(
             call.set_input(
                 cv.input_messages(kwargs.get("contents")),
                 cv.system_instructions(get(config, "system_instruction")),
-                offered,
+                # the same tools on every call: encoded once (see ``encode_static``)
+                runtime.encode_static(tools, cv.tool_definitions, call.stats)
+                if isinstance(tools, list) and offered
+                else offered,
             )
     return call
 
@@ -113,16 +116,17 @@ def start_stream(runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]) -> 
 
 
 def tool_calls_of(response: Any) -> list[PendingToolCall]:
-    """The function calls the first candidate asks for that carry an id (Vertex AI and
-    newer Gemini models give one), for the tool-call ledger."""
+    """The function calls the first candidate asks for; ``call_id`` is ``""`` where the API
+    gave none (the Gemini API often does not; Vertex AI and newer models do)."""
     calls: list[PendingToolCall] = []
     candidates = get(response, "candidates") or ()
     for candidate in list(candidates)[:1]:
         for part in get(get(candidate, "content"), "parts") or ():
             fc = get(part, "function_call")
             call_id, name = get(fc, "id"), get(fc, "name")
-            if isinstance(call_id, str) and call_id and isinstance(name, str):
-                calls.append(PendingToolCall(call_id, name, to_jsonable(get(fc, "args"))))
+            if isinstance(name, str):
+                cid = call_id if isinstance(call_id, str) else ""
+                calls.append(PendingToolCall(cid, name, to_jsonable(get(fc, "args"))))
     return calls
 
 
@@ -154,9 +158,11 @@ def record(call: ModelCallTelemetry, response: Any, *, complete: bool) -> None:
     )
     output = cv.output_messages(response)
     if complete or any(m["parts"] for m in output):
-        call.set_output(
-            output, tool_calls_of(response) if complete else (), record_tool_calls=complete
-        )
+        requested = tool_calls_of(response) if complete else []
+        if complete:  # only a call with an id can be joined to its tool execution
+            record_requested_tool_calls([c for c in requested if c.call_id], call.offered_tools)
+        # every requested call keeps its ``tool_call`` part, even without content capture
+        call.set_output(output, requested, record_tool_calls=False)
 
 
 class ChunkAccumulator:
