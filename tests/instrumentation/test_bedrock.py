@@ -486,3 +486,46 @@ def test_no_content_keeps_only_the_requested_tool_calls(
             ],
         }
     ]
+
+
+def test_uninstrument_restores_botocore_and_instrument_patches_it_again(
+    replay: Replay, span_exporter: InMemorySpanExporter, tracer_provider: Any
+) -> None:
+    """``uninstrument()`` puts botocore's ``_make_api_call`` back (a call makes no span);
+    ``instrument()`` again traces the next call."""
+    from botocore.client import BaseClient
+
+    original = BaseClient._make_api_call.__tracejudge_wrapped__
+    server = replay("bedrock/test_converse_tool_use_message.yaml")
+    client = bedrock(server)
+    tracejudge.uninstrument()
+    assert BaseClient.__dict__["_make_api_call"] is original
+    client.converse(modelId="mistral.devstral-2-123b", messages=RADIO)
+    assert span_dicts(span_exporter) == []
+    tracejudge.instrument(tracer_provider=tracer_provider, capture_content="SPAN_ONLY")
+    client.converse(modelId="mistral.devstral-2-123b", messages=RADIO)
+    assert [s["name"] for s in span_dicts(span_exporter)] == ["chat mistral.devstral-2-123b"]
+
+
+def test_a_tool_call_with_invalid_json_input_is_kept_as_sent() -> None:
+    """A streamed ``toolUse`` whose input deltas are not valid JSON (a malformed model
+    response) is recorded as the text the model sent, never dropped and never raised;
+    an unknown stop reason passes through."""
+    from tracejudge.instrumentation.bedrock._patch import EventAccumulator
+
+    acc = EventAccumulator()
+    for event in (
+        {"messageStart": {"role": "assistant"}},
+        {
+            "contentBlockStart": {
+                "contentBlockIndex": 0,
+                "start": {"toolUse": {"toolUseId": "t1", "name": "top_song"}},
+            }
+        },
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"sign'}}}},
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": "something_new"}},
+    ):
+        acc.add(event)
+    assert acc.blocks[0]["toolUse"]["input"] == '{"sign'
+    assert cv.finish_reason(acc.response["stopReason"]) == "something_new"

@@ -600,3 +600,36 @@ def test_no_content_keeps_only_the_requested_function_calls(
             ],
         }
     ]
+
+
+def test_uninstrument_restores_the_sdk_and_instrument_patches_it_again(
+    replay: Replay, span_exporter: InMemorySpanExporter, tracer_provider: Any
+) -> None:
+    """``uninstrument()`` puts the SDK's own methods back (a call makes no span);
+    ``instrument()`` again traces the next call."""
+    from google.genai.models import AsyncModels, Models
+
+    originals = {
+        (cls, name): getattr(cls, name).__tracejudge_wrapped__
+        for cls in (Models, AsyncModels)
+        for name in ("generate_content", "generate_content_stream")
+    }
+    server = replay("gemini/test_generate_content_with_tool.yaml")
+    c = client(server)
+    tracejudge.uninstrument()
+    assert all(cls.__dict__[name] is fn for (cls, name), fn in originals.items())
+    c.models.generate_content(model=MODEL, contents="What's the weather like in San Francisco?")
+    assert span_dicts(span_exporter) == []
+    tracejudge.instrument(tracer_provider=tracer_provider, capture_content="SPAN_ONLY")
+    c.models.generate_content(model=MODEL, contents="What's the weather like in San Francisco?")
+    assert [s["name"] for s in span_dicts(span_exporter)] == ["generate_content gemini-2.0-flash"]
+
+
+def test_finish_reasons_map_to_the_conventions_and_unknown_ones_pass_through() -> None:
+    """A finish reason the conventions name is mapped; one they do not (a value a newer
+    API adds) is kept, lower-cased, rather than dropped; the unspecified one is absent."""
+    assert cv.finish_reason(types.FinishReason.MAX_TOKENS) == "length"
+    assert cv.finish_reason("SAFETY") == "content_filter"
+    assert cv.finish_reason("SOMETHING_NEW") == "something_new"
+    assert cv.finish_reason("FINISH_REASON_UNSPECIFIED") is None
+    assert cv.usage_attributes(None) == {}
