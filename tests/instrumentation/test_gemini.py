@@ -633,3 +633,27 @@ def test_finish_reasons_map_to_the_conventions_and_unknown_ones_pass_through() -
     assert cv.finish_reason("SOMETHING_NEW") == "something_new"
     assert cv.finish_reason("FINISH_REASON_UNSPECIFIED") is None
     assert cv.usage_attributes(None) == {}
+
+
+def test_a_vertex_ai_client_is_the_vertex_ai_provider(
+    replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """The same SDK talks to Vertex AI (``vertexai=True``): its spans name ``gcp.vertex_ai``,
+    as the conventions ask for the ``aiplatform`` endpoint. (No Vertex AI recording exists
+    here: the server answers 418, which is also the call's recorded error.)"""
+    from google.oauth2.credentials import Credentials
+
+    server = replay("gemini/test_generate_content_with_tool.yaml")
+    # a token without an expiry is never refreshed: no Google credentials are needed
+    vertex = genai.Client(
+        vertexai=True,
+        project="tracejudge-test",
+        location="us-central1",
+        credentials=Credentials(token="test-token"),  # type: ignore[no-untyped-call]
+        http_options=types.HttpOptions(base_url=server.origin),
+    )
+    with pytest.raises(errors.ClientError):
+        vertex.models.generate_content(model=MODEL, contents="hi")
+    [span] = span_dicts(span_exporter)
+    assert span["attributes"]["gen_ai.provider.name"] == "gcp.vertex_ai"
+    assert span["attributes"]["error.type"] == "418"
