@@ -3,7 +3,7 @@
 #   make test   - semconv, content-docs and rules-schema freshness, lint, strict types and the whole
 #                 test suite, end-to-end tests against real Jaeger, the OpenTelemetry Collector and
 #                 Prometheus included
-.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check content-docs content-docs-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-langgraph bench-engine bench-decode bench-collector bench-accuracy bench-frameworks
+.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check content-docs content-docs-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-langgraph bench-engine bench-decode bench-collector bench-accuracy bench-frameworks dev-labels dev-labels-check
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -97,6 +97,14 @@ bench-collector: bootstrap compiled backends
 # then with the cases file; prints detection, false alarms and agreement against the targets.
 bench-accuracy: bootstrap  # both domains: tau-bench airline, tau2-bench retail
 	$(PY) bench/bench_accuracy.py
+
+# The labels files of both dev sets (examples/*/labels.jsonl), for `tracejudge validate`: the
+# benchmarks' rewards and the READMEs' listed breaches, never tracejudge's verdicts.
+dev-labels: bootstrap
+	$(PY) bench/dev_labels.py
+
+dev-labels-check: bootstrap
+	$(PY) bench/dev_labels.py --check
 
 # Every benchmark, one after the other; results belong in docs/performance.md.
 bench: bench-instrumentation bench-langgraph bench-frameworks bench-decode bench-engine bench-collector bench-accuracy

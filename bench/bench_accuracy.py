@@ -26,8 +26,12 @@ Printed per domain: (a) the share of visibly wrong runs judged ``fail`` (target 
 the share of reward-1 runs judged ``fail`` (target <= 5% apart from the runs listed as
 visible policy breaches in the example's README); (b) the agreement of ``fail`` with reward 0
 (target >= 97%); undecided findings per run; then every miss and false alarm with its
-primary finding, for reading by cause. ``--eval-timing`` also times ``tracejudge eval`` on
-the airline set (100 runs) as a user runs it: wall and CPU of the process.
+primary finding, for reading by cause; then the ``tracejudge validate`` tables of the same
+verdicts against the committed labels files (examples/*/labels.jsonl, ``make dev-labels``):
+false-pass and false-fail rates and agreement with Wilson intervals, per axis (policy,
+task_success), for the rules alone and the cases alone. ``--eval-timing`` also times
+``tracejudge eval`` on the airline set (100 runs) as a user runs it: wall and CPU of the
+process.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ from tracejudge.engine import Engine, load_rules, load_rules_text
 from tracejudge.engine.tau2 import action_matches, argument_match
 from tracejudge.engine.verdict import Finding, Verdict
 from tracejudge.report.loading import load_runs
+from tracejudge.validate import WholeVerdict, from_verdicts, load_labels, measure, pair
+from tracejudge.validate.report import figures_table
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMINGS: list[tuple[str, float]] = []
@@ -113,6 +119,10 @@ class Domain:
     apart: Callable[[dict[str, Label]], set[str]]
     """Run ids whose reward-1 failures are adjudicated (listed breaches), reported apart."""
     apart_why: str
+    labels_file: Path
+    """The validation labels (bench/dev_labels.py writes them)."""
+    runs_arg: str
+    """How the validate command line names the runs."""
 
 
 def _key(value: Any) -> str:
@@ -241,6 +251,8 @@ DOMAINS: dict[str, Domain] = {
         airline_apart,
         "on tasks whose expected actions break the policy (26, 34, 46) or listed in "
         "examples/airline/README.md as visible breaches of the written policy",
+        AIRLINE / "labels.jsonl",
+        "examples/airline/tau-bench-dev/gpt-4o-airline.dev.json",
     ),
     "retail": Domain(
         "tau2-bench retail dev",
@@ -250,6 +262,8 @@ DOMAINS: dict[str, Domain] = {
         retail_labels,
         retail_listed_breaches,
         "listed in examples/retail/README.md as visible breaches of the written policy",
+        RETAIL / "labels.jsonl",
+        "examples/retail/tau2-retail-dev/sims/*.json.gz",
     ),
 }
 
@@ -400,6 +414,41 @@ def report(
     return figures
 
 
+def _interval(iv: Any) -> dict[str, float]:
+    return {"count": iv.successes, "of": iv.trials, "low": iv.low, "high": iv.high}
+
+
+def validate_tables(
+    domain: Domain, rules: Path, cases: Path | None, judged: dict[str, dict[str, Verdict]]
+) -> dict[str, Any]:
+    """``tracejudge validate``'s figures table for each judge in ``judged`` (what judged ->
+    verdicts by run id), against the domain's labels file; printed and returned."""
+    labels = load_labels(domain.labels_file)
+    axes = labels.axes
+    readings = dict.fromkeys(axes, WholeVerdict())
+    out: dict[str, Any] = {}
+    labels_arg = domain.labels_file.relative_to(ROOT)
+    for what, verdicts in judged.items():
+        pairs = pair(labels, from_verdicts(verdicts.values()))
+        figures = measure(pairs, readings, axes)
+        rules_arg = f"--rules {rules.relative_to(ROOT) if rules.is_relative_to(ROOT) else rules}"
+        if what == "cases alone" and cases is not None:
+            cases_arg = cases.relative_to(ROOT) if cases.is_relative_to(ROOT) else cases
+            rules_arg += f" --tools-only --cases {cases_arg}"
+        print(
+            f"validate, {what}: tracejudge validate --labels {labels_arg} {rules_arg} "
+            f"{domain.runs_arg}"
+        )
+        for line in figures_table(figures):
+            print(f"  {line}")
+        out[what] = {
+            f.axis: {m: _interval(f.metric(m)) for m in ("false_pass", "false_fail", "agreement")}
+            for f in figures
+        }
+    print()
+    return out
+
+
 def _order(label: Label) -> tuple[int, str]:
     task = label.task
     return (int(task) if task.isdigit() else 0, label.name)
@@ -482,6 +531,8 @@ def main() -> int:
             cased = judge(domain, rules, cases, tools_only=True)
             both = judge(domain, rules, cases)
         figures[name] = report(domain, truth, policy, cased, both)
+        judged = {"rules alone": policy} | ({"cases alone": cased} if cased is not None else {})
+        figures[name]["validate"] = validate_tables(domain, rules, cases, judged)
     for what, took in TIMINGS:
         print(f"judging {what}: {took * 1e3:.2f} ms per run (wall, this machine)")
     if args.eval_timing:

@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 from tests.collector.collector_support import make_request, make_span  # noqa: E402
 from tracejudge import semconv as sc  # noqa: E402
 from tracejudge._build import build_kind  # noqa: E402
-from tracejudge.collector.judge import load_judge  # noqa: E402
-from tracejudge.collector.otlp import to_records  # noqa: E402
+from tracejudge.collector.codec.otlp import to_records  # noqa: E402
+from tracejudge.collector.processors.judge import load_judge  # noqa: E402
 from tracejudge.demo.paths import default_rules  # noqa: E402
 from tracejudge.model.spans import SpanRecord  # noqa: E402
 

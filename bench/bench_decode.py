@@ -33,7 +33,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tracejudge import semconv as sc
 from tracejudge._build import build_kind
-from tracejudge.collector.stamp import drop_content
+from tracejudge.collector.processors.stamp import drop_content
 from tracejudge.model.build import build_runs, group_by_trace
 from tracejudge.model.decode_json import json_to_proto, spans_from_json
 from tracejudge.model.decode_proto import spans_from_proto_request

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import tracejudge.collector.store as store_module
+import tracejudge.collector.storage.store as store_module
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from tests.collector.collector_support import make_request, make_span  # noqa: E402
 from tracejudge import semconv as sc  # noqa: E402
 from tracejudge.collector import Collector, CollectorConfig  # noqa: E402
-from tracejudge.collector.worker import BatchJob  # noqa: E402
+from tracejudge.collector.processors.worker import BatchJob  # noqa: E402
 
 HEAVY = "run.tools.map(t, run.tools.filter(u, u.name + t.name == 'x').size()).size() > 0"
 
@@ -142,7 +142,7 @@ def _outcome(collector: Collector, body: bytes) -> Any:
         ExportTraceServiceRequest,
     )
 
-    from tracejudge.collector.buffer import PendingTrace
+    from tracejudge.collector.processors.buffer import PendingTrace
 
     assert collector.pipeline is not None
     req = ExportTraceServiceRequest.FromString(body)

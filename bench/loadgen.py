@@ -25,7 +25,7 @@ import aiohttp
 import grpc
 import grpc.aio
 
-from tracejudge.collector.otlp import frame
+from tracejudge.collector.codec.otlp import frame
 from tracejudge.model.decode_json import json_to_proto
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"

@@ -15,6 +15,11 @@
 #   docs/img/overview.png    the report's summary and pass rate per variant (bars, Wilson whiskers)
 #   docs/img/timeline.png    a failed run's timeline with its finding markers, above a passed run
 #   docs/img/demo-table.png  the terminal output of `tracejudge demo --html report.html`
+#   docs/img/report-conversation.png  a run view of the tau-bench airline dev runs
+#                            (examples/airline): the filter set to a code, the run's timeline and
+#                            its conversation around the finding, at the tool call it is about,
+#                            the sentence it cites highlighted in the cited turn
+#                            (scripts/screenshot_conversation.py, Selenium over chromedriver)
 #
 # The report pictures come from the recorded traces rather than the live demo because those are
 # byte-identical on every run (seeded ids, times on a 1 ms grid): re-taking the pictures changes
@@ -90,3 +95,13 @@ mkdir -p "$OUT"
 for name in overview timeline demo-table; do
   shoot "$name"
 done
+bash scripts/install-browser.sh  # the conversation picture clicks the filter: chromedriver too
+status=0
+.venv/bin/tracejudge eval --rules examples/airline/rules.yaml -q --html "$work/airline.html" \
+  examples/airline/tau-bench-dev/gpt-4o-airline.dev.json >"$work/airline.out" 2>&1 || status=$?
+if [ "$status" != 1 ]; then
+  cat "$work/airline.out" >&2
+  echo "screenshots: tracejudge eval (airline) exited $status, expected 1 (failed runs)" >&2
+  exit 1
+fi
+.venv/bin/python scripts/screenshot_conversation.py "$work/airline.html" "$OUT/report-conversation.png"

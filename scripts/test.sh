@@ -6,9 +6,10 @@
 # of the work (Jaeger, the OpenTelemetry Collector and Prometheus: see scripts/build-backends.sh;
 # helm and kube-check for the Helm chart: scripts/build-tools.sh). So:
 #   1. scripts/build-backends.sh starts in the background at once (a no-op when they are built);
-#   2. meanwhile, in order: venv, semconv, content-docs and rules-schema freshness, ruff,
-#      mypy --strict, every test not marked e2e (pytest-xdist, one worker per core), the
-#      mypyc-compiled wheel, the judging suites on it;
+#   2. meanwhile, in order: venv, the browser for the report's test (Debian's chromium),
+#      semconv, content-docs and rules-schema freshness, ruff, mypy --strict, every test not
+#      marked e2e (pytest-xdist, one worker per core), the mypyc-compiled wheel, the judging
+#      suites on it;
 #   3. then it waits for the backends and runs the e2e tests on both builds.
 # When the backends are built already (a warm run), each build's suite runs whole, in one pytest.
 # Each step prints its wall and CPU time. A failing step stops the run, but not the background build:
@@ -92,6 +93,8 @@ else
 fi
 
 step "venv" bash scripts/bootstrap.sh
+# Debian's chromium and chromedriver for the HTML report's browser test (a no-op when installed)
+step "browser" bash scripts/install-browser.sh
 step "semconv, content docs, rules schema, lint, types" make --no-print-directory -s semconv-check content-docs-check rules-schema-check lint typecheck
 if [ -z "$backends" ]; then
   step "tests, pure Python" "$PY" -m pytest "${XDIST[@]}"

@@ -30,6 +30,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="assert that the judging hot path is the mypyc-compiled build",
     )
+    parser.addoption(
+        "--lb-scale",
+        action="store_true",
+        help="tests/e2e/test_loadbalancing.py at the issue's full size (200 conversations, "
+        "100 shadow pairs) instead of the CI size",
+    )
 
 
 @pytest.fixture

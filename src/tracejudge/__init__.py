@@ -17,6 +17,21 @@ if sys.version_info < (3, 11):  # noqa: UP036 - the floor's message, for those i
 __version__ = "0.1.0"
 
 # Imported after __version__: the instrumentation reads it for its tracer scope.
-from tracejudge.instrumentation import agent, instrument, tool, tool_call_id, uninstrument
+from tracejudge.instrumentation import (
+    agent,
+    instrument,
+    route_key,
+    tool,
+    tool_call_id,
+    uninstrument,
+)
 
-__all__ = ["__version__", "agent", "instrument", "tool", "tool_call_id", "uninstrument"]
+__all__ = [
+    "__version__",
+    "agent",
+    "instrument",
+    "route_key",
+    "tool",
+    "tool_call_id",
+    "uninstrument",
+]

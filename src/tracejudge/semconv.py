@@ -244,6 +244,9 @@ TRACEJUDGE_SOURCE_PROBLEMS: Final = "tracejudge.source.problems"
 TRACEJUDGE_CONVERSATION_END: Final = "tracejudge.conversation.end"
 """Set true on the agent span of a conversation's last turn; the collector (with --conversation-wait) judges the conversation's held traces as soon as this trace is assembled instead of waiting for the conversation to go quiet. [tracejudge; boolean]"""
 
+TRACEJUDGE_ROUTE_KEY: Final = "tracejudge.route.key"
+"""What a load balancer in front of several collectors routes on, so that every span of a conversation, and a shadow run with the stable run of its request, reach the same collector. Set on every span started in a run's context (the instrumentation's RouteKeyProcessor) - "conversation:{service.name}:{gen_ai.conversation.id}" for a conversation, "request:{tracejudge.request.id}" for a run that answers a request a shadow may mirror; absent on spans of neither, which route by trace id. [tracejudge; string]"""
+
 TRACEJUDGE_TOOL_EFFECT: Final = "tracejudge.tool.effect"
 """What an executed tool does to the world; trajectory rules treat writes as side effects. [tracejudge; enum]"""
 
@@ -306,6 +309,33 @@ TRACEJUDGE_FINDINGS_COUNT: Final = "tracejudge.findings.count"
 
 TRACEJUDGE_RULES_VERSION: Final = "tracejudge.rules.version"
 """Version (content hash) of the rule set that judged the run. [tracejudge; string]"""
+
+TRACEJUDGE_GRADER_PROVIDER: Final = "tracejudge.grader.provider"
+"""The model provider a grader asked (openai for any OpenAI-compatible endpoint, anthropic). [tracejudge; string]"""
+
+TRACEJUDGE_GRADER_MODEL: Final = "tracejudge.grader.model"
+"""The model a grader asked, as the grader names it. [tracejudge; string]"""
+
+TRACEJUDGE_GRADER_PROMPT_HASH: Final = "tracejudge.grader.prompt_hash"
+"""Hash of everything the grader's model reads besides the evidence (the fixed instructions, the rubric's properties and the grader's instructions); a change is a new grader version. [tracejudge; string]"""
+
+TRACEJUDGE_GRADER_RENDERING_VERSION: Final = "tracejudge.grader.rendering_version"
+"""Version of the rendering that turned the run into the evidence the model was shown. [tracejudge; string]"""
+
+TRACEJUDGE_GRADER_SAMPLES: Final = "tracejudge.grader.samples"
+"""Answers asked of the model for this run; each property is decided by their majority. [tracejudge; int]"""
+
+TRACEJUDGE_GRADER_AGREEMENT: Final = "tracejudge.grader.agreement"
+"""The lowest, over the rubric's properties, share of samples that gave the deciding answer. [tracejudge; double]"""
+
+TRACEJUDGE_GRADER_CACHED: Final = "tracejudge.grader.cached"
+"""Samples read from the grader's answer cache instead of asking the model. [tracejudge; int]"""
+
+TRACEJUDGE_GRADER_CITATIONS_DROPPED: Final = "tracejudge.grader.citations_dropped"
+"""Span ids the model cited that are not in the run (dropped; a property left with none is insufficient_evidence). [tracejudge; int]"""
+
+TRACEJUDGE_GRADER_PROPERTIES: Final = "tracejudge.grader.properties"
+"""Each rubric property's decision, as id=answer (yes, no, insufficient_evidence or not_evaluated). [tracejudge; string[]]"""
 
 TRACEJUDGE_FINDING_CODES: Final = "tracejudge.finding.codes"
 """Failure codes of the findings that cite this span. [tracejudge; string[]]"""

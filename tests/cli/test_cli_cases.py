@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 from tests.cli.cli_traces import RunSpec, record_runs, write_json
 from tracejudge.cli import main
 from tracejudge.collector.config import ConfigError, build_config
-from tracejudge.collector.judge import load_judge
+from tracejudge.collector.processors.judge import load_judge
 
 RULES = """\
 version: 1

@@ -75,7 +75,7 @@ def test_eval_strict_fails_undecided_findings(tmp_path: Path) -> None:
 def test_serve_strict_reaches_the_engine(tmp_path: Path) -> None:
     """``strict: true`` in serve's config (``--strict``) judges as ``eval --strict``."""
     from tracejudge.collector.config import build_config
-    from tracejudge.collector.judge import load_judge
+    from tracejudge.collector.processors.judge import load_judge
     from tracejudge.engine import Engine
     from tracejudge.report.loading import load_runs
 

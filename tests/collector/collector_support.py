@@ -32,7 +32,7 @@ from tests.support.guards import wait_for as wait_for  # the one poll loop, re-e
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector, CollectorConfig
 from tracejudge.collector.clock import Clock, ManualClock
-from tracejudge.collector.otlp import status_bytes
+from tracejudge.collector.codec.otlp import status_bytes
 from tracejudge.engine.verdict import Finding, RuleOutcome, Verdict
 from tracejudge.model.spans import STATUS_ERROR, SpanRecord
 

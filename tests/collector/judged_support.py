@@ -21,7 +21,7 @@ from tests.collector.collector_support import wait_for
 from tests.support import verdict_runs
 from tests.support.guards import IO_S
 from tracejudge.collector import Collector
-from tracejudge.collector.judge import load_judge
+from tracejudge.collector.processors.judge import load_judge
 
 
 def management(c: Collector) -> int:

@@ -7,7 +7,7 @@ from importlib.machinery import EXTENSION_SUFFIXES
 
 from tracejudge._build import build_kind, compiled
 from tracejudge.collector import Collector
-from tracejudge.collector import stamp as stamp_module
+from tracejudge.collector.processors import stamp as stamp_module
 from tracejudge.engine import engine as engine_module
 from tracejudge.model import steps as steps_module
 

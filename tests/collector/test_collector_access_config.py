@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from tests.support.certs import Certs, make_certs
 from tracejudge.cli import main
-from tracejudge.collector.auth import Authenticator
 from tracejudge.collector.config import ConfigError, build_config
-from tracejudge.collector.credentials import display_url, is_loopback
+from tracejudge.collector.security.auth import Authenticator
+from tracejudge.collector.security.credentials import display_url, is_loopback
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "examples" / "refund" / "rules.yaml"

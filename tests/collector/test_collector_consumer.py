@@ -25,11 +25,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from tests.collector.collector_support import make_request, make_span, new_ids
 from tests.support.guards import IO_S, until
+from tracejudge.collector.codec.otlp import SplitResult, split_by_trace
 from tracejudge.collector.consumer import IngestResult, Throttled, TraceConsumer
-from tracejudge.collector.grpc_receiver import GrpcLimits, start_grpc
-from tracejudge.collector.inflight import InflightBytes
-from tracejudge.collector.otlp import SplitResult, split_by_trace
-from tracejudge.collector.receivers import receiver_app
+from tracejudge.collector.receivers.grpc_receiver import GrpcLimits, start_grpc
+from tracejudge.collector.receivers.http_receiver import receiver_app
+from tracejudge.collector.receivers.inflight import InflightBytes
 
 
 class CountingConsumer:

@@ -29,8 +29,8 @@ from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import ConfigError
 from tracejudge.collector.consumer import Throttled
 from tracejudge.collector.pipeline import Pipeline
-from tracejudge.collector.stats import Stats
-from tracejudge.collector.store import DiskStore
+from tracejudge.collector.storage.store import DiskStore
+from tracejudge.collector.telemetry.stats import Stats
 
 WAITS: dict[str, Any] = {
     "decision_wait_after_root": 0.5,

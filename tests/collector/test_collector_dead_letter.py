@@ -30,7 +30,7 @@ from tests.collector.collector_support import (
 from tracejudge.cli import main
 from tracejudge.collector import Collector
 from tracejudge.collector.config import ConfigError, build_config
-from tracejudge.collector.store import DiskStore
+from tracejudge.collector.storage.store import DiskStore
 from tracejudge.model.decode_json import spans_from_json
 
 ROOT = Path(__file__).resolve().parents[2]

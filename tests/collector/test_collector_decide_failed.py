@@ -18,11 +18,11 @@ from tests.collector.collector_support import StandInJudge, attrs, make_request,
 from tracejudge import semconv as sc
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.clock import ManualClock
-from tracejudge.collector.file_target import FileTarget
-from tracejudge.collector.forward import TargetQueue
-from tracejudge.collector.otlp import TraceFragment
+from tracejudge.collector.codec.otlp import TraceFragment
+from tracejudge.collector.exporters.file_target import FileTarget
+from tracejudge.collector.exporters.forward import TargetQueue
 from tracejudge.collector.pipeline import Pipeline
-from tracejudge.collector.stats import Stats
+from tracejudge.collector.telemetry.stats import Stats
 
 
 def test_every_root_of_a_trace_whose_decision_failed_is_marked(tmp_path: Path) -> None:

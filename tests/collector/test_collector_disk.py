@@ -34,8 +34,8 @@ from tests.collector.volume_support import fill, mount_tmpfs, unfill, unmount
 from tests.support.guards import IO_S, PROCESS_S
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
-from tracejudge.collector.forward import TargetQueue
-from tracejudge.collector.store import DiskStore
+from tracejudge.collector.exporters.forward import TargetQueue
+from tracejudge.collector.storage.store import DiskStore
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 

@@ -1,4 +1,4 @@
-"""The durability seam (collector/durability.py) on a real, size-capped SQLite disk queue:
+"""The durability seam (collector/storage/durability.py) on a real, size-capped SQLite disk queue:
 what ``OnDisk`` does when the disk refuses, without receivers, sockets or a judge."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tracejudge.collector.codec.otlp import TraceFragment
 from tracejudge.collector.consumer import Throttled
-from tracejudge.collector.durability import InMemory, OnDisk, durability_for
-from tracejudge.collector.file_target import FileTarget
-from tracejudge.collector.forward import Item, TargetQueue
-from tracejudge.collector.otlp import TraceFragment
-from tracejudge.collector.stamp import Decision
-from tracejudge.collector.stats import Stats
-from tracejudge.collector.store import DiskStore
+from tracejudge.collector.exporters.file_target import FileTarget
+from tracejudge.collector.exporters.forward import Item, TargetQueue
+from tracejudge.collector.processors.stamp import Decision
+from tracejudge.collector.storage.durability import InMemory, OnDisk, durability_for
+from tracejudge.collector.storage.store import DiskStore
+from tracejudge.collector.telemetry.stats import Stats
 
 CAP = 96 * 1024
 

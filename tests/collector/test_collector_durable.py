@@ -21,7 +21,7 @@ from tests.collector.collector_support import (
 )
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
-from tracejudge.collector.store import DiskStore
+from tracejudge.collector.storage.store import DiskStore
 
 
 def test_late_span_after_a_restart_gets_the_verdict_from_before(

@@ -116,11 +116,11 @@ def test_without_baselines_the_log_says_which_rules_do_not_apply(
     """``serve --rules`` without ``--baselines``: one warning at start names the baseline
     rules that will be ``not_applicable`` (never a silently skipped rule); with a
     directory, none."""
-    with caplog.at_level("WARNING", logger="tracejudge.collector.judge"):
+    with caplog.at_level("WARNING", logger="tracejudge.collector.processors.judge"):
         load_judge(RULES)
     (record,) = [r for r in caplog.records if "baseline" in r.getMessage()]
     assert "matches-reviewed-run do not apply" in record.getMessage()
     caplog.clear()
-    with caplog.at_level("WARNING", logger="tracejudge.collector.judge"):
+    with caplog.at_level("WARNING", logger="tracejudge.collector.processors.judge"):
         load_judge(RULES, ROOT / "examples" / "refund" / "baselines")
     assert not [r for r in caplog.records if "baseline" in r.getMessage()]

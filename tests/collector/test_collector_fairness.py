@@ -40,8 +40,8 @@ from tests.collector.test_collector_reliability import _spawn
 from tests.support.guards import IO_S
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
-from tracejudge.collector.judge import load_judge
-from tracejudge.collector.otlp import to_records
+from tracejudge.collector.codec.otlp import to_records
+from tracejudge.collector.processors.judge import load_judge
 from tracejudge.demo.paths import default_rules
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.spans import SpanRecord

@@ -19,7 +19,7 @@ import pytest
 from tests.collector.collector_support import Sink, make_request, make_span, new_ids, post, wait_for
 from tracejudge.collector import Collector
 from tracejudge.collector.config import ConfigError, build_config
-from tracejudge.collector.store import DiskStore
+from tracejudge.collector.storage.store import DiskStore
 
 
 @pytest.fixture

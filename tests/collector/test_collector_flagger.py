@@ -19,7 +19,7 @@ import pytest
 from tests.collector.judged_support import management, otlp_status
 from tests.support.guards import IO_S
 from tracejudge.collector import Collector
-from tracejudge.collector.flagger import FirstAsked, decide_hook
+from tracejudge.collector.telemetry.flagger import FirstAsked, decide_hook
 
 STABLE = {"agent": "support", "variant": "stable", "min_runs": "20", "threshold": "0.8"}
 CANARY = {"agent": "support", "variant": "canary", "baseline": "stable", "min_runs": "5"}

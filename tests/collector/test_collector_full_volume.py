@@ -23,7 +23,7 @@ from tests.collector.test_collector_disk import _delivered, _trace
 from tests.collector.test_collector_reliability import _free_port
 from tests.collector.volume_support import Volume, fill, free_bytes, small_volume, unfill
 from tracejudge.collector import Collector
-from tracejudge.collector.store import DiskStore
+from tracejudge.collector.storage.store import DiskStore
 
 MiB = 1024 * 1024
 

@@ -39,13 +39,13 @@ from tests.collector.collector_support import (
 from tests.support.guards import IO_S, PROCESS_S, WAIT_S
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector, CollectorConfig, load_judge
-from tracejudge.collector.buffer import DecisionCache, decision_bytes
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import build_config
-from tracejudge.collector.cost import RuleCostError
 from tracejudge.collector.pipeline import CHEAP_JUDGING, LOOP_JUDGING_LIMIT
-from tracejudge.collector.stamp import Decision
-from tracejudge.collector.worker import AdaptiveJudging
+from tracejudge.collector.processors.buffer import DecisionCache, decision_bytes
+from tracejudge.collector.processors.cost import RuleCostError
+from tracejudge.collector.processors.stamp import Decision
+from tracejudge.collector.processors.worker import AdaptiveJudging
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.spans import SpanRecord
 

@@ -25,9 +25,9 @@ from tracejudge import semconv as sc
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.consumer import Throttled
-from tracejudge.collector.logs_intake import LogsIntake, logs_intake_for
 from tracejudge.collector.pipeline import Pipeline
-from tracejudge.collector.stats import Stats
+from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
+from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.spans import SpanRecord
 

@@ -29,7 +29,7 @@ from tests.support.guards import PROCESS_S
 from tracejudge import semconv as sc
 from tracejudge.cli import main
 from tracejudge.collector import Collector, ConfigError, build_config
-from tracejudge.collector.stats import Stats
+from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Finding, Verdict
 from tracejudge.model.spans import SpanRecord
 

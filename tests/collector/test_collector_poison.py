@@ -30,8 +30,8 @@ from tests.collector.collector_support import (
 )
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
-from tracejudge.collector.otlp import TraceFragment, frame
-from tracejudge.collector.store import DiskStore
+from tracejudge.collector.codec.otlp import TraceFragment, frame
+from tracejudge.collector.storage.store import DiskStore
 
 
 def _nested(depth: int) -> dict[str, Any]:

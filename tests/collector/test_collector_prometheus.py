@@ -19,7 +19,7 @@ from tests.collector.judged_support import management, otlp_status
 from tests.support.guards import IO_S
 from tracejudge.collector import Collector
 from tracejudge.collector.config import ConfigError, build_config
-from tracejudge.collector.exposition import (
+from tracejudge.collector.telemetry.exposition import (
     DECISION_LATENCY,
     FINDINGS,
     HARD_GATE_FAILURES,
@@ -29,8 +29,8 @@ from tracejudge.collector.exposition import (
     render,
     wants_prometheus,
 )
-from tracejudge.collector.metric_labels import OVERFLOW, MetricLabels
-from tracejudge.collector.stats import LATENCY_BUCKETS, Stats
+from tracejudge.collector.telemetry.metric_labels import OVERFLOW, MetricLabels
+from tracejudge.collector.telemetry.stats import LATENCY_BUCKETS, Stats
 from tracejudge.engine.verdict import Finding, LayerResult, Overall, Verdict
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$")

@@ -22,7 +22,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 from tests.collector.collector_support import LoopThread, Sink, attrs, post, wait_for
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector, load_judge
-from tracejudge.collector.redact import drop_quoted
+from tracejudge.collector.processors.redact import drop_quoted
 from tracejudge.redaction import DETECTORS, Redactor
 
 ROOT = Path(__file__).resolve().parents[2]

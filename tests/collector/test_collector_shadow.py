@@ -23,10 +23,10 @@ from tests.support.shadow_runs import Shape, run_once
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import ConfigError, build_config
-from tracejudge.collector.exposition import render
 from tracejudge.collector.pipeline import Pipeline
-from tracejudge.collector.shadow import attach_shadow_pairs
-from tracejudge.collector.stats import Stats
+from tracejudge.collector.processors.shadow import attach_shadow_pairs
+from tracejudge.collector.telemetry.exposition import render
+from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine import Engine, load_rules_text
 from tracejudge.gate.recent import RecentVerdicts
 

@@ -25,8 +25,8 @@ from tests.support import shadow_runs
 from tests.support.guards import IO_S
 from tests.support.shadow_runs import run_once
 from tracejudge.collector import Collector
-from tracejudge.collector.exposition import OUTCOME_LABEL, RUNS, SHADOW_PAIRS, SHADOW_RUNS
-from tracejudge.collector.judge import load_judge
+from tracejudge.collector.processors.judge import load_judge
+from tracejudge.collector.telemetry.exposition import OUTCOME_LABEL, RUNS, SHADOW_PAIRS, SHADOW_RUNS
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:

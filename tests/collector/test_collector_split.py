@@ -7,7 +7,7 @@ import os
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
-from tracejudge.collector.otlp import resource_spans_slices, split_by_trace
+from tracejudge.collector.codec.otlp import resource_spans_slices, split_by_trace
 
 
 def _resource_spans(trace_ids: list[bytes], empty_scope: bool = False) -> ResourceSpans:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from tracejudge.collector.stats import Stats
+from tracejudge.collector.telemetry.stats import Stats
 
 
 def test_percentiles_over_unsorted_arrivals_and_the_cap() -> None:

@@ -31,8 +31,8 @@ from tests.collector.collector_support import (
 from tracejudge.cli import main
 from tracejudge.collector import Collector
 from tracejudge.collector.config import ConfigError, build_config
-from tracejudge.collector.store import DiskStore
-from tracejudge.collector.targets import TargetSpec, target_specs
+from tracejudge.collector.exporters.targets import TargetSpec, target_specs
+from tracejudge.collector.storage.store import DiskStore
 
 
 def _free_port() -> int:
@@ -254,7 +254,7 @@ def test_default_names_follow_the_protocol() -> None:
 )
 def test_bad_target_names_stop_the_start(forward: list[str], message: str, tmp_path: Path) -> None:
     """A duplicate, malformed or reserved name fails at start with the key's name."""
-    with pytest.raises(ConfigError, match="forward: ") as err:
+    with pytest.raises(ConfigError, match=r"forward(\[\d+\])?: ") as err:
         build_config({"forward": forward, "output": str(tmp_path / "o.jsonl")}, {})
     assert message in str(err.value)
 

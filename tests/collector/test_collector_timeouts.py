@@ -26,7 +26,7 @@ from tests.collector.collector_support import (
 from tests.support.guards import IO_S
 from tracejudge.collector import Collector
 from tracejudge.collector.clock import ManualClock
-from tracejudge.collector.grpc_receiver import GrpcLimits, grpc_options
+from tracejudge.collector.receivers.grpc_receiver import GrpcLimits, grpc_options
 
 FAST = {
     "http_idle_timeout": 0.6,

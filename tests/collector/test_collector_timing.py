@@ -19,7 +19,7 @@ from tests.collector.collector_support import StandInJudge, make_request, make_s
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.pipeline import Pipeline
-from tracejudge.collector.stats import Stats
+from tracejudge.collector.telemetry.stats import Stats
 
 
 class ListSink:

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from tracejudge.collector.exposition import (
+from tracejudge.collector.telemetry.exposition import (
     CODE_LABEL,
     DECISION_LATENCY,
     FINDINGS,

@@ -23,6 +23,7 @@ import yaml
 
 from tests.e2e.backends import locate_binary
 from tests.support.guards import PROCESS_S
+from tracejudge import semconv as sc
 from tracejudge.collector.config import ConfigError, build_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,7 +163,7 @@ def test_the_statefulset_keeps_its_queue_and_sends_every_trace_to_one_pod(
     tools: dict[str, Path],
 ) -> None:
     """The queue is a volume per pod; the load balancer resolves the headless Service's
-    pods and routes by trace id; the gate and metrics have their own Service."""
+    pods and routes by the route key (trace id for spans without one); the gate and metrics have their own Service."""
     rendered = _render(tools, *SECURE)
     sts = _kind(rendered, "StatefulSet")
     pod = sts["spec"]["template"]["spec"]
@@ -177,7 +178,16 @@ def test_the_statefulset_keeps_its_queue_and_sends_every_trace_to_one_pod(
     assert [p["port"] for p in management["spec"]["ports"]] == [8080]
     lb = yaml.safe_load(_kind(rendered, "ConfigMap", "tj-tracejudge-lb")["data"]["otelcol.yaml"])
     balancing = lb["exporters"]["load_balancing"]
-    assert balancing["routing_key"] == "traceID"
+    assert balancing["routing_key"] == "attributes"
+    assert balancing["routing_attributes"] == [sc.TRACEJUDGE_ROUTE_KEY]
+    traces = lb["service"]["pipelines"]["traces"]
+    assert traces["processors"][0] == "transform/route_key"  # the keyless get the trace id
+    fallback = lb["processors"]["transform/route_key"]["trace_statements"]
+    assert fallback == [
+        f'set(span.attributes["{sc.TRACEJUDGE_ROUTE_KEY}"], span.trace_id.string) '
+        f'where span.attributes["{sc.TRACEJUDGE_ROUTE_KEY}"] == nil '
+        f'or span.attributes["{sc.TRACEJUDGE_ROUTE_KEY}"] == ""'
+    ]
     assert balancing["resolver"]["dns"]["hostname"] == "tj-tracejudge-otlp.agents.svc.cluster.local"
     assert balancing["protocol"]["otlp"]["headers"] == {
         "authorization": "Bearer ${env:TRACEJUDGE_TOKEN}"

@@ -32,9 +32,9 @@ from tests.e2e.backends import locate_binary, pick_free_ports
 from tests.e2e.prometheus import PrometheusInstance, Sample, start_prometheus
 from tests.support import verdict_runs
 from tests.support.guards import IO_S, PROCESS_S, wait_for
-from tracejudge.collector.exposition import render
-from tracejudge.collector.metric_labels import MetricLabels
-from tracejudge.collector.stats import Stats
+from tracejudge.collector.telemetry.exposition import render
+from tracejudge.collector.telemetry.metric_labels import MetricLabels
+from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Finding, Verdict
 from tracejudge.report.stats import wilson_interval
 

@@ -24,9 +24,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 
 from tests.support.content_places import ROOT, SECRET, TRACE, WORD, kv, telemetry
 from tracejudge import semconv as sc
-from tracejudge.collector.logs_forward import LogContentFilter
-from tracejudge.collector.redact import Scrubber
-from tracejudge.collector.stamp import drop_content
+from tracejudge.collector.exporters.logs_forward import LogContentFilter
+from tracejudge.collector.processors.redact import Scrubber
+from tracejudge.collector.processors.stamp import drop_content
 from tracejudge.content import is_content_event, is_content_key
 from tracejudge.model import build_runs, spans_from_resource_spans
 from tracejudge.model.log_events import events_by_span, join_log_events

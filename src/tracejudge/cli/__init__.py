@@ -23,6 +23,7 @@ _COMMANDS = {
     "report": "tracejudge.cli.report:report_command",
     "rules": "tracejudge.cli.rules:rules_group",
     "serve": "tracejudge.cli.serve:serve",
+    "validate": "tracejudge.cli.validate:validate_command",
 }
 
 

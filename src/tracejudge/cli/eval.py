@@ -9,8 +9,10 @@ a broken pipeline is never mistaken for a regression.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,6 +24,10 @@ from tracejudge.report.loading import load_runs
 from tracejudge.report.records import VerdictRecord
 from tracejudge.report.summary import summarize
 from tracejudge.report.text import eval_footer, eval_table, undecided_lines
+
+if TYPE_CHECKING:
+    from tracejudge.engine.rules import RuleSet
+    from tracejudge.graders.apply import GraderRule
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -122,6 +128,29 @@ def echo_errors(command: str, errors: list[str], *, limit: int | None = MAX_ERRO
     default=None,
     help="Write a self-contained HTML report with each run's trajectory.",
 )
+@click.option(
+    "--graders/--no-graders",
+    "run_graders",
+    default=True,
+    show_default=True,
+    help="Run the rules file's grader rules (a model answers their rubric; keys from the "
+    "environment, OPENAI_API_KEY/ANTHROPIC_API_KEY or the grader's api_key_env). "
+    "--no-graders leaves them not_applicable.",
+)
+@click.option(
+    "--grader-cache",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory of graders' answers: re-judging the same runs with the same grader "
+    "(model, rubric, rendering) reads them instead of asking the model.",
+)
+@click.option(
+    "--grader-workers",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="Runs judged by graders at a time (their model calls wait on the network).",
+)
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 def eval_command(
     rules_path: Path,
@@ -134,6 +163,9 @@ def eval_command(
     strict: bool,
     output: Path | None,
     html_path: Path | None,
+    run_graders: bool,
+    grader_cache: Path | None,
+    grader_workers: int,
     files: tuple[Path, ...],
 ) -> None:
     """Judge the agent runs in FILES (OTLP/JSON, JSON lines or protobuf; gzipped or not)."""
@@ -175,6 +207,7 @@ def eval_command(
         for warning in cases.tool_warnings(ruleset.tools):
             click.echo(f"tracejudge eval: warning: {cases_path}: {warning}", err=True)
     engine = Engine(ruleset, baselines=store, cases=cases, strict=strict)
+    graders = _graders(ruleset, rules_path, run_graders, grader_cache)
 
     loaded = load_runs(list(files))
     for line in loaded.summaries:
@@ -189,6 +222,12 @@ def eval_command(
             verdicts.append(engine.judge(run))
         except Exception as exc:  # one bad run must not stop the others
             verdicts.append(error_verdict(run, f"engine error: {type(exc).__name__}: {exc}"))
+    if graders:
+        from tracejudge.cli.graders import grade_all, summary_lines
+
+        verdicts = grade_all(verdicts, loaded.runs, graders, grader_workers)
+        for line in summary_lines(verdicts, graders):
+            click.echo(f"tracejudge eval: {line}", err=True)
     records = [VerdictRecord.from_verdict(v) for v in verdicts]
     # shadow runs paired with the stable run of their request (the collector's comparison)
     shadows = pair_verdicts(verdicts, shadow_arguments(ruleset))
@@ -217,6 +256,26 @@ def eval_command(
     if loaded.errors or not loaded.runs:
         sys.exit(EXIT_INPUT)
     sys.exit(EXIT_FAILED if any(not r.passed for r in records) else EXIT_OK)
+
+
+def _graders(
+    ruleset: RuleSet, rules_path: Path, run_graders: bool, cache: Path | None
+) -> list[GraderRule]:
+    """The graders to run (none with ``--no-graders``, said once); exits on a problem."""
+    from tracejudge.engine.rules import without_graders_note
+
+    if not run_graders:
+        note = without_graders_note(ruleset)
+        if note is not None:
+            click.echo(f"tracejudge eval: note: {note} (--no-graders)", err=True)
+        return []
+    from tracejudge.cli.graders import build_graders
+
+    graders, problems = build_graders(ruleset, rules_path, os.environ, cache)
+    if problems:
+        echo_errors("eval", problems, limit=None)
+        sys.exit(EXIT_INPUT)
+    return graders
 
 
 CASE_IDS_SHOWN = 5

@@ -1,5 +1,5 @@
 """``tracejudge queue``: look into a ``serve --queue-dir`` disk queue, drain or drop the
-payloads of targets serve no longer has (see ``tracejudge.collector.drain``).
+payloads of targets serve no longer has (see ``tracejudge.collector.storage.drain``).
 
 Exit status: 0 done, 1 the operation failed (the message says what is left queued),
 2 bad usage (no queue there, an unknown or still-configured target, a bad URL).
@@ -14,7 +14,7 @@ import click
 
 from tracejudge.cli.errors import InputError
 from tracejudge.collector.config import ConfigError, check_forward_url
-from tracejudge.collector.drain import (
+from tracejudge.collector.storage.drain import (
     Moved,
     QueueCommandError,
     QueueUsageError,
@@ -23,7 +23,7 @@ from tracejudge.collector.drain import (
     list_targets,
     open_queue,
 )
-from tracejudge.collector.store import DiskStore
+from tracejudge.collector.storage.store import DiskStore
 
 _QUEUE_DIR = click.option(
     "--queue-dir",

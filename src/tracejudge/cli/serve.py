@@ -24,7 +24,9 @@ import click
 from tracejudge.cli.errors import InputError
 from tracejudge.collector.collector import Collector
 from tracejudge.collector.config import ConfigError, build_config, load_config_file
-from tracejudge.collector.credentials import is_reference
+from tracejudge.collector.security.credentials import is_reference
+
+_NO_RULES = "rules: a rules file is required (--rules or rules: in --config)"
 
 
 @click.command("serve")
@@ -229,9 +231,13 @@ def serve(config_file: Path | None, verbose: bool, **flags: Any) -> None:
                     "in `ps`; pass env:VAR or file:PATH instead for a secret",
                     err=True,
                 )
-        config = build_config(file_values, flags)
+        no_rules = file_values.get("rules") is None and flags.get("rules") is None
+        try:
+            config = build_config(file_values, flags)
+        except ConfigError as exc:  # every problem at once, the missing rules file included
+            raise ConfigError(*exc.problems, *([_NO_RULES] if no_rules else [])) from exc
         if config.rules is None:
-            raise ConfigError("rules: a rules file is required (--rules or rules: in --config)")
+            raise ConfigError(_NO_RULES)
         if not config.forward and config.output is None and config.verdicts_jsonl is None:
             config.verdicts_jsonl = "-"  # no backend: the verdicts are the output
         told = {k.replace("-", "_") for k in file_values} | {

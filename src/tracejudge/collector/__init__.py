@@ -8,6 +8,6 @@ from __future__ import annotations
 
 from tracejudge.collector.collector import Collector
 from tracejudge.collector.config import CollectorConfig, ConfigError, build_config
-from tracejudge.collector.judge import Judge, load_judge
+from tracejudge.collector.processors.judge import Judge, load_judge
 
 __all__ = ["Collector", "CollectorConfig", "ConfigError", "Judge", "build_config", "load_judge"]

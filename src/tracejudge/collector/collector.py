@@ -18,33 +18,39 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge._build import build_kind
-from tracejudge.collector.auth import Authenticator, AuthStats
 from tracejudge.collector.clock import Clock, SystemClock
 from tracejudge.collector.config import CollectorConfig
-from tracejudge.collector.cost import RuleCost, check_budget, measure
-from tracejudge.collector.credentials import display_url
-from tracejudge.collector.dead_letter import DeadLetterFile
-from tracejudge.collector.exposition import render as render_prometheus
-from tracejudge.collector.file_target import FileTarget
-from tracejudge.collector.forward import ForwardTarget, Item, TargetQueue, make_target
-from tracejudge.collector.grpc_receiver import GrpcLimits, start_grpc
-from tracejudge.collector.headroom import Room
-from tracejudge.collector.health import degraded_reasons, disk_refusal
-from tracejudge.collector.http_guard import GuardLimits, GuardStats, HttpServer, start_guarded
-from tracejudge.collector.inflight import InflightBytes
-from tracejudge.collector.judge import Judge, load_judge
-from tracejudge.collector.logs_intake import LogsIntake, logs_intake_for
-from tracejudge.collector.logs_receiver import logs_grpc_handler, logs_http_handler
-from tracejudge.collector.metric_labels import MetricLabels
+from tracejudge.collector.exporters.dead_letter import DeadLetterFile
+from tracejudge.collector.exporters.exporter import QueuedExporter
+from tracejudge.collector.exporters.forward import ForwardTarget, Item, TargetQueue
+from tracejudge.collector.exporters.registry import EXPORTERS, ExporterRegistry
+from tracejudge.collector.exporters.sinks import JsonlSink, TextSink, VerdictSink, WebhookSink
+from tracejudge.collector.exporters.targets import TargetSpec, split_forward, target_specs
 from tracejudge.collector.pipeline import Pipeline
-from tracejudge.collector.receivers import management_app, receiver_app
-from tracejudge.collector.redact import LogScrubber
-from tracejudge.collector.server_log import ServerErrors, server_logger
-from tracejudge.collector.shadow import attach_shadow_pairs
-from tracejudge.collector.sinks import JsonlSink, TextSink, VerdictSink, WebhookSink
-from tracejudge.collector.stats import Stats, otlp_metric_reader
-from tracejudge.collector.store import DiskStore, QueuedTarget, open_for_serve
-from tracejudge.collector.targets import TargetSpec, split_forward, target_specs
+from tracejudge.collector.processors.cost import RuleCost, check_budget, measure
+from tracejudge.collector.processors.judge import Judge, load_judge
+from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
+from tracejudge.collector.processors.redact import LogScrubber
+from tracejudge.collector.processors.shadow import attach_shadow_pairs
+from tracejudge.collector.receivers.grpc_receiver import GrpcLimits, start_grpc
+from tracejudge.collector.receivers.http_guard import (
+    GuardLimits,
+    GuardStats,
+    HttpServer,
+    start_guarded,
+)
+from tracejudge.collector.receivers.http_receiver import management_app, receiver_app
+from tracejudge.collector.receivers.inflight import InflightBytes
+from tracejudge.collector.receivers.logs_receiver import logs_grpc_handler, logs_http_handler
+from tracejudge.collector.security.auth import Authenticator, AuthStats
+from tracejudge.collector.security.credentials import display_url
+from tracejudge.collector.storage.headroom import Room
+from tracejudge.collector.storage.store import DiskStore, QueuedTarget, open_for_serve
+from tracejudge.collector.telemetry.exposition import render as render_prometheus
+from tracejudge.collector.telemetry.health import degraded_reasons, disk_refusal
+from tracejudge.collector.telemetry.metric_labels import MetricLabels
+from tracejudge.collector.telemetry.server_log import ServerErrors, server_logger
+from tracejudge.collector.telemetry.stats import Stats, otlp_metric_reader
 from tracejudge.engine.engine import Engine
 from tracejudge.gate.recent import RecentVerdicts
 
@@ -61,7 +67,11 @@ class Collector:
     """One judging OTLP collector. ``await start()``, then ``await stop()``."""
 
     def __init__(
-        self, config: CollectorConfig, judge: Judge | None = None, clock: Clock | None = None
+        self,
+        config: CollectorConfig,
+        judge: Judge | None = None,
+        clock: Clock | None = None,
+        exporters: ExporterRegistry = EXPORTERS,
     ) -> None:
         if judge is None:
             if config.rules is None:
@@ -69,6 +79,7 @@ class Collector:
             judge = load_judge(config.rules, config.baselines, config.cases, strict=config.strict)
         self.config = config
         self.judge = judge
+        self.exporters = exporters  # the kinds its targets are built from
         self.rule_cost: RuleCost | None = None
         """The rules' cost on the synthetic run (None for a judge that is not the engine)."""
         if isinstance(judge, Engine):
@@ -166,6 +177,7 @@ class Collector:
             buffered_spans=p.buffer.spans + p.buffer.held_spans if p else 0,
             buffered_bytes=p.buffer.used_bytes() if p else 0,
             held_conversations=len(p.held) if p and p.held is not None else 0,
+            held_traces=p.buffer.held_traces if p else 0,
             decided_cache=len(p.decided) if p else 0,
             decided_cache_bytes=p.decided.nbytes if p else 0,
             inflight_request_bytes={
@@ -247,12 +259,10 @@ class Collector:
         for warning in cfg.security_warnings():
             log.warning("%s", warning)
         specs = target_specs(cfg.forward, cfg.output)
-        targets: list[ForwardTarget] = [
-            make_target(spec.url, cfg.forward_timeout, cfg.target_options(spec.url))
-            for spec in specs[: len(cfg.forward)]
-        ]
-        if cfg.output is not None:
-            targets.append(FileTarget(cfg.output, cfg.file_mode))
+        exporters = [self.exporters.build(spec.url, cfg) for spec in specs]
+        for exporter in exporters:
+            await exporter.start()
+        targets: list[ForwardTarget] = [QueuedExporter(e) for e in exporters]
         if cfg.dead_letter is not None:
             self.dead_letter = DeadLetterFile(cfg.dead_letter, file_mode=cfg.file_mode)
         queues = [

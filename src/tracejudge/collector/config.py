@@ -16,15 +16,26 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from tracejudge.collector import access
-from tracejudge.collector.credentials import display_url
-from tracejudge.collector.files import DEFAULT_FILE_MODE
-from tracejudge.collector.targets import split_forward, target_specs
-from tracejudge.collector.tls import ServerTls, TargetOptions
+from tracejudge.collector import config_checks
+from tracejudge.collector.security import access
+from tracejudge.collector.security.credentials import display_url
+from tracejudge.collector.security.tls import ServerTls, TargetOptions
+from tracejudge.collector.storage.files import DEFAULT_FILE_MODE
 
 
 class ConfigError(ValueError):
-    """A configuration value is missing, unknown or out of range."""
+    """Configuration values that are missing, unknown or out of range: ``problems`` lists
+    every one found, each starting with its key path (``forward[1].headers: ...``)."""
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__(*problems)
+        self.problems: tuple[str, ...] = problems
+
+    def __str__(self) -> str:
+        if len(self.problems) == 1:
+            return self.problems[0]
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        return f"{len(self.problems)} problems in the configuration:\n{lines}"
 
 
 T = TypeVar("T")
@@ -285,107 +296,11 @@ class CollectorConfig:
         return access.security_warnings(self)
 
     def validate(self) -> CollectorConfig:
-        """Check cross-field rules; returns self so calls chain."""
-        for entry in self.forward:
-            try:
-                url = split_forward(entry)[1]
-            except ValueError as exc:
-                raise ConfigError(f"forward: {exc}") from exc
-            check_forward_url(url)
-        try:
-            specs = target_specs(self.forward, self.output)
-        except ValueError as exc:
-            raise ConfigError(f"forward: {exc}") from exc
-        shown = [display_url(s.url) for s in specs]
-        if len(set(shown)) != len(shown):
-            raise ConfigError("forward: two URLs differ only in their credentials")
-        _access(access.validate, self)
-        for name in ("grpc_port", "http_port", "management_port"):
-            port = getattr(self, name)
-            if port is not None and not (0 <= port <= 65535):
-                raise ConfigError(f"{name}: {port} is not a port number")
-        if self.decision_wait <= 0 or self.decision_wait_after_root <= 0:
-            raise ConfigError("decision_wait and decision_wait_after_root must be positive")
-        if self.decision_wait_after_root > self.decision_wait:
-            raise ConfigError("decision_wait_after_root must not exceed decision_wait")
-        if self.conversation_wait < 0:
-            raise ConfigError("conversation_wait: must not be negative (0 turns it off)")
-        if self.conversation_max_hold <= 0:
-            raise ConfigError("conversation_max_hold: must be positive")
-        if self.conversation_wait > self.conversation_max_hold:
-            raise ConfigError("conversation_wait must not exceed conversation_max_hold")
-        if self.shadow_wait <= 0:
-            raise ConfigError("shadow_wait: must be positive")
-        if not (0 < self.tick <= 1.0):
-            raise ConfigError("tick: must be in (0, 1s]")
-        if self.rules is not None and not Path(self.rules).is_file():
-            raise ConfigError(f"rules: {self.rules} is not a file")
-        if self.forward_logs is not None:
-            try:
-                check_forward_url(self.forward_logs)
-            except ConfigError as exc:
-                raise ConfigError(f"forward_logs: {str(exc).removeprefix('forward: ')}") from exc
-        if self.verdict_lines and self.verdicts_jsonl == "-":
-            raise ConfigError("verdict_lines: stdout already carries the verdicts as JSON lines")
-        if self.evaluation_logs and self.forward_logs is None:
-            raise ConfigError("evaluation_logs: needs forward_logs (a logs endpoint)")
-        if self.output is not None:
-            out = Path(self.output)
-            if out.is_dir() or not out.parent.is_dir():
-                raise ConfigError(f"output: {out} is not a file in an existing directory")
-            if self.verdicts_jsonl is not None and Path(self.verdicts_jsonl) == out:
-                raise ConfigError("output: the same file as verdicts_jsonl")
-        if self.dead_letter is not None:
-            dead = Path(self.dead_letter)
-            if dead.is_dir() or not dead.parent.is_dir():
-                raise ConfigError(f"dead_letter: {dead} is not a file in an existing directory")
-            others = [self.output, self.verdicts_jsonl]
-            if any(o is not None and Path(o) == dead for o in others):
-                raise ConfigError("dead_letter: the same file as output or verdicts_jsonl")
-        if self.baselines is not None and not Path(self.baselines).is_dir():
-            raise ConfigError(f"baselines: {self.baselines} is not a directory")
-        if self.cases is not None and not Path(self.cases).is_file():
-            raise ConfigError(f"cases: {self.cases} is not a file")
-        for name in (
-            "http_idle_timeout",
-            "http_header_timeout",
-            "http_body_timeout",
-            "grpc_keepalive_time",
-            "grpc_keepalive_timeout",
-            "grpc_max_connection_idle",
-            "grpc_max_connection_age",
-            "grpc_handshake_timeout",
-        ):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ConfigError(f"{name}: must be positive")
-        for name in (
-            "max_traces",
-            "max_spans_per_trace",
-            "max_traces_per_request",
-            "decided_cache_size",
-            "http_max_connections_per_client",
-            "metrics_max_label_values",
-            "grpc_max_concurrent_streams",
-            "shadow_max_pending",
-        ):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name}: must be positive")
-        if self.max_judge_time is not None and self.max_judge_time < 0:
-            raise ConfigError("max_judge_time: must not be negative (0 turns it off)")
-        if self.max_judge_lag <= 0:
-            raise ConfigError("max_judge_lag: must be positive")
-        if self.max_disk_queue_bytes is not None and self.queue_dir is None:
-            raise ConfigError("max_disk_queue_bytes: needs queue_dir (there is no disk queue)")
-        if self.max_disk_queue_bytes is not None and self.max_disk_queue_bytes < 64 * 1024:
-            raise ConfigError("max_disk_queue_bytes: must be at least 64KiB")
-        if self.file_mode & ~0o666 or self.file_mode & 0o600 != 0o600:
-            raise ConfigError(
-                f"file_mode: {self.file_mode:04o} must give the owner read and write and "
-                "nobody execute (e.g. 0600, 0640)"
-            )
-        if self.webhook is not None and urlsplit(self.webhook).scheme not in ("http", "https"):
-            raise ConfigError(f"webhook: {self.webhook!r} is not an http(s) URL")
+        """Check cross-field rules (``config_checks``), all of them; returns self so calls
+        chain, or raises one ``ConfigError`` listing every problem."""
+        found = config_checks.problems(self)
+        if found:
+            raise ConfigError(*found)
         return self
 
 
@@ -441,7 +356,7 @@ def _access(check: Callable[[CollectorConfig], T], cfg: CollectorConfig) -> T:
     try:
         return check(cfg)
     except access.AccessError as exc:
-        raise ConfigError(str(exc)) from exc
+        raise ConfigError(*exc.problems) from exc
 
 
 def _coerce(key: str, value: Any) -> Any:
@@ -451,7 +366,7 @@ def _coerce(key: str, value: Any) -> Any:
         try:
             return access.parse_headers(key, value)
         except access.AccessError as exc:
-            raise ConfigError(str(exc)) from exc
+            raise ConfigError(*exc.problems) from exc
     if key in _DURATIONS:
         return parse_duration(key, value)
     if key in _SIZES:
@@ -522,27 +437,40 @@ def build_config(file_values: dict[str, Any], overrides: dict[str, Any]) -> Coll
     """Merge a config file's mapping with flag overrides (``None`` = not given) and validate.
 
     Keys may use ``-`` or ``_``. Unknown keys fail, so a typo never silently keeps a default.
+    Every problem is collected, parse errors and rule findings alike, and raised as one
+    ``ConfigError``; a rule over a key that failed to parse is skipped (``config_checks``).
     """
     known = {f.name for f in dataclasses.fields(CollectorConfig)} - _INTERNAL
     merged: dict[str, Any] = {}
+    found: list[str] = []
+    failed: set[str] = set()
     empty_means_unset = ("forward", "redact_patterns", "forward_headers")
     for source in (file_values, overrides):
         for raw_key, value in source.items():
             key = raw_key.replace("-", "_")
             key = _RENAMED.get(key, key)
             if key not in known:
-                raise ConfigError(f"unknown key {raw_key!r} (known: {', '.join(sorted(known))})")
+                found.append(f"unknown key {raw_key!r} (known: {', '.join(sorted(known))})")
+                continue
             if value is None or (key in empty_means_unset and value in ((), [], {})):
                 continue
-            if key == "forward":
-                try:
-                    entries = access.forward_entries(value)
-                except access.AccessError as exc:
-                    raise ConfigError(str(exc)) from exc
-                merged["forward"], merged["forward_target_options"] = entries
-                continue
-            merged[key] = _coerce(key, value)
-    return CollectorConfig(**merged).validate()
+            try:
+                if key == "forward":
+                    try:
+                        entries = access.forward_entries(value)
+                    except access.AccessError as exc:
+                        raise ConfigError(*exc.problems) from exc
+                    merged["forward"], merged["forward_target_options"] = entries
+                else:
+                    merged[key] = _coerce(key, value)
+            except ConfigError as exc:
+                found.extend(exc.problems)
+                failed.add(key)
+    config = CollectorConfig(**merged)
+    found.extend(config_checks.problems(config, frozenset(failed)))
+    if found:
+        raise ConfigError(*found)
+    return config
 
 
 def load_config_file(path: Path) -> dict[str, Any]:

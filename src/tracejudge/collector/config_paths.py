@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tracejudge.collector.credentials import FILE_PREFIX
+from tracejudge.collector.security.credentials import FILE_PREFIX
 
 _TARGET_FILES = ("ca_file", "client_cert", "client_key")
 

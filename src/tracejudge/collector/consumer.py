@@ -16,7 +16,7 @@ from typing import Protocol
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tracejudge.collector.otlp import SplitResult
+from tracejudge.collector.codec.otlp import SplitResult
 
 
 class Throttled(Exception):

@@ -18,18 +18,8 @@ from typing import Any, Protocol
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tracejudge.collector.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.clock import Clock, SystemClock
-from tracejudge.collector.config import CollectorConfig
-from tracejudge.collector.consumer import IngestResult, Throttled
-from tracejudge.collector.conversations import ConversationBuffer, conversation_trace_ids
-from tracejudge.collector.cost import CostWatch
-from tracejudge.collector.decide import Decider, Outcome, payloads_for
-from tracejudge.collector.durability import decision_from_json, durability_for
-from tracejudge.collector.forward import Item, TargetQueue
-from tracejudge.collector.judge import Judge
-from tracejudge.collector.modes import forward_mode
-from tracejudge.collector.otlp import (
+from tracejudge.collector.codec.otlp import (
     RequestLimits,
     SplitResult,
     TraceFragment,
@@ -37,14 +27,24 @@ from tracejudge.collector.otlp import (
     split_body,
     split_by_trace,
 )
-from tracejudge.collector.payload import Payload, Piece
-from tracejudge.collector.redact import Scrubber
-from tracejudge.collector.shadow import ShadowPairs
-from tracejudge.collector.sinks import VerdictObserver, VerdictSink
-from tracejudge.collector.stamp import Decision
-from tracejudge.collector.stats import Stats
-from tracejudge.collector.store import DiskStore
-from tracejudge.collector.worker import AdaptiveJudging, BatchJob
+from tracejudge.collector.config import CollectorConfig
+from tracejudge.collector.consumer import IngestResult, Throttled
+from tracejudge.collector.exporters.forward import Item, TargetQueue
+from tracejudge.collector.exporters.payload import Payload, Piece
+from tracejudge.collector.exporters.sinks import VerdictObserver, VerdictSink
+from tracejudge.collector.processors.buffer import DecisionCache, PendingTrace, TraceBuffer
+from tracejudge.collector.processors.conversations import ConversationBuffer, conversation_trace_ids
+from tracejudge.collector.processors.cost import CostWatch
+from tracejudge.collector.processors.decide import Decider, Outcome, payloads_for
+from tracejudge.collector.processors.judge import Judge
+from tracejudge.collector.processors.modes import forward_mode
+from tracejudge.collector.processors.redact import Scrubber
+from tracejudge.collector.processors.shadow import ShadowPairs
+from tracejudge.collector.processors.stamp import Decision
+from tracejudge.collector.processors.worker import AdaptiveJudging, BatchJob
+from tracejudge.collector.storage.durability import decision_from_json, durability_for
+from tracejudge.collector.storage.store import DiskStore
+from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Verdict
 
 log = logging.getLogger("tracejudge.collector")
@@ -117,7 +117,7 @@ class Pipeline:
         """Given each decided verdict object (the gate's window of recent runs)."""
         self.shadow: ShadowPairs | None = None
         """Shadow runs waiting for their stable run (also an observer): the timer reports
-        those that waited too long, shutdown the rest (``collector/shadow.py``)."""
+        those that waited too long, shutdown the rest (``collector/processors/shadow.py``)."""
         self.decider = Decider(
             judge, self.scrubber, self.mode, self.durability, stats, config.max_judge_time
         )

@@ -369,6 +369,12 @@ def _finding(rule: Rule, item: Item, strict: bool) -> Finding:
     )
 
 
+def order_findings(findings: list[Finding], n_steps: int) -> None:
+    """Sort ``findings`` as the engine does (the primary first), in place: for findings
+    added after judging (a grader's)."""
+    findings.sort(key=_order(n_steps))
+
+
 def _order(n_steps: int) -> Callable[[Finding], tuple[int, int, int, int, int]]:
     """Primary first: hard before soft, failures before missing evidence, then earliest step.
 

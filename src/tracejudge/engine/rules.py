@@ -25,6 +25,7 @@ from tracejudge.engine.compile import Compiler, Regex
 from tracejudge.engine.context import Price, ToolMeta
 from tracejudge.engine.docsize import expanded_size
 from tracejudge.engine.errors import RulesError
+from tracejudge.engine.lines import grader_rules, with_lines
 from tracejudge.engine.toolrefs import check_tool_names
 from tracejudge.engine.verdict import Layer, Severity
 from tracejudge.model.run import Run
@@ -114,6 +115,15 @@ def without_baselines_note(ruleset: RuleSet) -> str | None:
     )
 
 
+def without_graders_note(ruleset: RuleSet) -> str | None:
+    """What to say where grader rules are not run (``serve``, ``eval --no-graders``): they
+    are then ``not_applicable``. ``None`` when the rule set has none."""
+    ids = [r.id for r in ruleset.rules if r.check_type == "grader"]
+    if not ids:
+        return None
+    return f"grader rule(s) {', '.join(ids)} are not run here (not_applicable)"
+
+
 @functools.cache
 def schema() -> dict[str, Any]:
     """The JSON Schema of rules files, built from the check declarations.
@@ -201,7 +211,7 @@ def load_rules_text(text: str, source: str = "<string>") -> RuleSet:
         raise RulesError(source, [f"rules: {n_rules} rules, more than {MAX_RULES}"])
     errors = _schema_errors(doc)
     if errors:
-        raise RulesError(source, errors)
+        raise RulesError(source, with_lines(text, errors, grader_rules(doc)))
     assert isinstance(doc, dict)
     comp = Compiler()
     tools = _tools(doc.get("tools") or {}, comp)
@@ -225,7 +235,7 @@ def load_rules_text(text: str, source: str = "<string>") -> RuleSet:
     for err in name_errors:
         comp.errors.append(err)
     if comp.errors:
-        raise RulesError(source, comp.errors)
+        raise RulesError(source, with_lines(text, comp.errors, grader_rules(doc)))
     digest = hashlib.sha256(raw).hexdigest()[:16]
     view = ViewSpec.of(r.check.expr.source for r in rules if isinstance(r.check, CelPredicate))
     return RuleSet(f"sha256:{digest}", tuple(rules), tools, prices, source, view, tuple(warnings))

@@ -10,8 +10,8 @@ judgement, the report is how it differs from what users got.
 Outcomes: ``paired`` (the trajectories agree), ``diverged`` (they differ), ``unpaired``
 (no stable run of the request was judged in time, or the shadow names no request, or one
 of the two could not be judged). The collector pairs as verdicts are decided and reports a
-shadow unpaired after ``shadow_wait`` (``collector/shadow.py``); ``tracejudge eval`` pairs
-over the runs of its files (``pair_verdicts``).
+shadow unpaired after ``shadow_wait`` (``collector/processors/shadow.py``); ``tracejudge
+eval`` pairs over the runs of its files (``pair_verdicts``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from tracejudge.engine.trajectory import Trajectory
-from tracejudge.model.spans import reduce_by_fields
+from tracejudge.model.spans import AttrValue, reduce_by_fields
+from tracejudge.semconv import (
+    GEN_AI_EVALUATION_EXPLANATION,
+    GEN_AI_EVALUATION_NAME,
+    GEN_AI_EVALUATION_SCORE_LABEL,
+    GEN_AI_EVALUATION_SCORE_VALUE,
+)
 
 Layer: TypeAlias = Literal["outcome", "trajectory", "policy", "budget"]
 LAYERS: tuple[Layer, ...] = ("outcome", "trajectory", "policy", "budget")
@@ -86,6 +92,9 @@ class RuleOutcome:
     span_id: str
     score: float | None = None
     explanation: str = ""
+    attributes: tuple[tuple[str, AttrValue], ...] = ()
+    """Further attributes of its ``gen_ai.evaluation.result`` (a grader's identity and
+    version, ``tracejudge.grader.*``); empty for the deterministic checks."""
 
     def __init__(
         self,
@@ -95,6 +104,7 @@ class RuleOutcome:
         span_id: str,
         score: float | None = None,
         explanation: str = "",
+        attributes: tuple[tuple[str, AttrValue], ...] = (),
     ) -> None:
         self.rule_id = rule_id
         self.layer = layer
@@ -102,6 +112,7 @@ class RuleOutcome:
         self.span_id = span_id
         self.score = score
         self.explanation = explanation
+        self.attributes = attributes
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return reduce_by_fields(self)
@@ -219,4 +230,20 @@ class Verdict:
             out["shadow"] = True
         if self.error is not None:
             out["error"] = self.error
+        graded = [o for o in self.outcomes if o.attributes]
+        if graded:  # additive: the graders' outcomes, as their gen_ai.evaluation.result
+            out["evaluations"] = [evaluation_attributes(o) for o in graded]
         return out
+
+
+def evaluation_attributes(o: RuleOutcome) -> dict[str, Any]:
+    """The attributes of an outcome's ``gen_ai.evaluation.result`` (the semconv keys)."""
+    out: dict[str, Any] = {GEN_AI_EVALUATION_NAME: o.rule_id}
+    if o.score is not None:
+        out[GEN_AI_EVALUATION_SCORE_VALUE] = o.score
+    out[GEN_AI_EVALUATION_SCORE_LABEL] = o.result
+    if o.explanation:
+        out[GEN_AI_EVALUATION_EXPLANATION] = clip_explanation(o.explanation)
+    for key, value in o.attributes:
+        out[key] = list(value) if isinstance(value, tuple | list) else value
+    return out

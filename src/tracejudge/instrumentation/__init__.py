@@ -46,6 +46,7 @@ from tracejudge.instrumentation._patcher import (
     wrapped_by_other_instrumentor,
 )
 from tracejudge.instrumentation._provider import Endpoint, ProviderPatcher, ProviderSpec, Target
+from tracejudge.instrumentation._route import RouteKeyProcessor, RouteKeyScope, route_key
 from tracejudge.instrumentation._runtime import Runtime, get_runtime
 from tracejudge.instrumentation._setup import (
     active_patchers,
@@ -69,6 +70,8 @@ __all__ = [
     "ProviderPatcher",
     "ProviderSpec",
     "Redactor",
+    "RouteKeyProcessor",
+    "RouteKeyScope",
     "Runtime",
     "SupportedVersions",
     "Target",
@@ -84,6 +87,7 @@ __all__ = [
     "pending_sdks",
     "register_integration",
     "register_patcher",
+    "route_key",
     "sdk_importable",
     "set_error",
     "should_skip_model_span",

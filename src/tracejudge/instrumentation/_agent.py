@@ -120,6 +120,7 @@ def agent(
     tenant_id: str | None = None,
     request_id: str | None = None,
     shadow: bool = False,
+    conversation_id: str | None = None,
 ) -> AgentScope:
     """Trace one agent run as an ``invoke_agent {name}`` span.
 
@@ -128,6 +129,12 @@ def agent(
     run.set_output(answer)`` (``async with`` works too). Identity arguments become
     ``gen_ai.agent.*``, ``tracejudge.run.id`` / ``case.id`` / ``experiment.id`` /
     ``variant.id``, ``user.id`` and ``tracejudge.tenant.id``.
+
+    Conversations: ``conversation_id`` (``gen_ai.conversation.id``) names the conversation
+    this run is one turn of; runs that share it are judged as one run. It is also the
+    routing key of every span started in the run (``tracejudge.route.key``, see
+    ``route_key``), so a load balancer in front of several collectors keeps the turns on
+    one of them.
 
     Shadow runs: the stable deployment passes the id of the user request it answers as
     ``request_id``; the candidate answering a copy of that request passes the same id and
@@ -148,10 +155,13 @@ def agent(
         (semconv.USER_ID, user_id),
         (semconv.TRACEJUDGE_TENANT_ID, tenant_id),
         (semconv.TRACEJUDGE_REQUEST_ID, request_id),
+        (semconv.GEN_AI_CONVERSATION_ID, conversation_id),
     ):
         if value is not None:
             if not isinstance(value, str):
                 raise TypeError(f"agent(): {key} must be a str, got {type(value).__name__}")
+            if key == semconv.GEN_AI_CONVERSATION_ID and not value:
+                raise ValueError("agent(): conversation_id must be a non-empty string or None")
             attrs[key] = value
     if not isinstance(shadow, bool):
         raise TypeError(f"agent(): shadow must be a bool, got {type(shadow).__name__}")

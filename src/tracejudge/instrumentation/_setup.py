@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import SpanProcessor
     from opentelemetry.sdk.trace.export import SpanExporter
 
+    from tracejudge.instrumentation._route import RouteKeyProcessor
+
 logger = logging.getLogger("tracejudge.instrumentation")
 
 _lock = threading.RLock()
@@ -65,6 +67,7 @@ def instrument(
     max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
     raise_internal_errors: bool = False,
     file: str | os.PathLike[str] | None = None,
+    route_key: bool = True,
 ) -> None:
     """Patch every supported client SDK that is installed; safe to call again.
 
@@ -85,6 +88,13 @@ def instrument(
     - ``file``: also append the spans to this file as OTLP/JSON lines, which ``tracejudge
       eval`` reads (the OTLP file exporter, ``tracejudge.instrumentation.file_exporter``);
       a path that cannot be written raises ``ValueError``.
+    - ``route_key``: put ``tracejudge.route.key`` on every span started in a run that
+      names a conversation or a request (``RouteKeyProcessor``), so a load balancer in
+      front of several collectors keeps a conversation, and a shadow with its stable run,
+      on one collector (docs/deployment.md). On by default: a run without either gets no
+      attribute, and forgetting it would split conversations silently at scale-out. It
+      needs an SDK tracer provider (one that takes span processors); with another it is
+      skipped with a note.
 
     A second call re-applies the new settings: patchers are removed and applied again.
     Bad arguments raise ``ValueError``/``TypeError`` before anything is patched.
@@ -92,8 +102,11 @@ def instrument(
     global _generation
     with _lock:
         provider = tracer_provider or _application_or_default_provider(file is not None)
+        if not isinstance(route_key, bool):
+            raise TypeError(f"route_key must be a bool, got {type(route_key).__name__}")
         if file is not None and not _sdk_disabled():
             _add_file_exporter(provider, Path(file))
+        _set_route_keys(provider, route_key)
         runtime = Runtime(
             tracer_provider=provider,
             meter_provider=meter_provider,
@@ -193,6 +206,8 @@ def uninstrument() -> None:
         _unpatch_all()
         _hooks.cancel_all()
         _generation += 1
+        for processor in _route_processors.values():
+            processor.enabled = False
         retiring = current_runtime()
         if retiring is not None:
             retiring.retired = True
@@ -328,6 +343,34 @@ def _add_file_exporter(provider: TracerProvider, path: Path) -> None:
     processor = BatchSpanProcessor(exporter)
     add(processor)
     _file_processors[key] = processor
+
+
+_route_processors: dict[int, RouteKeyProcessor] = {}
+"""The routing-key processor ``instrument()`` added to each provider (by its id): a second
+call turns it on or off rather than adding another; ``uninstrument()`` turns it off."""
+
+
+def _set_route_keys(provider: TracerProvider, enabled: bool) -> None:
+    """Add (or switch) the ``RouteKeyProcessor`` of ``provider``."""
+    from tracejudge.instrumentation._route import RouteKeyProcessor
+
+    processor = _route_processors.get(id(provider))
+    if processor is not None:
+        processor.enabled = enabled
+        return
+    if not enabled:
+        return
+    add = getattr(provider, "add_span_processor", None)
+    if not callable(add):
+        note_once(
+            "<route key>",
+            f"the tracer provider ({type(provider).__name__}) takes no span processors: "
+            "spans get no tracejudge.route.key (add RouteKeyProcessor to your SDK provider)",
+        )
+        return
+    processor = RouteKeyProcessor()
+    add(processor)
+    _route_processors[id(provider)] = processor
 
 
 def _otlp_exporter() -> SpanExporter:

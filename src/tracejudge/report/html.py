@@ -1,21 +1,27 @@
 """The HTML report: one self-contained page (inline CSS and SVG, no script, no assets).
 
 A single file can be attached to a CI run or mailed around and opens anywhere, offline.
-Tooltips are SVG ``<title>`` elements, so no JavaScript is needed. Trace content is
-untrusted (model output, tool arguments, agent names): every piece of text goes through
-``_e`` before it reaches the page.
+Tooltips are SVG ``<title>`` elements and the filter by verdict and code is radio buttons
+and generated CSS (``report.conversation_view``), so no JavaScript is needed. Each run
+view is its timeline with the conversation under it (``report.conversation``), findings
+anchored at the turn or call where they happened. Trace content is untrusted (model
+output, tool arguments, agent names): every piece of text goes through ``_e`` before it
+reaches the page.
 """
 
 from __future__ import annotations
 
 import html
 import math
+from collections import Counter
 from collections.abc import Sequence
 
+from tracejudge.report import conversation_view as cv
+from tracejudge.report.conversation import TurnView
 from tracejudge.report.records import FindingRecord, VerdictRecord
 from tracejudge.report.summary import Comparison, GroupRate, Summary, case_of, variant_of
 from tracejudge.report.text import interval_text, p_value_text, percent
-from tracejudge.report.timeline import TimelineRow, TimelineStep
+from tracejudge.report.timeline import TimelineRow, TimelineStep, duration_text
 
 MAX_TIMELINES = 500
 """More rows than this make the page slow to open; the rest are counted, not drawn."""
@@ -23,9 +29,11 @@ MAX_FAILURE_ROWS = 1000
 """Failing runs listed on the page; the text report lists them all."""
 TIMELINE_WIDTH = 880
 LANE_HEIGHT = 18
-STATUS_FILL = {"ok": "#43a047", "unset": "#8fb98b", "error": "#e53935"}
-STATUS_LABEL = {"ok": "ok", "unset": "unset (no error recorded)", "error": "error"}
-SEVERITY_FILL = {"fail": "#b71c1c", "warn": "#f9a825"}
+LANE_LABEL = 44
+"""Width of the lane labels (model, tool) left of the time axis."""
+STATUS_FILL = cv.STATUS_FILL
+STATUS_LABEL = cv.STATUS_LABEL
+SEVERITY_FILL = cv.SEVERITY_FILL
 VERDICT_ORDER = {"fail": 0, "error": 1, "warn": 2, "pass": 3}
 
 CSS = """
@@ -53,10 +61,11 @@ def render_html(
     undrawn: int = 0,
 ) -> str:
     """The whole page. ``undrawn`` counts judged runs whose steps were not available."""
+    runs_html, filter_css = _timelines(rows, undrawn)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{_e(title)}</title><style>{CSS}</style></head><body>",
+        f"<title>{_e(title)}</title><style>{CSS}{cv.CSS}{filter_css}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         _overview(summary),
         "<h2>Pass rate by variant</h2>",
@@ -75,7 +84,7 @@ def render_html(
         "<h2>Failure codes by frequency</h2>",
         _codes(summary),
         "<h2>Trajectories</h2>",
-        _timelines(rows, undrawn),
+        runs_html,
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
@@ -273,40 +282,52 @@ def _codes(summary: Summary) -> str:
     return _table(("code", "severity", "runs", "occurrences"), rows, {2, 3})
 
 
-def _timelines(rows: Sequence[TimelineRow], undrawn: int) -> str:
+def _timelines(rows: Sequence[TimelineRow], undrawn: int) -> tuple[str, str]:
+    """The run views with their filter, and the filter's CSS (for the page's head)."""
     if not rows:
         msg = "no trajectories: pass the trace files (<code>--traces</code>) to draw them"
         if undrawn:
             msg = f"{undrawn} judged run(s) have no trace here to draw"
-        return f'<p class="muted">{msg}</p>'
+        return f'<p class="muted">{msg}</p>', ""
     ordered = sorted(rows, key=lambda r: VERDICT_ORDER.get(r.record.verdict, 9))
+    drawn = ordered[:MAX_TIMELINES]
+    verdicts = Counter(r.record.verdict for r in drawn)
+    codes = Counter(code for r in drawn for code in {f.code for f in r.record.findings})
+    controls, filter_css, classes = cv.filter_controls(
+        dict(verdicts), sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))
+    )
     legend = (
         '<p class="legend">'
         + "".join(
             f'<span><i class="sw" style="background:{fill}"></i>{_e(STATUS_LABEL[status])}</span>'
             for status, fill in STATUS_FILL.items()
         )
-        + "<span>upper lane: model calls, lower lane: tool calls; dashed: inferred</span>"
+        + "<span>upper lane: model calls, lower lane: tool calls; dashed: inferred; "
+        "a box links to its turn or call below</span>"
         + "<span>&#9660; finding (hover for code and explanation)</span></p>"
     )
-    parts = [legend]
-    parts.extend(_timeline_row(r) for r in ordered[:MAX_TIMELINES])
+    parts = [controls, legend, '<div class="runs">']
+    parts.extend(_timeline_row(r, classes) for r in drawn)
+    parts.append("</div>")
     omitted = max(0, len(ordered) - MAX_TIMELINES)
     if omitted:
         parts.append(f'<p class="muted">{omitted} more run(s) not drawn</p>')
     if undrawn:
         parts.append(f'<p class="muted">{undrawn} judged run(s) have no trace here to draw</p>')
-    return "\n".join(parts)
+    return "\n".join(parts), filter_css
 
 
-def _timeline_row(row: TimelineRow) -> str:
+def _timeline_row(row: TimelineRow, classes: dict[str, str]) -> str:
     r = row.record
+    prefix = f"conv-{r.trace_id}-{r.root_span_id}"  # ids of the turns and calls (raw)
+    code_classes = "".join(f" rc-{classes[c]}" for c in sorted({f.code for f in r.findings}))
     head = (
-        f'<div class="row" id="{_anchor(r)}">'
+        f'<div class="run rv-{_e(r.verdict)}{code_classes}"><div class="row" id="{_anchor(r)}">'
         f'<div class="head">{_badge(r.verdict)} <b>{_e(case_of(r))}</b> '
         f"&middot; {_e(variant_of(r))} &middot; {_e(r.agent or '-')} &middot; "
-        f'<code class="muted">{_e(r.trace_id)}</code> '
-        f'<span class="muted">{row.duration / 1e6:.1f} ms</span>'
+        + (f"run {_e(r.run_id)} &middot; " if r.run_id else "")
+        + f'<code class="muted">{_e(r.trace_id)}</code> '
+        f'<span class="muted">{_e(duration_text(row.duration))}</span>'
         + (
             f"<br><code>{_e(r.primary.code)}</code>: {_e(r.primary.explanation)}"
             if r.primary is not None
@@ -315,62 +336,86 @@ def _timeline_row(row: TimelineRow) -> str:
         + "</div>"
     )
     height = 2 * LANE_HEIGHT + 30
+    axis = TIMELINE_WIDTH - LANE_LABEL
     svg = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{TIMELINE_WIDTH}" height="{height}">'
-        f'<line x1="0" y1="{height - 14}" x2="{TIMELINE_WIDTH}" y2="{height - 14}" '
+        f'<line x1="{LANE_LABEL}" y1="{height - 14}" x2="{TIMELINE_WIDTH}" y2="{height - 14}" '
         'stroke="#bdbdbd"/>'
+        f'<text x="0" y="25" fill="#616161">model</text>'
+        f'<text x="0" y="{25 + LANE_HEIGHT + 2}" fill="#616161">tool</text>'
     ]
     for frac in (0.0, 0.5, 1.0):
-        x = frac * (TIMELINE_WIDTH - 1)
+        x = LANE_LABEL + frac * (axis - 1)
         anchor = {0.0: "start", 0.5: "middle", 1.0: "end"}[frac]
         svg.append(
             f'<text x="{x:.1f}" y="{height - 2}" text-anchor="{anchor}" fill="#757575">'
-            f"{frac * row.duration / 1e6:.1f} ms</text>"
+            f"{_e(duration_text(frac * row.duration))}</text>"
         )
-    drawn = [_step_box(step, row.duration) for step in row.steps]
+    targets = cv.step_targets(row.conversation, prefix) if row.conversation else {}
+    drawn = [
+        _step_box(step, i, row.duration, targets.get(i, "")) for i, step in enumerate(row.steps)
+    ]
     # Boxes first, finding markers last: a marker sits above its box, inside the lane of
     # the step drawn before it, and must not be painted over by a later box.
     svg.extend(box for box, _ in drawn)
     svg.extend(markers for _, markers in drawn)
     svg.append("</svg>")
     extra = ""
-    if row.run_findings:
+    if row.conversation is not None:
+        n = sum(1 for item in row.conversation.items if isinstance(item, TurnView))
+        is_open = " open" if r.findings or r.verdict in ("fail", "error") else ""
+        extra = (
+            f'<details class="conv"{is_open}><summary>conversation: {n} turn(s), '
+            f"{len(r.findings)} finding(s)</summary>"
+            + cv.conversation_html(row.conversation, prefix, classes)
+            + "</details>"
+        )
+    elif row.run_findings:
         items = "".join(_finding_item(f) for f in row.run_findings)
         extra = f'<div class="muted">findings not on a step:<ul>{items}</ul></div>'
-    elif not row.steps:
-        extra = '<p class="muted">no model or tool calls in this run</p>'
-    return head + "".join(svg) + extra + "</div>"
+    if not row.steps:
+        extra += '<p class="muted">no model or tool calls in this run</p>'
+    elif row.conversation is None:
+        extra += '<p class="muted">no conversation captured (no message content on the spans)</p>'
+    return head + "".join(svg) + extra + "</div></div>"
 
 
 MIN_BOX_WIDTH = 8.0
 """Tool calls often take microseconds next to millisecond model calls; keep them visible."""
 
 
-def _step_box(step: TimelineStep, duration: int) -> tuple[str, str]:
-    """The step's box and, separately, its finding markers (drawn after every box)."""
-    scale = (TIMELINE_WIDTH - 2) / duration
-    x = 1 + step.start * scale
+def _step_box(step: TimelineStep, index: int, duration: int, href: str) -> tuple[str, str]:
+    """The step's box (a link to ``href`` when given) and, separately, its finding markers
+    (drawn after every box). A box too narrow for its label shows its step number."""
+    axis = TIMELINE_WIDTH - LANE_LABEL
+    scale = (axis - 2) / duration
+    x = LANE_LABEL + 1 + step.start * scale
     w = max(MIN_BOX_WIDTH, (step.end - step.start) * scale)
     x = min(x, TIMELINE_WIDTH - w)
     y = 12 if step.kind == "model" else 12 + LANE_HEIGHT + 2
     fill = STATUS_FILL.get(step.status, STATUS_FILL["unset"])
     dash = ' stroke-dasharray="3,2"' if step.inferred else ""
     tip = (
-        f"{step.kind} call: {step.label}\nstatus: {step.status}"
+        f"step {index}: {step.kind} call {step.label}\nstatus: {step.status}"
         f"{' (inferred from a later model input)' if step.inferred else ''}\n"
-        f"span {step.span_id}, {(step.end - step.start) / 1e6:.1f} ms"
+        f"span {step.span_id}, {duration_text(step.end - step.start)}"
     )
+    open_link, close_link = (f'<a href="#{_e(href)}">', "</a>") if href else ("", "")
     parts = [
-        f"<g><title>{_e(tip)}</title>"
+        f"<g>{open_link}<title>{_e(tip)}</title>"
         f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{LANE_HEIGHT}" rx="2" '
         f'fill="{fill}" fill-opacity="0.85" stroke="#424242"{dash}/>'
     ]
     chars = int(w / 6.5)
     if chars >= 3:
+        shown = _e(_clip(step.label, chars))
+        parts.append(f'<text x="{x + 3:.1f}" y="{y + 13}" fill="#fff">{shown}</text>')
+    elif w >= 5.2 * len(str(index)) + 2:  # too narrow for its name: its step number, smaller
         parts.append(
-            f'<text x="{x + 3:.1f}" y="{y + 13}" fill="#fff">{_e(_clip(step.label, chars))}</text>'
+            f'<text x="{x + w / 2:.1f}" y="{y + 12}" fill="#fff" style="font-size:9px" '
+            f'text-anchor="middle">{index}</text>'
         )
-    parts.append("</g>")
+    parts.append(f"{close_link}</g>")
     markers: list[str] = []
     for i, f in enumerate(step.findings):
         mx = x + min(w / 2, 6) + i * 10

@@ -7,6 +7,7 @@ comparison of two variants, failing runs (hard gates first) and failure codes by
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -102,6 +103,17 @@ class Summary:
     notes: list[str] = field(default_factory=list)
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[tuple[int | str, ...], str]:
+    """Sort key that reads runs of digits as numbers: ``case 2`` before ``case 10``,
+    ``tau-airline-4`` before ``tau-airline-12``. Letters compare without case; the text
+    itself breaks ties, so the order is total and stable across runs."""
+    parts = _DIGITS.split(text)  # text, digits, text, digits, ...: types alternate
+    return tuple(int(p) if i % 2 else p.casefold() for i, p in enumerate(parts)), text
+
+
 def case_of(record: VerdictRecord) -> str:
     """The case label of a run (runs without a case id are grouped together)."""
     return record.case_id if record.case_id is not None else NO_CASE
@@ -150,7 +162,7 @@ def summarize(
     order = {"fail": 0, "error": 1, "warn": 2}
     failures = sorted(
         (r for r in runs if r.verdict in order),
-        key=lambda r: (order[r.verdict], case_of(r), variant_of(r)),
+        key=lambda r: (order[r.verdict], natural_key(case_of(r)), natural_key(variant_of(r))),
     )
     return Summary(
         records=runs,
@@ -183,7 +195,7 @@ def compare(runs: Sequence[VerdictRecord], variant_a: str, variant_b: str) -> Co
     all_pairs: list[tuple[bool, bool]] = []
     cases: list[CaseComparison] = []
     unpaired = 0
-    for case_id in sorted(per_case):
+    for case_id in sorted(per_case, key=natural_key):
         a, b = per_case[case_id]
         pairs = list(zip(a, b, strict=False))
         unpaired += abs(len(a) - len(b))
@@ -205,7 +217,7 @@ def _rates(runs: Sequence[VerdictRecord], label: Callable[[VerdictRecord], str])
             sum(r.hard_failed for r in group),
             sum(r.verdict == "error" for r in group),
         )
-        for name, group in sorted(groups.items())
+        for name, group in sorted(groups.items(), key=lambda kv: natural_key(kv[0]))
     ]
 
 
@@ -214,7 +226,9 @@ def _repetitions(runs: Sequence[VerdictRecord], ks: tuple[int, ...]) -> list[Rep
     for r in runs:
         groups.setdefault((case_of(r), variant_of(r)), []).append(r.passed)
     out: list[Repetitions] = []
-    for (case_id, variant), results in sorted(groups.items()):
+    for (case_id, variant), results in sorted(
+        groups.items(), key=lambda kv: (natural_key(kv[0][0]), natural_key(kv[0][1]))
+    ):
         n, c = len(results), sum(results)
         out.append(
             Repetitions(

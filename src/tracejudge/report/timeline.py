@@ -11,7 +11,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tracejudge.model.run import ModelCall, Run, ToolCall
+from tracejudge.report.conversation import ConversationView, build_conversation_view
 from tracejudge.report.records import FindingRecord, VerdictRecord
+
+
+def duration_text(ns: float) -> str:
+    """A duration in the unit that fits, three significant digits at most: ``33 s``,
+    ``2.5 s``, ``500 ms``, ``1.25 ms``, ``850 µs``, ``0 s``."""
+    if ns <= 0:
+        return "0 s"
+    for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")):
+        if ns >= scale * 0.9995 or unit == "ns":  # 999.7 ms is 1 s, not 1000 ms
+            value = ns / scale
+            if value >= 999.5:
+                return f"{value:.0f} {unit}"
+            return f"{float(f'{value:.3g}'):g} {unit}"
+    raise AssertionError("unreachable")
 
 
 @dataclass(slots=True, frozen=True)
@@ -38,6 +53,8 @@ class TimelineRow:
     steps: list[TimelineStep] = field(default_factory=list)
     run_findings: list[FindingRecord] = field(default_factory=list)
     """Findings on the root span or on spans that are not steps (e.g. the final answer)."""
+    conversation: ConversationView | None = None
+    """The run's conversation with the findings anchored; None when no message was captured."""
 
 
 def build_rows(
@@ -95,7 +112,10 @@ def build_row(record: VerdictRecord, run: Run) -> TimelineRow:
         )
     placed = {id(f) for fs in attached.values() for f in fs}
     run_findings = [f for f in record.findings if id(f) not in placed]
-    return TimelineRow(record, duration, steps, run_findings)
+    conversation = build_conversation_view(run, record.findings)
+    return TimelineRow(
+        record, duration, steps, run_findings, conversation if conversation.items else None
+    )
 
 
 def _attach(findings: Sequence[FindingRecord], run: Run) -> dict[int, list[FindingRecord]]:

@@ -82,8 +82,16 @@ def final(text: str) -> list[dict[str, Any]]:
     ]
 
 
-def weather_tool(call_id: str, location: str, agent: str) -> dict[str, Any]:
-    return {
+THREAD_KEY = "conversation:unknown_service:python:thread-7"
+"""The routing key of a run on thread ``thread-7`` (the test provider names no service)."""
+
+
+def weather_tool(
+    call_id: str, location: str, agent: str, route_key: str | None = None
+) -> dict[str, Any]:
+    """A tool span as the handler makes it (``route_key``: the run's thread is a
+    conversation, whose routing key every span of the run carries)."""
+    span: dict[str, Any] = {
         "name": "execute_tool get_current_weather",
         "kind": "INTERNAL",
         "status": "UNSET",
@@ -99,6 +107,9 @@ def weather_tool(call_id: str, location: str, agent: str) -> dict[str, Any]:
             "gen_ai.tool.call.result": FORECAST[location],
         },
     }
+    if route_key is not None:
+        span["attributes"]["tracejudge.route.key"] = route_key
+    return span
 
 
 def test_react_agent_on_the_recorded_loop_is_one_agent_two_tools_and_one_chat_span_per_call(
@@ -129,9 +140,11 @@ def test_react_agent_on_the_recorded_loop_is_one_agent_two_tools_and_one_chat_sp
         ("invoke_agent weather", None),
     ]
     assert sorted(tools, key=lambda s: s["attributes"]["gen_ai.tool.call.id"]) == [
-        weather_tool(SEATTLE, "Seattle, WA", "weather"),
-        weather_tool(SAN_FRANCISCO, "San Francisco, CA", "weather"),
+        weather_tool(SEATTLE, "Seattle, WA", "weather", THREAD_KEY),
+        weather_tool(SAN_FRANCISCO, "San Francisco, CA", "weather", THREAD_KEY),
     ]
+    assert first["attributes"]["tracejudge.route.key"] == THREAD_KEY
+    assert second["attributes"]["tracejudge.route.key"] == THREAD_KEY
     assert root == {
         "name": "invoke_agent weather",
         "kind": "INTERNAL",
@@ -141,6 +154,7 @@ def test_react_agent_on_the_recorded_loop_is_one_agent_two_tools_and_one_chat_sp
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": "weather",
             "gen_ai.conversation.id": "thread-7",
+            "tracejudge.route.key": THREAD_KEY,
             "tracejudge.run.id": "run-1",
             "tracejudge.case.id": "weather",
             "gen_ai.provider.name": "openai",

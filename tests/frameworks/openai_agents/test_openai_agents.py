@@ -382,6 +382,7 @@ def test_handoff_nests_the_next_agent_and_is_the_transfer_tool_execution(
                     "gen_ai.request.model": "gpt-4o-mini",
                     "server.address": "127.0.0.1",
                     "server.port": "<port>",
+                    "tracejudge.route.key": "conversation:unknown_service:python:conversation-7",
                     "gen_ai.input.messages": [
                         {"role": "system", "parts": [{"type": "text", "content": "Route."}]},
                         {"role": "user", "parts": [{"type": "text", "content": "Is B-1 paid?"}]},
@@ -434,6 +435,7 @@ def test_handoff_nests_the_next_agent_and_is_the_transfer_tool_execution(
                     "gen_ai.tool.type": "function",
                     "tracejudge.handoff.from_agent": "triage",
                     "gen_ai.agent.name": "triage",
+                    "tracejudge.route.key": "conversation:unknown_service:python:conversation-7",
                     "gen_ai.tool.name": "transfer_to_orders",
                     "tracejudge.handoff.to_agent": "orders",
                     "gen_ai.tool.call.id": "call_ba954c5a8dca9d8f1211a41d",
@@ -455,6 +457,7 @@ def test_handoff_nests_the_next_agent_and_is_the_transfer_tool_execution(
                     "gen_ai.request.model": "gpt-4o-mini",
                     "server.address": "127.0.0.1",
                     "server.port": "<port>",
+                    "tracejudge.route.key": "conversation:unknown_service:python:conversation-7",
                     "gen_ai.input.messages": [
                         {"role": "system", "parts": [{"type": "text", "content": "Answer."}]},
                         {"role": "user", "parts": [{"type": "text", "content": "Is B-1 paid?"}]},
@@ -529,6 +532,7 @@ def test_handoff_nests_the_next_agent_and_is_the_transfer_tool_execution(
                     "gen_ai.tool.name": "lookup_order",
                     "gen_ai.tool.type": "function",
                     "gen_ai.agent.name": "orders",
+                    "tracejudge.route.key": "conversation:unknown_service:python:conversation-7",
                     "gen_ai.tool.call.id": "call_ecbbb240c6d93b1b7f7fb62d",
                     "gen_ai.tool.description": "Look up an order.",
                     "gen_ai.tool.call.arguments": {"order_id": "B-1"},
@@ -554,6 +558,7 @@ def test_handoff_nests_the_next_agent_and_is_the_transfer_tool_execution(
                     "gen_ai.request.model": "gpt-4o-mini",
                     "server.address": "127.0.0.1",
                     "server.port": "<port>",
+                    "tracejudge.route.key": "conversation:unknown_service:python:conversation-7",
                     "gen_ai.input.messages": [
                         {"role": "system", "parts": [{"type": "text", "content": "Answer."}]},
                         {"role": "user", "parts": [{"type": "text", "content": "Is B-1 paid?"}]},
@@ -643,6 +648,7 @@ def test_handoff_nests_the_next_agent_and_is_the_transfer_tool_execution(
                     "gen_ai.operation.name": "invoke_agent",
                     "gen_ai.agent.name": "orders",
                     "gen_ai.conversation.id": "conversation-7",
+                    "tracejudge.route.key": "conversation:unknown_service:python:conversation-7",
                     "gen_ai.provider.name": "openai",
                     "gen_ai.output.messages": [
                         {
@@ -669,6 +675,7 @@ def test_handoff_nests_the_next_agent_and_is_the_transfer_tool_execution(
                     "gen_ai.conversation.id": "conversation-7",
                     "tracejudge.run.id": "run-1",
                     "tracejudge.case.id": "case-b1",
+                    "tracejudge.route.key": "conversation:unknown_service:python:conversation-7",
                     "gen_ai.provider.name": "openai",
                     "gen_ai.output.messages": [
                         {

@@ -26,6 +26,7 @@ from tracejudge.engine.checks import (
     claims,
     conversation,
     custom,
+    grader,
     outcome,
     policy,
     trajectory,
@@ -43,6 +44,7 @@ _MODULES = (
     baseline,
     case,
     conversation,
+    grader,
 )
 """Declaring modules, in the order their check types appear in the schema."""
 

@@ -1,0 +1,5 @@
+"""Exporters: where judged traces, log records and verdicts leave the collector.
+
+OTLP forward targets with retries and queues, the ``--output`` file target, verdict sinks,
+the dead-letter file, the logs endpoint and the typed payloads that travel to them.
+"""

@@ -1,0 +1,81 @@
+"""The exporter contract: what every exporter is, and the factory that builds one.
+
+The OpenTelemetry Collector's shape in Python: an exporter ``consume``s a batch (an OTLP
+``ExportTraceServiceRequest`` as bytes, stamped and ready to send) between ``start`` and
+``shutdown``; its factory has a ``kind``, the URL schemes it serves, a ``default_config()``
+and builds the exporter from that config filled in from the collector's settings. The
+registry (``registry.py``) maps kinds and schemes to factories, so adding an exporter is
+one module (the exporter and its factory) plus one line there. Each exporter is wrapped by
+one durable queue (``forward.TargetQueue``) through ``QueuedExporter``: batching, retries,
+the disk queue and dead letters stay the queue's, not each exporter's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from tracejudge.collector.config import CollectorConfig
+
+C = TypeVar("C")
+
+
+class Exporter(Protocol):
+    """One destination of judged traces."""
+
+    url: str
+    """Its name in metrics, logs and the disk queue: never with credentials."""
+
+    async def start(self) -> None:
+        """Get ready to consume (a file opened, a connection made); errors stop the start."""
+        ...
+
+    async def consume(self, payload: bytes) -> None:
+        """Deliver one batch; raise ``RetryableError`` or ``PermanentError`` on failure."""
+        ...
+
+    async def shutdown(self) -> None:
+        """Release what ``start`` and ``consume`` opened."""
+        ...
+
+
+class ExporterFactory(Protocol[C]):
+    """Builds one kind of exporter from its own config (``C``, a frozen dataclass)."""
+
+    @property
+    def kind(self) -> str:
+        """The kind's name (``otlp_http``, ``otlp_grpc``, ``file``)."""
+        ...
+
+    @property
+    def schemes(self) -> tuple[str, ...]:
+        """The URL schemes whose targets this kind serves (``file`` for ``file:PATH``)."""
+        ...
+
+    def default_config(self) -> C:
+        """The kind's config with every default filled in."""
+        ...
+
+    def config_for(self, url: str, config: CollectorConfig) -> C:
+        """``default_config()`` with the target's URL and the collector's settings."""
+        ...
+
+    def create(self, config: C) -> Exporter:
+        """A new exporter for ``config``."""
+        ...
+
+
+class QueuedExporter:
+    """An exporter as the forward queue's target (``forward.ForwardTarget``)."""
+
+    def __init__(self, exporter: Exporter) -> None:
+        self.exporter = exporter
+        self.url = exporter.url
+
+    async def send(self, payload: bytes) -> None:
+        """One batch, to the exporter."""
+        await self.exporter.consume(payload)
+
+    async def close(self) -> None:
+        """Shut the exporter down."""
+        await self.exporter.shutdown()
