@@ -248,7 +248,12 @@ def main() -> int:
     if args.plan_only:
         if args.instance_cpu_ms is None or args.lb_cpu_ms is None or not args.plan:
             parser.error("--plan-only needs --plan, --instance-cpu-ms and --lb-cpu-ms")
-        plans = [plan(p, args.instance_cpu_ms, args.lb_cpu_ms, args.headroom) for p in args.plan]
+        try:
+            plans = [
+                plan(p, args.instance_cpu_ms, args.lb_cpu_ms, args.headroom) for p in args.plan
+            ]
+        except ValueError as exc:
+            parser.error(str(exc))
         print(json.dumps({"plans": [asdict(p) for p in plans]}, indent=1))
         return 0
 
