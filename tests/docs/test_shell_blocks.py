@@ -44,6 +44,7 @@ SKIP_REASONS = frozenset(
         "a deployment's files",  # secrets, certificates and hosts of a real deployment
         "other shells",  # zsh and fish lines beside the bash one
         "a fresh machine",  # clone / pip install of the project, done by make test itself
+        "a benchmark",  # `make bench-*` runs in `make bench`; tests/examples checks its figures
     }
 )
 
