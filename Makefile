@@ -3,7 +3,7 @@
 #   make test   - semconv, content-docs and rules-schema freshness, lint, strict types and the whole
 #                 test suite, end-to-end tests against real Jaeger, the OpenTelemetry Collector and
 #                 Prometheus included
-.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check content-docs content-docs-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-langgraph bench-engine bench-decode bench-collector bench-accuracy bench-frameworks dev-labels dev-labels-check
+.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check content-docs content-docs-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-langgraph bench-engine bench-decode bench-collector bench-scaleout bench-accuracy bench-frameworks dev-labels dev-labels-check
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -93,6 +93,11 @@ bench-decode: bootstrap compiled
 bench-collector: bootstrap compiled backends
 	$(PY) bench/bench_collector.py --anchor
 
+# Sizing (docs/deployment.md#sizing): one instance alone, then the shipped load balancer (the
+# real OTel Collector) in front of 2 and 3 instances; CPU per 1,000 spans of each process.
+bench-scaleout: bootstrap compiled backends
+	$(PY) bench/bench_scaleout.py --plan 10000 --plan 100000
+
 # Judging accuracy on the real tau-bench airline runs (examples/airline): policy rules alone,
 # then with the cases file; prints detection, false alarms and agreement against the targets.
 bench-accuracy: bootstrap  # both domains: tau-bench airline, tau2-bench retail
@@ -107,4 +112,4 @@ dev-labels-check: bootstrap
 	$(PY) bench/dev_labels.py --check
 
 # Every benchmark, one after the other; results belong in docs/performance.md.
-bench: bench-instrumentation bench-langgraph bench-frameworks bench-decode bench-engine bench-collector bench-accuracy
+bench: bench-instrumentation bench-langgraph bench-frameworks bench-decode bench-engine bench-collector bench-scaleout bench-accuracy

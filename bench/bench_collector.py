@@ -130,6 +130,8 @@ class Serve:
 
     rules: Path
     build = "compiled"
+    stdout: int | None = None
+    """Where the process's verdict lines go (None: this process's stdout)."""
 
     def __init__(self, sink: SinkThread, *extra: str) -> None:
         self.grpc = free_port()
@@ -138,6 +140,7 @@ class Serve:
             [str(BUILDS[self.build]), "serve", "--rules", str(self.rules),
              "--forward", f"http://127.0.0.1:{sink.port}",
              "--grpc-port", str(self.grpc), "--http-port", str(self.http), *extra],
+            stdout=self.stdout,
         )  # fmt: skip
         os.sched_setaffinity(self.proc.pid, {0})
         end = time.monotonic() + 30

@@ -18,8 +18,12 @@
 # langchain-core claimed (0.3.0) with the newest langgraph and langchain-openai that run
 # on it (0.2.40, 0.2.1; langchain-openai 0.2 runs on openai 1.x).
 #
+# The Gemini and Bedrock providers' tests run on google-genai 1.30.0 and boto3/botocore
+# 1.34.162, the oldest each extra claims, in a second environment (.venv-sdk-oldest-providers):
+# google-genai needs httpx>=0.28, which the first environment holds back for anthropic 0.40.
+#
 # Versions can be overridden (OPENAI_OLDEST, ANTHROPIC_OLDEST, AGENTS_OLDEST,
-# LANGCHAIN_CORE_OLDEST, LANGGRAPH_OLDEST, LANGCHAIN_OPENAI_OLDEST). httpx is held below
+# LANGCHAIN_CORE_OLDEST, LANGGRAPH_OLDEST, LANGCHAIN_OPENAI_OLDEST, GENAI_OLDEST, BOTO_OLDEST). httpx is held below
 # 0.28 because anthropic 0.40 predates it (0.28 removed the `proxies` argument clients
 # of that era pass). uv's cache makes a refresh take seconds after the first run.
 # openai 1.40 (the claim before) was measured to fail: no Responses API and
@@ -33,6 +37,8 @@ AGENTS_OLDEST=${AGENTS_OLDEST:-0.2.7}
 LANGCHAIN_CORE_OLDEST=${LANGCHAIN_CORE_OLDEST:-0.3.0}
 LANGGRAPH_OLDEST=${LANGGRAPH_OLDEST:-0.2.40}
 LANGCHAIN_OPENAI_OLDEST=${LANGCHAIN_OPENAI_OLDEST:-0.2.1}
+GENAI_OLDEST=${GENAI_OLDEST:-1.30.0}
+BOTO_OLDEST=${BOTO_OLDEST:-1.34.162}
 VENV=${SDK_MATRIX_VENV:-.venv-sdk-oldest}
 UV=.venv/bin/uv
 if [ ! -x "$UV" ]; then
@@ -94,4 +100,23 @@ DESELECT=(
   --deselect "tests/frameworks/openai_agents/test_openai_agents.py::test_handoff_nests_the_next_agent_and_is_the_transfer_tool_execution"
   --deselect "tests/frameworks/openai_agents/test_openai_agents.py::test_a_triggered_guardrail_is_its_own_span_and_fails_the_run"
 )
-exec "$VENV/bin/python" -m pytest -q -p no:cacheprovider "${DESELECT[@]}" "${TESTS[@]}" "$@"
+PROVIDER_TESTS=(tests/instrumentation/test_gemini.py tests/instrumentation/test_bedrock.py)
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider "${DESELECT[@]}" \
+  --ignore "${PROVIDER_TESTS[0]}" --ignore "${PROVIDER_TESTS[1]}" "${TESTS[@]}" "$@"
+
+PROVIDERS_VENV=${SDK_MATRIX_PROVIDERS_VENV:-.venv-sdk-oldest-providers}
+if [ ! -x "$PROVIDERS_VENV/bin/python" ]; then
+  "$UV" venv --quiet --python .venv/bin/python "$PROVIDERS_VENV"
+fi
+"$UV" pip install --quiet --python "$PROVIDERS_VENV/bin/python" -e . \
+  "google-genai==$GENAI_OLDEST" "boto3==$BOTO_OLDEST" "botocore==$BOTO_OLDEST" \
+  "${TEST_TOOLS[@]}"
+"$PROVIDERS_VENV/bin/python" - <<PY
+import importlib.metadata
+genai = importlib.metadata.version("google-genai")
+boto = importlib.metadata.version("botocore")
+assert genai == "$GENAI_OLDEST", genai
+assert boto == "$BOTO_OLDEST", boto
+print(f"sdk-matrix: google-genai {genai}, botocore {boto}")
+PY
+exec "$PROVIDERS_VENV/bin/python" -m pytest -q -p no:cacheprovider "${PROVIDER_TESTS[@]}" "$@"

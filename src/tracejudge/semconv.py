@@ -193,6 +193,9 @@ SERVER_PORT: Final = "server.port"
 ERROR_TYPE: Final = "error.type"
 """Describes a class of error the operation ended with (exception type or HTTP status code). [core; enum]"""
 
+AWS_BEDROCK_GUARDRAIL_ID: Final = "aws.bedrock.guardrail.id"
+"""The unique identifier of the AWS Bedrock Guardrail a Bedrock call used (core registry, aws.bedrock.*). [core; string]"""
+
 USER_ID: Final = "user.id"
 """Unique identifier of the end user on whose behalf the run acts; used by identity-scope policies. [core; string]"""
 

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.guards import PROCESS_S
 from tracejudge import semconv
 
@@ -232,6 +234,43 @@ def test_agents_sdk_refund_agent_gets_the_plain_agents_verdicts(tmp_path: Path) 
         for span in scope["spans"]
     }
     assert {"invoke_agent refund-agent", "execute_tool refund_api.create"} <= names
+
+
+@pytest.mark.parametrize(
+    ("example", "provider"), [("gemini_refund", "gcp.gemini"), ("bedrock_refund", "aws.bedrock")]
+)
+def test_gemini_and_bedrock_refund_agents_get_the_plain_agents_verdicts(
+    tmp_path: Path, example: str, provider: str
+) -> None:
+    """The refund agent on Gemini (``google-genai``) and on Bedrock (boto3 Converse), each
+    against the scripted model server's endpoint in that wire format, is judged by the same
+    rules and baseline exactly as the plain-SDK agent's committed traces: every variant gets
+    the same verdict, primary finding and findings, and each model call names its provider."""
+    agent = EXAMPLES / example / "agent.py"
+    traces = []
+    for variant in ("healthy", "silent_failure", "wrong_order", "half_amount"):
+        trace = tmp_path / f"{variant}.json"
+        out = _python(agent, "--variant", variant, "--trace-out", trace).stdout
+        assert "answer: Your refund for order" in out
+        traces.append(trace)
+    plain = _outcomes(_eval(*sorted((EXAMPLES / "refund" / "traces").glob("*.json"))))
+    assert _outcomes(_eval(*traces)) == plain
+    assert plain["silent_failure"][:2] == ("fail", "F-OUTPUT-UNSUPPORTED_CLAIM")
+    spans = [
+        span
+        for scope in json.loads(traces[0].read_text())["resourceSpans"][0]["scopeSpans"]
+        for span in scope["spans"]
+    ]
+    model_calls = [
+        {a["key"]: a["value"].get("stringValue") for a in span["attributes"]}
+        for span in spans
+        if span["kind"] == "SPAN_KIND_CLIENT"
+    ]
+    assert model_calls
+    assert {c[semconv.GEN_AI_PROVIDER_NAME] for c in model_calls} == {provider}
+    assert {"invoke_agent refund-agent", "execute_tool refund_api.create"} <= {
+        span["name"] for span in spans
+    }
 
 
 def test_langgraph_refund_agent_gets_the_plain_agents_verdicts(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ the real ``tracejudge eval`` command reads it back.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -192,3 +193,26 @@ def test_a_failed_write_is_a_warning_not_an_exception(
     assert exporter.failed == 2
     assert output_path("stdout") is None
     assert output_path("file:///var/log/t.jsonl") == "/var/log/t.jsonl"
+
+
+def test_file_goes_to_each_new_provider_where_a_collected_ones_id_is_reused(
+    tmp_path: Path,
+) -> None:
+    """``file=`` remembered its processors by ``(id(provider), path)``: a new provider at a
+    collected one's address, writing the same file, got no exporter and its spans were not
+    written. Twenty providers made and dropped in turn (CPython reuses the addresses), each
+    writing one run to the same file: twenty runs in it."""
+    path = tmp_path / "runs.jsonl"
+    for i in range(20):
+        provider = TracerProvider()
+        try:
+            tracejudge.instrument(tracer_provider=provider, file=path)
+            with tracejudge.agent("refund-agent", case_id=f"case-{i}") as run:
+                run.set_output("done")
+        finally:
+            tracejudge.uninstrument()
+            provider.shutdown()
+        del provider
+        gc.collect()
+    cases = [s.attributes.get("tracejudge.case.id") for s in load_spans(path)]
+    assert cases == [f"case-{i}" for i in range(20)]

@@ -10,6 +10,7 @@ in-process on throwaway modules written to ``tmp_path``.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import subprocess
 import sys
@@ -96,10 +97,10 @@ def test_sdks_imported_after_instrument_are_patched_on_import(
     )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    # The framework integrations (OpenAI Agents SDK, LangChain, MCP) wait for their own imports.
-    frameworks = tuple(
-        sorted(m for m in ("agents", "langchain_core", "mcp") if patcher_mod.sdk_importable(m))
-    )
+    # The framework integrations (OpenAI Agents SDK, LangChain, MCP) and the other model SDKs
+    # (Bedrock through botocore, Gemini) wait for their own imports.
+    waiting = ("agents", "botocore", "google.genai", "langchain_core", "mcp")
+    frameworks = tuple(sorted(m for m in waiting if patcher_mod.sdk_importable(m)))
     assert lines[0] == f"pending: {tuple(sorted(('anthropic', 'openai', *frameworks)))} active: ()"
     assert lines[1] == "loader: SourceFileLoader SourceFileLoader"
     assert lines[2] == f"pending: {frameworks} active: ('openai', 'anthropic')"
@@ -192,10 +193,30 @@ def test_cancel_all_removes_the_finder(fresh_module: str) -> None:
     assert seen == []
 
 
-def test_dotted_names_are_refused() -> None:
-    """Watching a submodule is a clear error (the hook keys on top-level packages)."""
-    with pytest.raises(ValueError, match="top-level"):
-        ImportHooks().when_imported("openai.resources", lambda m: None)
+def test_a_submodule_is_watched_by_its_dotted_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SDK that lives in a shared namespace (``google.genai``) is watched as the
+    submodule: importing the package alone calls nothing, importing the submodule calls
+    back once with it."""
+    package = f"tj_hook_pkg_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / package / "sdk.py").write_text("VALUE = 7\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    hooks = ImportHooks()
+    seen: list[Any] = []
+    hooks.when_imported(f"{package}.sdk", lambda m: seen.append(getattr(m, "VALUE", None)))
+    try:
+        importlib.import_module(package)
+        assert seen == []
+        importlib.import_module(f"{package}.sdk")
+        assert seen == [7]
+        assert hooks.pending() == ()
+    finally:
+        hooks.cancel_all()
+        sys.modules.pop(f"{package}.sdk", None)
+        sys.modules.pop(package, None)
 
 
 class _Plugin:

@@ -324,7 +324,7 @@ _BLOCK_SDKS = """
     import importlib.abc, sys
     class Block(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
-            if name.split(".")[0] in BLOCKED:
+            if name in BLOCKED or name.split(".")[0] in BLOCKED:
                 raise ModuleNotFoundError(name)
             return None
     sys.meta_path.insert(0, Block())
@@ -333,10 +333,10 @@ _BLOCK_SDKS = """
 
 def test_instrument_works_without_any_sdk_installed() -> None:
     """``import tracejudge; tracejudge.instrument()`` succeeds when neither SDK can be
-    imported (blocked by an import hook in a fresh interpreter), with one warning that no
+    imported (all blocked by an import hook in a fresh interpreter), with one warning that no
     model call will be traced, not one per SDK."""
     proc = _run_python(
-        'BLOCKED = ("openai", "anthropic")\n'
+        'BLOCKED = ("openai", "anthropic", "google.genai", "botocore")\n'
         + textwrap.dedent(_BLOCK_SDKS)
         + textwrap.dedent(
             """
@@ -349,7 +349,8 @@ def test_instrument_works_without_any_sdk_installed() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "active: ()" in proc.stdout
-    assert proc.stderr.count("no supported model SDK is installed (openai, anthropic)") == 1
+    installed = "no supported model SDK is installed (openai, anthropic, gemini, bedrock)"
+    assert proc.stderr.count(installed) == 1
     assert "SDK not installed" not in proc.stderr
 
 

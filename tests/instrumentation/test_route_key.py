@@ -10,6 +10,7 @@ plain tracer on the same provider, standing for third-party instrumentation.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 
 import pytest
@@ -207,3 +208,22 @@ def test_a_provider_built_by_hand_takes_the_processor() -> None:
     with root, tracer.start_as_current_span("child"):
         pass
     assert _keys(exporter) == {"child": "request:r", "root": "request:r"}
+
+
+def test_a_new_provider_gets_its_own_processor_where_a_collected_ones_id_is_reused() -> None:
+    """The processors ``instrument()`` added were remembered by ``id(provider)``: once a
+    provider was collected, a new one at the same address passed for it and got no
+    processor, so its spans had no key (a flaky failure of the test above, depending on
+    which test had run before on the worker). Fifty providers made and dropped in turn,
+    which in CPython reuses addresses: every one keys its spans."""
+    for i in range(50):
+        provider, exporter = _provider("refund-agent")
+        tracejudge.instrument(tracer_provider=provider, raise_internal_errors=True)
+        try:
+            _turn(provider, conversation_id=f"c-{i}")
+        finally:
+            tracejudge.uninstrument()
+            provider.shutdown()
+        assert set(_keys(exporter).values()) == {f"conversation:refund-agent:c-{i}"}, i
+        del provider, exporter
+        gc.collect()

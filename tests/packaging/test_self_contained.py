@@ -79,7 +79,13 @@ def test_manifest_lists_every_fixture_with_its_checksum() -> None:
 def test_every_cassette_parses_and_has_interactions() -> None:
     """A cassette that fails to load would only show up in the one test that replays it."""
     cassettes = sorted(paths.CASSETTES.rglob("*.yaml"))
-    assert {c.parent.name for c in cassettes} == {"openai", "anthropic", "openai-agents"}
+    assert {c.parent.name for c in cassettes} == {
+        "openai",
+        "anthropic",
+        "openai-agents",
+        "gemini",
+        "bedrock",
+    }
     empty = [c.name for c in cassettes if not load_cassette(c)]
     assert empty == []
 

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
 from opentelemetry.sdk.trace import ReadableSpan
@@ -50,6 +50,13 @@ _SCALARS: Mapping[str, tuple[type, ...]] = {
     "boolean": (bool,),
 }
 _PLACEHOLDER = re.compile(r"\{([a-z0-9_.]+)\}")
+
+_WHEN_USED: Final = frozenset({"aws.bedrock.guardrail.id"})
+"""Attributes a refinement marks ``required`` that name something a call may not use: the
+AWS Bedrock refinement requires ``aws.bedrock.guardrail.id``, the id of *the* guardrail,
+but a Converse call without ``guardrailConfig`` has none, and inventing one would be
+false. Required here only when the thing exists, i.e. never reported missing; when the
+call used a guardrail the Bedrock patch records its id (tests/instrumentation/test_bedrock.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +270,7 @@ class Registry:
         problems = []
         if definition.kind != kind:
             problems.append(f"kind {kind}, but {span_type} is {definition.kind}")
-        missing = [k for k in definition.required if k not in attrs]
+        missing = [k for k in definition.required if k not in attrs and k not in _WHEN_USED]
         if missing:
             problems.append(f"required attribute(s) of {span_type} missing: {missing}")
         expected = expected_name(definition.name_patterns, attrs)

@@ -1,17 +1,21 @@
-"""A scripted model server: OpenAI- and Anthropic-compatible, loopback only, no key, no network.
+"""A scripted model server: OpenAI, Anthropic, Bedrock and Gemini wire formats, loopback only.
 
-The demo and the examples run the real ``openai`` and ``anthropic`` SDKs. Those SDKs need an
+The demo and the examples run the real ``openai``, ``anthropic``, ``boto3`` and
+``google-genai`` SDKs. Those SDKs need an
 HTTP endpoint that speaks their wire formats, so this module serves one: a stdlib
 ``ThreadingHTTPServer`` bound to 127.0.0.1 on an ephemeral port that answers
 
 - ``POST /<script>/v1/chat/completions`` (OpenAI Chat Completions, with tool calls and
-  ``stream: true`` server-sent events), and
+  ``stream: true`` server-sent events),
 - ``POST /<script>/v1/messages`` (Anthropic Messages, with ``tool_use`` blocks and
   ``stream: true`` events),
+- ``POST /<script>/model/<modelId>/converse`` (Bedrock Converse, ``toolUse`` blocks), and
+- ``POST /<script>/v1beta/models/<model>:generateContent`` (Gemini, function calls),
 
-from the ``Script`` named in the path. Point a client at ``server.openai_base_url(name)`` or
-``server.anthropic_base_url(name)``. Ids, ``created`` and token counts are derived from the
-script and the conversation, so a rerun produces byte-identical responses.
+from the ``Script`` named in the path. Point a client at ``server.openai_base_url(name)``,
+``anthropic_base_url``, ``bedrock_endpoint_url`` or ``gemini_base_url``. Ids, ``created``
+and token counts are derived from the script and the conversation, so a rerun produces
+byte-identical responses.
 
 Errors come back in each provider's error shape with a message that says what went wrong
 (unknown script, exhausted script, malformed body), so the SDK raises a readable
@@ -34,6 +38,8 @@ from tracejudge.demo.script import (
     Script,
     ScriptError,
     anthropic_conversation,
+    bedrock_conversation,
+    gemini_conversation,
     openai_conversation,
 )
 
@@ -238,7 +244,73 @@ def anthropic_error(status: int, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kinds.get(status, "api_error"), "message": message}}
 
 
+# --- Bedrock Converse and Gemini generateContent ------------------------------------------
+
+
+def bedrock_response(
+    script: Script, conversation: Conversation, reply: Reply, body: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Render ``reply`` as a Bedrock Converse response."""
+    content: list[dict[str, Any]] = []
+    if reply.text:
+        content.append({"text": reply.text})
+    for i, call in enumerate(reply.tool_calls):
+        use_id = _call_id("tooluse_", script.name, conversation.turn, i)
+        content.append(
+            {"toolUse": {"toolUseId": use_id, "name": call.name, "input": call.arguments}}
+        )
+    inputs, outputs = _tokens(body.get("messages")), _tokens(content)
+    return {
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": "tool_use" if reply.tool_calls else "end_turn",
+        "usage": {"inputTokens": inputs, "outputTokens": outputs, "totalTokens": inputs + outputs},
+        "metrics": {"latencyMs": 1},
+    }
+
+
+def bedrock_error(status: int, message: str) -> dict[str, Any]:
+    """The Bedrock (rest-json) error body."""
+    return {"message": message}
+
+
+def gemini_response(
+    script: Script, conversation: Conversation, reply: Reply, body: Mapping[str, Any], model: str
+) -> dict[str, Any]:
+    """Render ``reply`` as a Gemini ``GenerateContentResponse`` (function calls with ids,
+    as Vertex AI and newer Gemini models give them)."""
+    parts: list[dict[str, Any]] = []
+    if reply.text:
+        parts.append({"text": reply.text})
+    for i, call in enumerate(reply.tool_calls):
+        call_id = _call_id("fc_", script.name, conversation.turn, i)
+        parts.append({"functionCall": {"id": call_id, "name": call.name, "args": call.arguments}})
+    prompt, candidates = _tokens(body.get("contents")), _tokens(parts)
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}],
+        "usageMetadata": {
+            "promptTokenCount": prompt,
+            "candidatesTokenCount": candidates,
+            "totalTokenCount": prompt + candidates,
+        },
+        "modelVersion": model,
+        "responseId": _digest(script.name, conversation.turn)[:24],
+    }
+
+
+def gemini_error(status: int, message: str) -> dict[str, Any]:
+    """The Gemini API error body."""
+    return {"error": {"code": status, "message": message, "status": "INVALID_ARGUMENT"}}
+
+
 # --- HTTP --------------------------------------------------------------------------------
+
+
+_PARSERS = {
+    "openai": openai_conversation,
+    "anthropic": anthropic_conversation,
+    "bedrock": bedrock_conversation,
+    "gemini": gemini_conversation,
+}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -272,10 +344,16 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         parts = self.path.split("?", 1)[0].strip("/").split("/", 1)
         route = parts[1] if len(parts) == 2 else ""
+        model = ""
         if route == "v1/chat/completions":
             flavour, error = "openai", openai_error
         elif route == "v1/messages":
             flavour, error = "anthropic", anthropic_error
+        elif route.startswith("model/") and route.endswith("/converse"):
+            flavour, error = "bedrock", bedrock_error
+        elif route.startswith("v1beta/models/") and route.endswith(":generateContent"):
+            flavour, error = "gemini", gemini_error
+            model = route[len("v1beta/models/") : -len(":generateContent")]
         else:
             self._send_json(404, openai_error(404, f"no such endpoint: POST {self.path}"))
             return
@@ -289,8 +367,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(length) or b"null")
             if not isinstance(body, dict):
                 raise ValueError("the request body must be a JSON object")
-            parse = openai_conversation if flavour == "openai" else anthropic_conversation
-            conversation = parse(body)
+            conversation = _PARSERS[flavour](body)
         except ValueError as exc:
             self._send_json(400, error(400, f"malformed request: {exc}"))
             return
@@ -304,7 +381,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(500, error(500, f"script {script.name!r} failed: {exc!r}"))
             return
         self.server.requests += 1
-        if flavour == "anthropic" and body.get("stream"):
+        if flavour == "bedrock":
+            self._send_json(200, bedrock_response(script, conversation, reply, body))
+        elif flavour == "gemini":
+            self._send_json(200, gemini_response(script, conversation, reply, body, model))
+        elif flavour == "anthropic" and body.get("stream"):
             self._send_events(anthropic_events(script, conversation, reply, body))
         elif flavour == "anthropic":
             self._send_json(200, anthropic_message(script, conversation, reply, body))
@@ -382,6 +463,15 @@ class ScriptedModelServer:
     def openai_base_url(self, script: str) -> str:
         """``base_url`` for ``openai.OpenAI`` that plays ``script``."""
         return f"http://127.0.0.1:{self.port}/{script}/v1"
+
+    def bedrock_endpoint_url(self, script: str) -> str:
+        """``endpoint_url`` for a boto3 ``bedrock-runtime`` client that plays ``script``."""
+        return f"http://127.0.0.1:{self.port}/{script}"
+
+    def gemini_base_url(self, script: str) -> str:
+        """``http_options.base_url`` for a ``google.genai.Client`` (api version ``v1beta``)
+        that plays ``script``."""
+        return f"http://127.0.0.1:{self.port}/{script}/"
 
     def anthropic_base_url(self, script: str) -> str:
         """``base_url`` for ``anthropic.Anthropic`` that plays ``script`` (the SDK adds /v1)."""

@@ -91,6 +91,38 @@ def anthropic_tools() -> list[dict[str, Any]]:
     ]
 
 
+def bedrock_tools() -> dict[str, Any]:
+    """The tools as a Bedrock Converse ``toolConfig``."""
+    return {
+        "tools": [
+            {
+                "toolSpec": {
+                    "name": s.name,
+                    "description": s.description,
+                    "inputSchema": {"json": s.parameters},
+                }
+            }
+            for s in TOOL_SPECS
+        ]
+    }
+
+
+def gemini_tools() -> list[dict[str, Any]]:
+    """The tools as Gemini ``tools`` (one tool of function declarations, JSON Schema)."""
+    return [
+        {
+            "function_declarations": [
+                {
+                    "name": s.name,
+                    "description": s.description,
+                    "parameters_json_schema": s.parameters,
+                }
+                for s in TOOL_SPECS
+            ]
+        }
+    ]
+
+
 def build_tools(world: World) -> dict[str, Callable[..., Any]]:
     """The instrumented tool functions over ``world``, by tool name."""
 

@@ -178,3 +178,74 @@ def anthropic_conversation(body: Mapping[str, Any]) -> Conversation:
     return Conversation(
         turn=turn, user_text=_first_user_text(messages), tool_results=tuple(results)
     )
+
+
+def _parsed_result(value: Any) -> Any:
+    """A tool result sent back as JSON data or as text: the data either way."""
+    return _parse_json(value) if isinstance(value, str) else value
+
+
+def bedrock_conversation(body: Mapping[str, Any]) -> Conversation:
+    """Parse a Bedrock Converse request body into a ``Conversation``."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise ValueError("'messages' must be a list")
+    calls: dict[str, tuple[str, Any]] = {}
+    results: list[ToolResult] = []
+    turn, user_text = 0, ""
+    for message in messages:
+        if not isinstance(message, dict):
+            raise ValueError("every message must be an object")
+        content = message.get("content")
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        if message.get("role") == "assistant":
+            turn += 1
+            for use in (b["toolUse"] for b in blocks if isinstance(b.get("toolUse"), dict)):
+                calls[str(use.get("toolUseId"))] = (str(use.get("name")), use.get("input"))
+            continue
+        if not user_text:
+            user_text = "".join(str(b["text"]) for b in blocks if isinstance(b.get("text"), str))
+        for result in (b["toolResult"] for b in blocks if isinstance(b.get("toolResult"), dict)):
+            call_id = str(result.get("toolUseId"))
+            name, arguments = calls.get(call_id, ("", None))
+            parts = [p for p in result.get("content") or [] if isinstance(p, dict)]
+            value: Any = "".join(str(p.get("text", "")) for p in parts)
+            if len(parts) == 1 and "json" in parts[0]:
+                value = parts[0]["json"]
+            results.append(ToolResult(call_id, name, arguments, _parsed_result(value)))
+    return Conversation(turn=turn, user_text=user_text, tool_results=tuple(results))
+
+
+def gemini_conversation(body: Mapping[str, Any]) -> Conversation:
+    """Parse a Gemini ``generateContent`` request body into a ``Conversation`` (a function
+    response is paired with its call by id, else by name)."""
+    contents = body.get("contents")
+    if not isinstance(contents, list):
+        raise ValueError("'contents' must be a list")
+    calls: dict[str, tuple[str, Any]] = {}
+    results: list[ToolResult] = []
+    turn, user_text = 0, ""
+    for content in contents:
+        if not isinstance(content, dict):
+            raise ValueError("every content must be an object")
+        parts = [p for p in content.get("parts") or [] if isinstance(p, dict)]
+        if content.get("role") == "model":
+            turn += 1
+            for call in (
+                p["functionCall"] for p in parts if isinstance(p.get("functionCall"), dict)
+            ):
+                key = str(call.get("id") or call.get("name"))
+                calls[key] = (str(call.get("name")), call.get("args"))
+            continue
+        if not user_text:
+            user_text = "".join(str(p["text"]) for p in parts if isinstance(p.get("text"), str))
+        for answer in (
+            p["functionResponse"] for p in parts if isinstance(p.get("functionResponse"), dict)
+        ):
+            key = str(answer.get("id") or answer.get("name"))
+            name, arguments = calls.get(key, (str(answer.get("name")), None))
+            response = answer.get("response")
+            if isinstance(response, dict) and set(response) == {"result"}:
+                response = response["result"]  # the SDK's wrapping of a non-object result
+            results.append(ToolResult(key, name, arguments, _parsed_result(response)))
+    return Conversation(turn=turn, user_text=user_text, tool_results=tuple(results))

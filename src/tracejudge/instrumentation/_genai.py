@@ -51,6 +51,13 @@ def error_type_of(exc: BaseException) -> str:
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
         return str(status)
+    code = getattr(exc, "code", None)  # google-genai's APIError, urllib's HTTPError
+    if not isinstance(code, int):  # botocore's ClientError: its parsed error response
+        response = getattr(exc, "response", None)
+        meta = response.get("ResponseMetadata") if isinstance(response, Mapping) else None
+        code = meta.get("HTTPStatusCode") if isinstance(meta, Mapping) else None
+    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code < 600:
+        return str(code)
     return exception_class_name(exc)
 
 

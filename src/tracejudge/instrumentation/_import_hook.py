@@ -74,9 +74,9 @@ class ImportHooks:
         self._finder: _Finder | None = None
 
     def when_imported(self, name: str, callback: ImportCallback) -> None:
-        """Call ``callback(module)`` once ``name`` (a top-level module) has been imported."""
-        if "." in name:
-            raise ValueError(f"post-import hooks watch top-level modules only, not {name!r}")
+        """Call ``callback(module)`` once ``name`` has been imported: a top-level module,
+        or a submodule (``google.genai``: its top level, ``google``, is a namespace other
+        packages share, so the SDK is the submodule; the finder sees its dotted name)."""
         with self._lock:
             self._pending[name] = callback
             if self._finder is None:

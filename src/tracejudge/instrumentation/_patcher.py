@@ -156,6 +156,8 @@ class _Builtin:
 _BUILTIN: tuple[_Builtin, ...] = (
     _Builtin("openai", "tracejudge.instrumentation.openai", "OpenAIPatcher", "openai"),
     _Builtin("anthropic", "tracejudge.instrumentation.anthropic", "AnthropicPatcher", "anthropic"),
+    _Builtin("gemini", "tracejudge.instrumentation.gemini", "GeminiPatcher", "google.genai"),
+    _Builtin("bedrock", "tracejudge.instrumentation.bedrock", "BedrockPatcher", "botocore"),
     _Builtin(
         "openai-agents",
         "tracejudge.instrumentation.openai_agents",

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from tracejudge.instrumentation._context import should_skip_model_span
 from tracejudge.instrumentation._genai import ModelCallTelemetry
+from tracejudge.instrumentation._integration import SupportedVersions, installed_version
 from tracejudge.instrumentation._patcher import (
     MethodPatches,
     sdk_importable,
@@ -126,6 +127,7 @@ class ProviderSpec:
       not patched at all (no duplicate parent spans).
     - ``scope``: entered around each SDK call; ``extension``: makes the extra patches
       of one patcher instance.
+    - ``distribution``/``supported``: the version check (see the fields).
     """
 
     name: str
@@ -136,6 +138,11 @@ class ProviderSpec:
     foreign_check: tuple[tuple[str, str, str], ...] = ()
     scope: CallScope | None = None
     extension: Callable[[], Extension] | None = None
+    distribution: str | None = None
+    """The SDK's distribution name, for the version check (None: no check)."""
+    supported: SupportedVersions | None = None
+    """The releases tested: outside them, one warning names the range and the SDK is
+    left unpatched (a provider patch reads SDK internals a new major may have moved)."""
 
 
 def _resolve(path: str) -> type:
@@ -160,7 +167,7 @@ class ProviderPatcher:
     def patch(self, runtime: Runtime) -> None:
         """Wrap every target method; raises AttributeError/ImportError if the SDK moved."""
         spec = self.spec
-        if self._foreign_instrumentor_traces_everything():
+        if not self._version_supported() or self._foreign_instrumentor_traces_everything():
             return
         for target in spec.targets:
             try:
@@ -198,6 +205,21 @@ class ProviderPatcher:
                     )
         if self._extension is not None:
             self._extension.install(runtime, self._patches, spec)
+
+    def _version_supported(self) -> bool:
+        """False (after one warning) when the installed SDK is outside ``supported``."""
+        spec = self.spec
+        if spec.distribution is None or spec.supported is None:
+            return True
+        version = installed_version(spec.distribution)
+        if version is not None and spec.supported.contains(version):
+            return True
+        warn_once(
+            f"{spec.name}:version",
+            f"{spec.distribution} {version or '(version unknown)'} is outside the range "
+            f"tracejudge supports ({spec.supported}); {spec.name} calls are not traced",
+        )
+        return False
 
     def _foreign_instrumentor_traces_everything(self) -> bool:
         for module, cls_name, method in self.spec.foreign_check:

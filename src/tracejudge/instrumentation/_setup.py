@@ -18,6 +18,7 @@ import logging
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
@@ -206,7 +207,7 @@ def uninstrument() -> None:
         _unpatch_all()
         _hooks.cancel_all()
         _generation += 1
-        for processor in _route_processors.values():
+        for processor in list(_route_processors.values()):
             processor.enabled = False
         retiring = current_runtime()
         if retiring is not None:
@@ -214,7 +215,8 @@ def uninstrument() -> None:
         set_runtime(None)
         provider = _configured_provider
         flushes = [getattr(provider, "force_flush", None)]
-        flushes += [p.force_flush for p in _file_processors.values()]
+        for files in list(_file_processors.values()):
+            flushes += [p.force_flush for p in files.values()]
         for flush in flushes:
             if callable(flush):
                 try:
@@ -315,9 +317,13 @@ FILE_EXPORTER_NAMES = ("otlp_file", "otlp_file/development")
 declarative configuration gives it)."""
 FILE_VARIABLE = "TRACEJUDGE_TRACES_FILE"
 """Where the OTLP file exporter writes (a path or ``file://`` URI; unset: stdout)."""
-_file_processors: dict[tuple[int, Path], SpanProcessor] = {}
+_file_processors: weakref.WeakKeyDictionary[TracerProvider, dict[Path, SpanProcessor]] = (
+    weakref.WeakKeyDictionary()
+)
 """The file exporters' processors ``instrument(file=...)`` added, by provider and file: a
-second call for the same file adds none; ``uninstrument()`` flushes them."""
+second call for the same file adds none; ``uninstrument()`` flushes them. Keyed by the
+provider itself, weakly: a provider's ``id()`` is reused once it is collected, and a new
+provider at that address must not pass for the old one."""
 
 
 def _add_file_exporter(provider: TracerProvider, path: Path) -> None:
@@ -327,40 +333,44 @@ def _add_file_exporter(provider: TracerProvider, path: Path) -> None:
 
     from tracejudge.instrumentation.file_exporter import OtlpFileSpanExporter
 
-    key = (id(provider), path.resolve())
-    if key in _file_processors:
-        return
     add = getattr(provider, "add_span_processor", None)
     if not callable(add):
         raise ValueError(
             f"file: the tracer provider ({type(provider).__name__}) takes no span "
             "processors; pass an SDK TracerProvider, or add OtlpFileSpanExporter to yours"
         )
+    files = _file_processors.setdefault(provider, {})
+    if path.resolve() in files:
+        return
     try:
         exporter = OtlpFileSpanExporter(path)
     except OSError as exc:
         raise ValueError(f"file: cannot write {path}: {exc.strerror or exc}") from exc
     processor = BatchSpanProcessor(exporter)
     add(processor)
-    _file_processors[key] = processor
+    files[path.resolve()] = processor
 
 
-_route_processors: dict[int, RouteKeyProcessor] = {}
-"""The routing-key processor ``instrument()`` added to each provider (by its id): a second
-call turns it on or off rather than adding another; ``uninstrument()`` turns it off."""
+_route_processors: weakref.WeakKeyDictionary[TracerProvider, RouteKeyProcessor] = (
+    weakref.WeakKeyDictionary()
+)
+"""The routing-key processor ``instrument()`` added to each provider: a second call turns
+it on or off rather than adding another; ``uninstrument()`` turns it off. Keyed by the
+provider itself, weakly (not by ``id()``: a collected provider's id is reused, and a new
+provider there got no processor at all)."""
 
 
 def _set_route_keys(provider: TracerProvider, enabled: bool) -> None:
     """Add (or switch) the ``RouteKeyProcessor`` of ``provider``."""
     from tracejudge.instrumentation._route import RouteKeyProcessor
 
-    processor = _route_processors.get(id(provider))
+    add = getattr(provider, "add_span_processor", None)
+    processor = _route_processors.get(provider) if callable(add) else None
     if processor is not None:
         processor.enabled = enabled
         return
     if not enabled:
         return
-    add = getattr(provider, "add_span_processor", None)
     if not callable(add):
         note_once(
             "<route key>",
@@ -370,7 +380,7 @@ def _set_route_keys(provider: TracerProvider, enabled: bool) -> None:
         return
     processor = RouteKeyProcessor()
     add(processor)
-    _route_processors[id(provider)] = processor
+    _route_processors[provider] = processor
 
 
 def _otlp_exporter() -> SpanExporter:

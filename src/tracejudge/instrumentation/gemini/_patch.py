@@ -1,0 +1,368 @@
+"""The ``google-genai`` patch: a ``ProviderSpec`` for ``models.generate_content`` and the
+stream methods, whose results are generators.
+
+Why an extension for streams: ``generate_content_stream`` is a generator function (the
+async one returns an async generator), and a generator's class cannot be swapped for an
+observed subclass as the Stainless SDKs' stream objects are. So the stream methods hand
+back our own generator around the SDK's, reporting to the one ``StreamObserver`` (the
+accumulator folds chunks into a response): exhaustion, an error, ``break``/``close()``
+(``GeneratorExit``) and garbage collection of a stream never read (a finaliser) all end
+the span exactly once. The span is current while each chunk is fetched, so the HTTP
+request the first read sends nests under it.
+
+One span per public call: with automatic function calling the SDK may call the model
+several times inside one ``generate_content``; that is one span, as the application made
+one call (``gen_ai.usage.*`` is the SDK's last response's).
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from opentelemetry.util.types import AttributeValue
+
+from tracejudge import semconv as sc
+from tracejudge.instrumentation._content import to_jsonable
+from tracejudge.instrumentation._context import PendingToolCall, record_requested_tool_calls
+from tracejudge.instrumentation._genai import ModelCallTelemetry
+from tracejudge.instrumentation._integration import SupportedVersions
+from tracejudge.instrumentation._patcher import MethodPatches
+from tracejudge.instrumentation._provider import (
+    Endpoint,
+    ProviderPatcher,
+    ProviderSpec,
+    Target,
+    begin,
+    live_runtime,
+)
+from tracejudge.instrumentation._runtime import Runtime
+from tracejudge.instrumentation._shapes import get
+from tracejudge.instrumentation._stream import StreamObserver
+from tracejudge.instrumentation.gemini import _convert as cv
+
+SUPPORTED: Final = SupportedVersions("1.30", "4")
+"""google-genai releases tracejudge is tested on: 1.30 (the first that keeps the Gemini
+API's response id) to 3.x (see docs/instrumentation.md)."""
+
+_RESPONSE_KEYS: Final = frozenset({sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS})
+
+
+def provider_of(resource: Any) -> str:
+    """``gcp.vertex_ai`` for a Vertex AI client, else ``gcp.gemini`` (the Gemini API)."""
+    client = get(resource, "_api_client")
+    if getattr(client, "vertexai", False) is True:
+        return sc.GenAiProviderNameValues.GCP_VERTEX_AI
+    return sc.GenAiProviderNameValues.GCP_GEMINI
+
+
+def server_of(resource: Any) -> tuple[str | None, int | None]:
+    """``server.address``/``server.port`` from the client's ``http_options.base_url``."""
+    options = get(get(resource, "_api_client"), "_http_options")
+    base = get(options, "base_url")
+    if not isinstance(base, str) or not base:
+        return None, None
+    try:
+        url = urlsplit(base)
+        port = url.port
+    except ValueError:
+        return None, None
+    if not url.hostname:
+        return None, None
+    return url.hostname, port if port is not None else (80 if url.scheme == "http" else 443)
+
+
+def _start(
+    runtime: Runtime, resource: Any, kwargs: Mapping[str, Any], *, stream: bool
+) -> ModelCallTelemetry:
+    config = kwargs.get("config")
+    address, port = server_of(resource)
+    tools = get(config, "tools")
+    offered = cv.tool_definitions(tools) if tools else None
+    call = ModelCallTelemetry(
+        runtime,
+        sc.GenAiOperationNameValues.GENERATE_CONTENT,
+        provider_of(resource),
+        cv.model_name(kwargs.get("model")),
+        cv.request_attributes(config, stream=stream),
+        server_address=address,
+        server_port=port,
+        offered_tools=offered,
+    )
+    if runtime.capture_any:  # nothing is recorded in NO_CONTENT: skip converting
+        with runtime.guard:  # the span exists now: odd content must not orphan it
+            call.set_input(
+                cv.input_messages(kwargs.get("contents")),
+                cv.system_instructions(get(config, "system_instruction")),
+                # the same tools on every call: encoded once (see ``encode_static``)
+                runtime.encode_static(tools, cv.tool_definitions, call.stats)
+                if isinstance(tools, list) and offered
+                else offered,
+            )
+    return call
+
+
+def start(runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]) -> ModelCallTelemetry:
+    """Start the ``generate_content {model}`` span of a ``generate_content`` call."""
+    return _start(runtime, resource, kwargs, stream=False)
+
+
+def start_stream(runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]) -> ModelCallTelemetry:
+    """Start the span of a ``generate_content_stream`` call."""
+    return _start(runtime, resource, kwargs, stream=True)
+
+
+def tool_calls_of(response: Any) -> list[PendingToolCall]:
+    """The function calls the first candidate asks for; ``call_id`` is ``""`` where the API
+    gave none (the Gemini API often does not; Vertex AI and newer models do)."""
+    calls: list[PendingToolCall] = []
+    candidates = get(response, "candidates") or ()
+    for candidate in list(candidates)[:1]:
+        for part in get(get(candidate, "content"), "parts") or ():
+            fc = get(part, "function_call")
+            call_id, name = get(fc, "id"), get(fc, "name")
+            if isinstance(name, str):
+                cid = call_id if isinstance(call_id, str) else ""
+                calls.append(PendingToolCall(cid, name, to_jsonable(get(fc, "args"))))
+    return calls
+
+
+def finish(call: ModelCallTelemetry, response: Any) -> None:
+    """Record a complete ``GenerateContentResponse``."""
+    record(call, response, complete=True)
+
+
+def record(call: ModelCallTelemetry, response: Any, *, complete: bool) -> None:
+    """Record a response, complete or as far as a stream got (``complete`` False: the
+    requested tool calls are not handed to the ledger, empty output is left out)."""
+    usage = cv.usage_attributes(get(response, "usage_metadata"))
+    extra: dict[str, AttributeValue] = {k: v for k, v in usage.items() if k not in _RESPONSE_KEYS}
+    reasons = [
+        r
+        for c in get(response, "candidates") or ()
+        if (r := cv.finish_reason(get(c, "finish_reason"))) is not None
+    ]
+    rid, model = get(response, "response_id"), get(response, "model_version")
+    in_tok = usage.get(sc.GEN_AI_USAGE_INPUT_TOKENS)
+    out_tok = usage.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)
+    call.set_response(
+        response_id=rid if isinstance(rid, str) else None,
+        response_model=model if isinstance(model, str) else None,
+        finish_reasons=reasons or None,
+        input_tokens=in_tok if isinstance(in_tok, int) else None,
+        output_tokens=out_tok if isinstance(out_tok, int) else None,
+        extra=extra,
+    )
+    output = cv.output_messages(response)
+    if complete or any(m["parts"] for m in output):
+        requested = tool_calls_of(response) if complete else []
+        if complete:  # only a call with an id can be joined to its tool execution
+            record_requested_tool_calls([c for c in requested if c.call_id], call.offered_tools)
+        # every requested call keeps its ``tool_call`` part, even without content capture
+        call.set_output(output, requested, record_tool_calls=False)
+
+
+class ChunkAccumulator:
+    """Folds stream chunks (each a partial ``GenerateContentResponse``) into one response:
+    text parts of a candidate concatenated, function calls appended, the last finish
+    reason, usage and ids kept."""
+
+    __slots__ = ("candidates", "response", "started")
+
+    def __init__(self) -> None:
+        self.response: dict[str, Any] = {}
+        self.candidates: dict[int, dict[str, Any]] = {}
+        self.started = False
+
+    def add(self, chunk: Any) -> None:
+        """Fold one chunk in."""
+        self.started = True
+        for key in ("response_id", "model_version", "usage_metadata"):
+            value = get(chunk, key)
+            if value is not None:
+                self.response[key] = value
+        for position, candidate in enumerate(get(chunk, "candidates") or ()):
+            index = get(candidate, "index")
+            slot = self.candidates.setdefault(
+                index if isinstance(index, int) else position, {"content": {"parts": []}}
+            )
+            reason = get(candidate, "finish_reason")
+            if reason is not None:
+                slot["finish_reason"] = reason
+            parts: list[Any] = slot["content"]["parts"]
+            for part in get(get(candidate, "content"), "parts") or ():
+                self._add_part(parts, part)
+
+    @staticmethod
+    def _add_part(parts: list[Any], part: Any) -> None:
+        text = get(part, "text")
+        if isinstance(text, str) and parts:
+            last = parts[-1]
+            if isinstance(last.get("text"), str) and bool(last.get("thought")) == bool(
+                get(part, "thought")
+            ):
+                last["text"] += text
+                return
+        data = to_jsonable(part)
+        parts.append(data if isinstance(data, dict) else {"text": str(data)})
+
+    def finish(self, call: ModelCallTelemetry, *, complete: bool) -> None:
+        """Record the rebuilt response (nothing when no chunk arrived)."""
+        if not self.started:
+            return
+        response = dict(self.response)
+        response["candidates"] = [self.candidates[i] for i in sorted(self.candidates)]
+        record(call, response, complete=complete)
+
+
+GENERATE: Final = Endpoint(start, finish)
+STREAM: Final = Endpoint(start_stream, finish, ChunkAccumulator)
+
+
+# --- streams ----------------------------------------------------------------------
+
+
+def _observed(call: ModelCallTelemetry, observer: StreamObserver, inner: Any) -> Iterator[Any]:
+    """The SDK's chunk generator, reported to ``observer``; the span current per read."""
+    try:
+        while True:
+            call.activate()
+            try:
+                item = next(inner)
+            except StopIteration:
+                call.deactivate()
+                observer.complete()
+                return
+            except BaseException as exc:
+                call.deactivate()
+                observer.fail(exc)  # cancellation and interrupts: abandoned, not failed
+                raise
+            call.deactivate()
+            observer.on_item(item)
+            yield item
+    finally:
+        observer.abandon()  # ``break``/``close()``: a no-op after an ending above
+        inner.close()
+
+
+async def _observed_async(
+    call: ModelCallTelemetry, observer: StreamObserver, inner: Any
+) -> AsyncIterator[Any]:
+    """``_observed`` for the async client's async generator."""
+    try:
+        while True:
+            call.activate()
+            try:
+                item = await inner.__anext__()
+            except StopAsyncIteration:
+                call.deactivate()
+                observer.complete()
+                return
+            except BaseException as exc:
+                call.deactivate()
+                observer.fail(exc)
+                raise
+            call.deactivate()
+            observer.on_item(item)
+            yield item
+    finally:
+        observer.abandon()
+        aclose = getattr(inner, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _observer(runtime: Runtime, call: ModelCallTelemetry) -> StreamObserver:
+    return StreamObserver(runtime, call, ChunkAccumulator())
+
+
+def _wrap_stream(runtime: Runtime) -> Callable[[Any], Any]:
+    def make(original: Any) -> Any:
+        @functools.wraps(original)
+        def generate_content_stream(self: Any, *args: Any, **kwargs: Any) -> Any:
+            rt = live_runtime(runtime)
+            call = begin(rt, STREAM, self, kwargs) if rt is not None else None
+            if call is None or rt is None:
+                return original(self, *args, **kwargs)
+            try:
+                inner = original(self, *args, **kwargs)
+            except BaseException as exc:
+                call.deactivate()
+                with rt.guard:
+                    call.fail(exc)
+                raise
+            call.deactivate()
+            observer = _observer(rt, call)
+            wrapped = _observed(call, observer, inner)
+            weakref.finalize(wrapped, observer.abandon)  # a stream never read
+            return wrapped
+
+        return generate_content_stream
+
+    return make
+
+
+def _wrap_stream_async(runtime: Runtime) -> Callable[[Any], Any]:
+    def make(original: Any) -> Any:
+        @functools.wraps(original)
+        async def generate_content_stream(self: Any, *args: Any, **kwargs: Any) -> Any:
+            rt = live_runtime(runtime)
+            call = begin(rt, STREAM, self, kwargs) if rt is not None else None
+            if call is None or rt is None:
+                return await original(self, *args, **kwargs)
+            try:
+                inner = await original(self, *args, **kwargs)
+            except BaseException as exc:
+                call.deactivate()
+                with rt.guard:
+                    call.fail(exc)
+                raise
+            call.deactivate()
+            observer = _observer(rt, call)
+            wrapped = _observed_async(call, observer, inner)
+            weakref.finalize(wrapped, observer.abandon)
+            return wrapped
+
+        return generate_content_stream
+
+    return make
+
+
+class _StreamMethods:
+    """``generate_content_stream`` on ``Models`` and ``AsyncModels``."""
+
+    def install(self, runtime: Runtime, patches: MethodPatches, spec: ProviderSpec) -> None:
+        from google.genai.models import AsyncModels, Models
+
+        patches.patch_method(Models, "generate_content_stream", _wrap_stream(runtime))
+        patches.patch_method(AsyncModels, "generate_content_stream", _wrap_stream_async(runtime))
+
+    def uninstall(self) -> None:
+        """Nothing beyond the recorded method patches."""
+
+
+SPEC: Final = ProviderSpec(
+    name="gemini",
+    sdk_module="google.genai",
+    targets=(
+        Target("google.genai.models", "Models", "AsyncModels", GENERATE, ("generate_content",)),
+    ),
+    # generate_content never returns a stream: the generator types never match its result
+    stream_classes=("types.GeneratorType", "types.AsyncGeneratorType"),
+    extension=_StreamMethods,
+    distribution="google-genai",
+    supported=SUPPORTED,
+)
+
+
+class GeminiPatcher(ProviderPatcher):
+    """The ``Patcher`` for the ``google-genai`` SDK (registered by name in ``_patcher``)."""
+
+    def __init__(self) -> None:
+        super().__init__(SPEC)
+
+
+__all__ = ["SPEC", "SUPPORTED", "GeminiPatcher"]
