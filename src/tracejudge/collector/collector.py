@@ -28,6 +28,7 @@ from tracejudge.collector.exporters.sinks import JsonlSink, TextSink, VerdictSin
 from tracejudge.collector.exporters.targets import TargetSpec, split_forward, target_specs
 from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.processors.cost import RuleCost, check_budget, measure
+from tracejudge.collector.processors.graders import GraderStage, graders_for
 from tracejudge.collector.processors.judge import Judge, load_judge
 from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
 from tracejudge.collector.processors.redact import LogScrubber
@@ -79,6 +80,8 @@ class Collector:
             judge = load_judge(config.rules, config.baselines, config.cases, strict=config.strict)
         self.config = config
         self.judge = judge
+        self.grader_rules = graders_for(config, judge)  # keys read now: fail fast
+        self.graders: GraderStage | None = None
         self.exporters = exporters  # the kinds its targets are built from
         self.rule_cost: RuleCost | None = None
         """The rules' cost on the synthetic run (None for a judge that is not the engine)."""
@@ -191,6 +194,7 @@ class Collector:
             disk_queue=disk,
             dead_letter=self.dead_letter.snapshot() if self.dead_letter is not None else None,
             logs=self.logs.snapshot() if self.logs is not None else None,
+            graders=self.graders.snapshot() if self.graders is not None else None,
             http_connections={
                 "open": sum(self.http_guard.clients.values()),
                 "timed_out": self.http_guard.timed_out,
@@ -242,7 +246,8 @@ class Collector:
 
     def prometheus_text(self) -> str:
         """The verdict metrics in Prometheus text format (``/metrics`` when asked for)."""
-        return render_prometheus(self.stats)
+        extra = self.graders.prometheus() if self.graders is not None else ""
+        return render_prometheus(self.stats) + extra
 
     async def start(self, announce: Callable[[str], None] | None = None) -> None:
         """Open the disk queue (replaying it), start forwarders, receivers and the timer.
@@ -302,6 +307,17 @@ class Collector:
         )
         self.stats.queue_depth = self.pipeline.queue_depth
         self.logs = logs_intake_for(cfg, self.pipeline)
+        if self.grader_rules:
+            self.graders = self.pipeline.graders = GraderStage(
+                self.grader_rules,
+                self.clock,
+                self.logs.evaluations,
+                self.pipeline.scrubber.verdict,
+                cfg.grader_max_concurrent,
+                cfg.grader_calls_per_minute,
+            )
+            if self.logs.queue is None:
+                log.warning("grader outcomes go to forward_logs; without it they are counted only")
         if self.logs.queue is not None:
             self.logs.queue.start()
         if self.store is not None:
@@ -560,6 +576,8 @@ class Collector:
         if p is not None:
             await p.decide_all()
             p.close()
+            if self.graders is not None:
+                self.graders.close()  # waiting runs: not_evaluated (shutdown), sent below
             results = await asyncio.gather(
                 *(q.flush(max(0.1, end - loop.time())) for q in p.queues)
             )

@@ -174,6 +174,11 @@ class CollectorConfig:
     run that names a request id for its shadows) before it is reported unpaired."""
     shadow_max_pending: int = 10_000
     """Requests kept waiting for a partner, per side; the oldest gives way beyond it."""
+    grader_max_concurrent: int = 4
+    """Grader rules' model calls open at once (grader threads; ``processors/graders.py``)."""
+    grader_calls_per_minute: int = 60
+    """Grader model calls in any minute of the collector's clock, all graders together;
+    a call over it is not made (``not_evaluated``, reason ``budget``)."""
     tick: float = 0.02
     """How often the decision timer runs; latency beyond the waits is at most one tick."""
     drop_content: bool = False
@@ -341,7 +346,7 @@ _STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint", "manageme
 _STRS |= {"auth_token_env"}
 _BOOLS |= {"evaluation_logs", "verdict_lines", "strict"}
 _STRS |= {"forward_logs"}
-_INTS |= {"shadow_max_pending"}
+_INTS |= {"shadow_max_pending", "grader_max_concurrent", "grader_calls_per_minute"}
 _PATHS = {"rules", "queue_dir", "baselines", "cases", "output", "dead_letter"}
 _PATHS |= {"auth_token_file", "tls_cert", "tls_key", "tls_client_ca", "forward_ca_file"}
 _PATHS |= {"forward_client_cert", "forward_client_key"}

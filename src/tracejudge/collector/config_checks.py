@@ -147,6 +147,8 @@ _POSITIVE = (
     "metrics_max_label_values",
     "grpc_max_concurrent_streams",
     "shadow_max_pending",
+    "grader_max_concurrent",
+    "grader_calls_per_minute",
 )
 
 

@@ -131,6 +131,9 @@ class Pipeline:
         ``max_queue_bytes`` holds exactly. 0 when decisions are not blocked."""
         self._blocked_reason = ""
         self.on_decided: DecidedHook | None = None
+        self.graders: DecidedHook | None = None
+        """Grader rules (``processors/graders.py``): told of each settled trace after its
+        payloads are enqueued, so grading never holds a deterministic verdict."""
         """The logs side (``logs_intake.py``), when ``serve`` receives logs."""
         self.worker = AdaptiveJudging(CHEAP_JUDGING, LOOP_JUDGING_LIMIT)
         """The judging thread (see ``worker``)."""
@@ -471,6 +474,7 @@ class Pipeline:
         records: list[dict[str, Any]] = []
         decided: list[bytes] = []
         decisions: list[Decision] = []
+        graded: list[tuple[PendingTrace, list[Verdict]]] = []
         size = 0
         parked = False
         if not outcomes:
@@ -501,6 +505,7 @@ class Pipeline:
             records.extend(self.settle(t, outcome))
             if self.on_decided is not None:
                 self.on_decided.decided(t, outcome.verdicts)
+            graded.append((t, outcome.verdicts))
             payloads.extend(items)
             self.stats.count("late", sum(f.spans for f in held))
             decided.extend(ids)
@@ -508,6 +513,9 @@ class Pipeline:
         self._enqueue(payloads, decided, decisions)
         for sink in self.sinks:
             sink.emit(records)
+        if self.graders is not None:
+            for t, verdicts in graded:
+                self.graders.decided(t, verdicts)
         return parked
 
     def _blocked(self, need: int, alone: bool) -> bool:

@@ -35,6 +35,7 @@ from tracejudge.engine.verdict import (
 )
 from tracejudge.graders.grade import Grader, GraderResult
 from tracejudge.graders.spec import GraderSpec
+from tracejudge.graders.vote import PropertyVote
 from tracejudge.model.run import Run
 
 _RANK: dict[LayerResult, int] = {"not_applicable": 0, "pass": 1, "warn": 2, "fail": 3}
@@ -58,6 +59,13 @@ def grader_specs(ruleset: RuleSet) -> list[tuple[Rule, GraderSpec, str]]:
 
 def picked(spec: GraderSpec, rule_id: str, run: Run, verdict: Verdict) -> str | None:
     """None when the grader judges ``run``; else why not (its outcome's explanation)."""
+    return picked_ids(spec, rule_id, run.trace_id, run.root_span_id, verdict)
+
+
+def picked_ids(
+    spec: GraderSpec, rule_id: str, trace_id: str, root_span_id: str, verdict: Verdict
+) -> str | None:
+    """``picked`` from the run's ids alone (``when`` reads nothing else of the run)."""
     if verdict.verdict == "error":
         return "not run: the run could not be judged"
     if spec.when == "always":
@@ -66,7 +74,7 @@ def picked(spec: GraderSpec, rule_id: str, run: Run, verdict: Verdict) -> str | 
         if any(f.undecided for f in verdict.findings):
             return None
         return "not run: the deterministic checks left nothing undecided (when: undecided)"
-    h = hashlib.sha256(f"{rule_id}\x1f{run.trace_id}\x1f{run.root_span_id}".encode()).digest()
+    h = hashlib.sha256(f"{rule_id}\x1f{trace_id}\x1f{root_span_id}".encode()).digest()
     if int.from_bytes(h[:8], "big") < spec.fraction * 2**64:
         return None
     return f"not run: outside the sampled fraction {spec.fraction:g} (when: sampled)"
@@ -102,6 +110,38 @@ def apply_graders(verdict: Verdict, run: Run, graders: Sequence[GraderRule]) -> 
         changed = True
     if changed:
         _settle(out, run)
+    return out
+
+
+def not_graded(verdict: Verdict, graders: Sequence[GraderRule], reason: str) -> list[RuleOutcome]:
+    """The outcome of each grader whose ``when`` picks ``verdict``'s run when no model was
+    asked (``reason``: ``budget``, ``shutdown``): every property ``not_evaluated``, the
+    outcome ``insufficient_evidence`` (never a pass), with the grader's identity. Rule
+    selectors are not read (they need the run, which was not built)."""
+    root = verdict.root_span_id
+    out = []
+    for g in graders:
+        rule, spec = g.rule, g.grader.spec
+        if picked_ids(spec, rule.id, verdict.trace_id, root, verdict) is not None:
+            continue
+        votes = tuple(
+            PropertyVote(p.id, "not_evaluated", 0.0, (), reason, 0) for p in spec.properties
+        )
+        result = GraderResult(g.grader.identity, votes, 0, 0, 0, "")
+        findings = [
+            Finding(
+                GRADER_NOT_EVALUATED,
+                "warn",
+                rule.layer,
+                rule.id,
+                (root,),
+                clip_explanation(f"{p.id}: {p.question} (grader: not_evaluated) {reason}"),
+                None,
+                absent=True,
+            )
+            for p in spec.properties
+        ]
+        out.append(_outcome(rule, result, findings, root))
     return out
 
 

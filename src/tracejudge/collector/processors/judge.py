@@ -55,12 +55,5 @@ def load_judge(
         note = without_baselines_note(ruleset)
         if note is not None:
             logger.warning("tracejudge serve: %s; add --baselines DIR", note)
-    from tracejudge.engine.rules import without_graders_note
-
-    graders_note = without_graders_note(ruleset)
-    if graders_note is not None:
-        logger.warning(
-            "tracejudge serve: %s; judge them offline with tracejudge eval", graders_note
-        )
     engine: Judge = Engine(ruleset, store, case_set, strict=strict)
     return engine

@@ -147,6 +147,13 @@ class LogsIntake:
                 self.counts.evaluation_records += n
                 self._send([data], n)
 
+    def evaluations(self, verdicts: Sequence[Verdict]) -> None:
+        """Send outcomes decided after their trace (the graders') as evaluation records."""
+        data, n = evaluation_records(verdicts)
+        if n:
+            self.counts.evaluation_records += n
+            self._send([data], n)
+
     def _filtered_frame(self, framed: bytes) -> bytes:
         """Filter a framed payload (one or more framed ``ResourceLogs``: field 1 of a logs
         request, framed as a trace request's ``ResourceSpans`` are)."""

@@ -1,0 +1,391 @@
+"""Grader rules in ``tracejudge serve``: after the deterministic verdict, never before it.
+
+A trace's deterministic verdict is stamped and forwarded as it always was; nothing here
+runs before that or holds it. Once the pipeline has settled a trace (``Pipeline.graders``,
+called on the loop after its payloads are enqueued) the runs a grader picks (its
+``when``: by default the ones the deterministic checks left undecided) go to a small pool
+of grader threads, and each grader's outcome follows as its own ``gen_ai.evaluation.result``
+log record to ``forward_logs``, parented to the run's evaluated span: the form the GenAI
+conventions give an evaluation made apart from the span it judges (the span has left).
+
+Nothing waits on a model: the receivers, ``/healthz`` and the deterministic verdicts go on
+while grader calls are open. Budget, both collector config keys:
+
+- ``grader_max_concurrent`` threads, so at most that many model calls are open at once;
+- ``grader_calls_per_minute`` model calls in any 60 s of the collector's clock, shared by
+  every grader; a call over it is not made and its sample is ``not_evaluated`` with the
+  reason ``budget``; runs waiting for a thread are bounded by the same number, and a run
+  beyond that is ``not_evaluated`` (``budget``) at once, without being rendered.
+
+``not_evaluated`` is never a pass: the outcome is ``insufficient_evidence`` with an
+``F-EVIDENCE-GRADER_NOT_EVALUATED`` finding. A provider that is down or answers 429 costs
+one call's ``timeout_s`` on one grader thread (the SDKs make no retries), never the
+pipeline. On stop, runs still waiting are ``not_evaluated`` with the reason ``shutdown``
+(sent with the last log records), and the answers of calls still open are not awaited
+(counted ``shutdown`` too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import copy
+import logging
+import os
+import queue
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+
+from tracejudge import semconv as sc
+from tracejudge.collector.clock import Clock
+from tracejudge.collector.codec.otlp import to_records
+from tracejudge.collector.config import CollectorConfig, ConfigError
+from tracejudge.collector.processors.buffer import PendingTrace
+from tracejudge.engine.verdict import RuleOutcome, Verdict
+from tracejudge.graders.apply import GraderRule, apply_graders, not_graded, picked_ids
+from tracejudge.graders.grade import Grader
+from tracejudge.graders.providers import Completion, JudgeRequest, Provider, ProviderError
+from tracejudge.model.build import build_runs
+from tracejudge.model.conversation import merge_conversations
+from tracejudge.model.log_events import join_serialized_logs
+from tracejudge.model.run import Run
+
+log = logging.getLogger("tracejudge.collector")
+
+__all__ = ["CallBudget", "GraderCounts", "GraderStage", "graders_for"]
+
+WINDOW_S = 60.0
+"""The span of ``grader_calls_per_minute``."""
+
+
+@dataclass(slots=True)
+class GraderCounts:
+    """What the graders did (``/metrics`` ``graders``)."""
+
+    runs: int = 0
+    """Runs handed to the graders (picked by at least one grader's ``when``)."""
+    calls: int = 0
+    """Model calls made."""
+    cached: int = 0
+    """Samples answered from the answer cache (no call)."""
+    outcomes: int = 0
+    """Grader outcomes sent as ``gen_ai.evaluation.result`` records."""
+    not_evaluated: dict[str, int] = field(default_factory=dict)
+    """Samples with no answer, by reason (``budget``, ``shutdown``, ``rate_limited``,
+    ``timeout``, ``connection``, ``http_<status>``, ``error``); a run whose call was open at
+    stop counts one ``shutdown``."""
+    agreement_sum: float = 0.0
+    agreement_count: int = 0
+    """Each graded outcome's agreement (its properties' lowest share of samples agreeing)."""
+
+
+class CallBudget:
+    """Model calls allowed in any ``WINDOW_S`` of ``clock``, shared by every grader thread."""
+
+    def __init__(self, clock: Clock, per_minute: int) -> None:
+        self.clock = clock
+        self.per_minute = per_minute
+        self._calls: collections.deque[float] = collections.deque()
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        """Take one call now; False when the window's calls are spent."""
+        with self._lock:
+            now = self.clock.now()
+            while self._calls and self._calls[0] <= now - WINDOW_S:
+                self._calls.popleft()
+            if len(self._calls) >= self.per_minute:
+                return False
+            self._calls.append(now)
+            return True
+
+
+class _Budgeted:
+    """A provider behind the stage's budget and stop flag (what every sample goes through)."""
+
+    def __init__(self, inner: Provider, stage: GraderStage) -> None:
+        self.inner = inner
+        self.stage = stage
+
+    def complete(self, request: JudgeRequest) -> Completion:
+        stage = self.stage
+        if stage.stopping.is_set():
+            stage.count_missing("shutdown")
+            raise ProviderError("shutdown")
+        if not stage.budget.take():
+            stage.count_missing("budget")
+            raise ProviderError("budget")
+        stage.count_call()
+        try:
+            return self.inner.complete(request)
+        except ProviderError as exc:
+            stage.count_missing(exc.reason)
+            raise
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    fragments: tuple[bytes, ...]
+    logs: tuple[bytes, ...]
+    verdicts: tuple[Verdict, ...]
+
+
+Emit = Callable[[Sequence[Verdict]], None]
+"""Where grader outcomes go (``LogsIntake.evaluations``): verdicts holding only them."""
+
+
+class GraderStage:
+    """The pipeline's ``graders`` hook: grades settled runs on its own threads."""
+
+    def __init__(
+        self,
+        graders: Sequence[GraderRule],
+        clock: Clock,
+        emit: Emit,
+        scrub: Callable[[Verdict], object],
+        max_concurrent: int,
+        calls_per_minute: int,
+    ) -> None:
+        self.stopping = threading.Event()
+        self.budget = CallBudget(clock, calls_per_minute)
+        self.graders = [
+            GraderRule(
+                g.rule,
+                Grader(
+                    g.grader.spec,
+                    _Budgeted(g.grader.provider, self),
+                    g.grader.cache,
+                    g.grader.policy,
+                ),
+            )
+            for g in graders
+        ]
+        self.emit = emit
+        self.scrub = scrub
+        self.max_concurrent = max_concurrent
+        self.max_waiting = calls_per_minute
+        self.counts = GraderCounts()
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._waiting = 0
+        """Jobs handed to the threads and not yet back (on the loop only)."""
+        self._threads: list[threading.Thread] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # --- the loop's side -----------------------------------------------------------------
+
+    def decided(self, trace: PendingTrace, verdicts: Sequence[Verdict]) -> None:
+        """A trace was settled (its verdict is on its way): grade the runs a grader picks."""
+        wanted = tuple(v for v in verdicts if self._picks(v))
+        if not wanted:
+            return
+        self.counts.runs += len(wanted)
+        if self.stopping.is_set():
+            self._not_graded(wanted, "shutdown")
+            return
+        if self._waiting >= self.max_waiting:
+            self._not_graded(wanted, "budget")
+            return
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+            for k in range(self.max_concurrent):
+                t = threading.Thread(target=self._work, name=f"tracejudge-grader-{k}", daemon=True)
+                t.start()
+                self._threads.append(t)
+        self._waiting += 1
+        self._jobs.put(_Job(tuple(trace.fragments), tuple(trace.logs), wanted))
+
+    def _picks(self, v: Verdict) -> bool:
+        ids = {o.rule_id for o in v.outcomes}
+        return any(
+            g.rule.id in ids
+            and picked_ids(g.grader.spec, g.rule.id, v.trace_id, v.root_span_id, v) is None
+            for g in self.graders
+        )
+
+    def _not_graded(self, verdicts: Sequence[Verdict], reason: str) -> None:
+        out = []
+        for v in verdicts:
+            outcomes = not_graded(v, self.graders, reason)
+            for g in self.graders:
+                if any(o.rule_id == g.rule.id for o in outcomes):
+                    self.count_missing(reason, g.grader.spec.samples)
+            out.append(_only(v, outcomes))
+        self._send(out)
+
+    def _done(self, verdicts: list[Verdict], lost: list[Verdict]) -> None:
+        """A job is back: its outcomes, and the runs it could not grade (``error``)."""
+        self._waiting -= 1
+        if self.stopping.is_set():
+            return  # counted by close(); its records would come after the last flush
+        self._send(verdicts)
+        if lost:
+            self._not_graded(lost, "error")
+
+    def _send(self, verdicts: Sequence[Verdict]) -> None:
+        out = [v for v in verdicts if v.outcomes]
+        for v in out:
+            self.scrub(v)  # the model's reasons quote the run
+            self.counts.outcomes += len(v.outcomes)
+            for o in v.outcomes:
+                agreement = dict(o.attributes).get(sc.TRACEJUDGE_GRADER_AGREEMENT)
+                if isinstance(agreement, float) and o.result != "insufficient_evidence":
+                    self.counts.agreement_sum += agreement
+                    self.counts.agreement_count += 1
+        if out:
+            self.emit(out)
+
+    def close(self) -> None:
+        """Stop: runs still waiting are ``not_evaluated`` (``shutdown``) and sent now; the
+        threads end after the call they are on (its answer is not awaited, and counted)."""
+        self.stopping.set()
+        left: list[Verdict] = []
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                self._waiting -= 1
+                left.extend(job.verdicts)
+        open_calls = self._waiting
+        if left:
+            self._not_graded(left, "shutdown")
+        if open_calls:
+            self.count_missing("shutdown", open_calls)
+            log.warning(
+                "shutdown: %d runs being graded were left (their answers not awaited)", open_calls
+            )
+        for _ in self._threads:
+            self._jobs.put(None)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The ``graders`` entry of ``/metrics``."""
+        c = self.counts
+        with self._lock:
+            missing = dict(c.not_evaluated)
+            calls, cached = c.calls, c.cached
+        return {
+            "graders": [g.rule.id for g in self.graders],
+            "max_concurrent": self.max_concurrent,
+            "calls_per_minute": self.budget.per_minute,
+            "runs": c.runs,
+            "waiting": self._waiting,
+            "calls": calls,
+            "cached": cached,
+            "outcomes": c.outcomes,
+            "not_evaluated": missing,
+            "agreement_mean": round(c.agreement_sum / c.agreement_count, 4)
+            if c.agreement_count
+            else None,
+            "agreement_count": c.agreement_count,
+        }
+
+    def prometheus(self) -> str:
+        """The graders' counters in Prometheus text format (appended to ``/metrics``)."""
+        s = self.snapshot()
+        out = [
+            "# HELP tracejudge_grader_calls_total Model calls made by grader rules.",
+            "# TYPE tracejudge_grader_calls_total counter",
+            f"tracejudge_grader_calls_total {s['calls']}",
+            "# HELP tracejudge_grader_not_evaluated_total Grader samples not answered, by reason.",
+            "# TYPE tracejudge_grader_not_evaluated_total counter",
+        ]
+        for reason, n in sorted(s["not_evaluated"].items()):
+            out.append(f'tracejudge_grader_not_evaluated_total{{reason="{reason}"}} {n}')
+        c = self.counts
+        out += [
+            "# HELP tracejudge_grader_agreement Agreement of graded outcomes (share of samples).",
+            "# TYPE tracejudge_grader_agreement summary",
+            f"tracejudge_grader_agreement_sum {c.agreement_sum!r}",
+            f"tracejudge_grader_agreement_count {c.agreement_count}",
+        ]
+        return "\n".join(out) + "\n"
+
+    def count_call(self) -> None:
+        """One model call made (a grader thread)."""
+        with self._lock:
+            self.counts.calls += 1
+
+    def count_missing(self, reason: str, n: int = 1) -> None:
+        """``n`` samples with no answer for ``reason`` (any thread)."""
+        with self._lock:
+            missing = self.counts.not_evaluated
+            missing[reason] = missing.get(reason, 0) + n
+
+    # --- the threads' side ---------------------------------------------------------------
+
+    def _work(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            try:
+                out, lost = self._grade(job)
+            except Exception:  # a bug must not end the thread; the verdict is out already
+                log.exception("grading trace %s failed", job.verdicts[0].trace_id)
+                out, lost = [], list(job.verdicts)
+            if loop.is_closed():
+                return
+            loop.call_soon_threadsafe(self._done, out, lost)
+
+    def _grade(self, job: _Job) -> tuple[list[Verdict], list[Verdict]]:
+        """The graded outcomes of ``job``'s runs, and its verdicts whose run was not found
+        again in the spans (not expected: the engine built the same runs)."""
+        records = to_records([ResourceSpans.FromString(b) for b in job.fragments])
+        if job.logs:
+            join_serialized_logs(records, list(job.logs))
+        runs: dict[tuple[str, str], Run] = {
+            (r.trace_id, r.root_span_id): r for r in merge_conversations(build_runs(records))
+        }
+        ids = {g.rule.id for g in self.graders}
+        out, lost = [], []
+        for v in job.verdicts:
+            run = runs.get((v.trace_id, v.root_span_id))
+            if run is None:
+                lost.append(v)
+                continue
+            after = apply_graders(v, run, self.graders)
+            graded = [o for o in after.outcomes if o.rule_id in ids and o.attributes]
+            for o in graded:
+                self._count_cached(o)
+            out.append(_only(after, graded))
+        return out, lost
+
+    def _count_cached(self, o: RuleOutcome) -> None:
+        cached = dict(o.attributes).get(sc.TRACEJUDGE_GRADER_CACHED)
+        if isinstance(cached, int) and cached:
+            with self._lock:
+                self.counts.cached += cached
+
+
+def _only(v: Verdict, outcomes: list[RuleOutcome]) -> Verdict:
+    """``v`` holding only ``outcomes`` (what its follow-up records carry)."""
+    out = copy.copy(v)
+    out.outcomes = outcomes
+    out.findings = []
+    return out
+
+
+def graders_for(
+    config: CollectorConfig, judge: object, env: Mapping[str, str] | None = None
+) -> list[GraderRule]:
+    """The rules file's graders, ready (keys read now); ``ConfigError`` naming the file,
+    line and rule for each one that cannot be set up."""
+    ruleset = getattr(judge, "ruleset", None)
+    if ruleset is None or config.rules is None:
+        return []
+    from tracejudge.cli.graders import build_graders
+
+    graders, problems = build_graders(
+        ruleset, config.rules, os.environ if env is None else env, None
+    )
+    if problems:
+        raise ConfigError(*problems)
+    return graders
