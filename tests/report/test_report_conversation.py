@@ -4,6 +4,8 @@ by case in natural order; durations in the unit that fits."""
 
 from __future__ import annotations
 
+import dataclasses
+import html
 from html.parser import HTMLParser
 
 from tests.report.report_builders import T0, make_record
@@ -259,3 +261,61 @@ def test_calls_nobody_asked_for_and_results_nothing_ran_for_are_still_shown() ->
     assert '<code>lookup_order</code></b> &middot; <span class="na">no execution seen' in page
     turn2 = page[_element(page, f"conv-{1:032x}-{ROOT}-t2") :]
     assert turn2.index("<pre>{&quot;ok&quot;: true}</pre>") < turn2.index("turn 3")
+
+
+POLICY = "Always confirm before refunding anything. " * 6 + EVIL
+"""A system prompt long enough to share (252 characters), with markup that must stay text."""
+
+
+def _with_system(n: int, prompt: str) -> Run:
+    """``_run()`` as run ``n`` with ``prompt`` as its turn 0 (the other turns follow)."""
+    base = _run()
+    turns = [Turn(0, "system", prompt, step_index=0, span_id=M1)]
+    turns += [dataclasses.replace(t, index=t.index + 1) for t in base.turns]
+    return dataclasses.replace(base, trace_id=f"{n:032x}", root_span_id=f"{n:016x}", turns=turns)
+
+
+def _record_of(n: int, *findings: Finding) -> VerdictRecord:
+    v = Verdict(
+        f"{n:032x}",
+        f"{n:016x}",
+        "fail" if findings else "pass",
+        {"policy": "fail" if findings else "pass"},
+        case_id="c1",
+        primary=findings[0] if findings else None,
+        findings=list(findings),
+    )
+    return VerdictRecord.from_verdict(v)
+
+
+def test_a_long_system_prompt_of_several_runs_is_shown_once() -> None:
+    """The same long system prompt in every run was most of a report's size (a real airline
+    report: 100 copies of a 6,155-character policy). It is shown once, under "System
+    prompts", and each run's system turn links to it; a short prompt, a prompt of one run
+    only, and a system turn a finding quotes stay in place."""
+    cited = Finding(
+        "F-POLICY-X", "fail", "policy", "r", (M1,),
+        "the system prompt (turn 0) says 'Always confirm before refunding anything.'",
+    )  # fmt: skip
+    runs = [
+        _with_system(1, POLICY),
+        _with_system(2, POLICY),
+        _with_system(3, POLICY),  # its turn 0 is quoted by a finding: shown in place
+        _with_system(4, "Be brief."),
+        _with_system(5, "Be brief."),
+        _with_system(6, POLICY.replace("Always", "Never")),  # one run only
+    ]
+    records = [_record_of(n) for n in (1, 2, 4, 5, 6)] + [_record_of(3, cited)]
+    rows, missing = build_rows(records, runs)
+    assert missing == []
+    page = render_html(summarize(records), rows)
+    assert page.count(html.escape(POLICY)) == 1  # the shared copy
+    quoted = '<mark class="cite">Always confirm before refunding anything.</mark>'
+    assert page.count(quoted) == 2  # run 3's turn 0, and the finding's explanation
+    assert 'system</summary><div class="txt">' + quoted in page
+    assert page.count('system prompt <a href="#prompt-1">1</a>') == 2  # runs 1 and 2
+    assert page.count("Be brief.") == 2
+    assert page.count(html.escape(POLICY.replace("Always", "Never"))) == 1
+    assert '<details class="prompt" id="prompt-1"><summary>system prompt 1: 2 turn(s), ' in page
+    assert EVIL not in page
+    assert page.count('id="prompt-') == 1

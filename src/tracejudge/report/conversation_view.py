@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import html
 import json
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.redaction import REDACTED
@@ -39,6 +41,9 @@ COMPACT_JSON = 100
 """JSON up to this many characters is shown on one line; longer, indented."""
 MIN_CITED = 12
 """Quotes at least this long are highlighted in an explanation (a sentence, not a value)."""
+MIN_SHARED = 200
+"""A system prompt this long or longer, used by two runs or more on the page, is shown once
+(``SharedPrompts``)."""
 
 CSS = """
 .filters{margin:6px 0 12px;line-height:2} .filters b{margin-right:6px}
@@ -121,10 +126,76 @@ def _text(piece: str) -> str:
     return esc(piece).replace(esc(REDACTED), f'<span class="redacted">{esc(REDACTED)}</span>')
 
 
-def conversation_html(view: ConversationView, prefix: str, code_class: dict[str, str]) -> str:
+@dataclass(slots=True)
+class SharedPrompts:
+    """System prompts shown once on the page, under their own heading, instead of in every
+    run: a long prompt repeated in each of hundreds of runs was most of a report's size.
+    Only uncited text is shared (a finding that quotes a system turn is shown in place)."""
+
+    ids: dict[str, str] = field(default_factory=dict)
+    """Shared text -> its element id (``prompt-N``, in first-seen order)."""
+    uses: Counter[str] = field(default_factory=Counter)
+    """Shared text -> how many turns on the page show it."""
+
+    @classmethod
+    def of(cls, views: Iterable[ConversationView]) -> SharedPrompts:
+        """The prompts of ``views`` worth sharing: at least ``MIN_SHARED`` characters, in the
+        system turns of two runs or more."""
+        runs: Counter[str] = Counter()
+        for view in views:
+            runs.update({i.turn.text for i in _system_turns(view) if i.turn.text})
+        shared = cls()
+        for text, n in runs.items():
+            if n >= 2 and len(text) >= MIN_SHARED:
+                shared.ids[text] = f"prompt-{len(shared.ids) + 1}"
+        return shared
+
+    def link(self, text: str | None) -> str | None:
+        """The body of a system turn showing ``text`` by reference, or None to show it."""
+        if text is None or text not in self.ids:
+            return None
+        self.uses[text] += 1
+        ident = self.ids[text]
+        return (
+            f'<div class="na">system prompt <a href="#{ident}">{ident[len("prompt-") :]}</a> '
+            f"({len(text):,} characters, shown once under System prompts)</div>"
+        )
+
+    def html(self) -> str:
+        """The section with each shared prompt that a turn linked to; empty if none."""
+        shown = [(text, ident) for text, ident in self.ids.items() if self.uses[text]]
+        if not shown:
+            return ""
+        parts = ["<h2>System prompts</h2>"]
+        for text, ident in shown:
+            parts.append(
+                f'<details class="prompt" id="{ident}"><summary>system prompt '
+                f"{ident[len('prompt-') :]}: {self.uses[text]} turn(s), {len(text):,} "
+                f'characters</summary><div class="turn system"><div class="txt">'
+                f"{_marked(text, (), 'cite')}</div></div></details>"
+            )
+        return "".join(parts)
+
+
+def _system_turns(view: ConversationView) -> list[TurnView]:
+    return [
+        i
+        for i in view.items
+        if isinstance(i, TurnView)
+        and i.turn.role == "system"
+        and not view.citations.get(i.turn.index)
+    ]
+
+
+def conversation_html(
+    view: ConversationView,
+    prefix: str,
+    code_class: dict[str, str],
+    prompts: SharedPrompts | None = None,
+) -> str:
     """The conversation, turns in order; ``prefix`` makes the element ids unique on the page
     (``{prefix}-t{turn}``, ``{prefix}-s{step}``); ``code_class`` maps a code to its filter
-    class."""
+    class; ``prompts`` shows the page's shared system prompts by reference."""
     prefix = esc(prefix)  # ids are validated hex, but the record may come from any file
     parts: list[str] = []
     if view.run_findings:
@@ -134,7 +205,7 @@ def conversation_html(view: ConversationView, prefix: str, code_class: dict[str,
         if isinstance(item, CallView):
             parts.append(_call(item, view, prefix, code_class))
         else:
-            parts.append(_turn(item, view, prefix, code_class))
+            parts.append(_turn(item, view, prefix, code_class, prompts))
     return "".join(parts)
 
 
@@ -161,14 +232,22 @@ def _finding(f: FindingRecord, view: ConversationView, prefix: str, cc: dict[str
     return finding_html(f, f"fc-{cc[f.code]}" if f.code in cc else "", anchor, cited)
 
 
-def _turn(item: TurnView, view: ConversationView, prefix: str, cc: dict[str, str]) -> str:
+def _turn(
+    item: TurnView,
+    view: ConversationView,
+    prefix: str,
+    cc: dict[str, str],
+    prompts: SharedPrompts | None = None,
+) -> str:
     t = item.turn
     who = f"turn {t.index} &middot; {esc(t.role)}"
     if item.status is not None:
         fill = STATUS_FILL.get(item.status, STATUS_FILL["unset"])
         status = f'<span class="st" style="background:{fill}">{esc(item.status)}</span>'
         who += f" &middot; model call {status}"
-    body = _turn_text(t.text, view.citations.get(t.index, ()))
+    cited = view.citations.get(t.index, ())
+    shared = prompts.link(t.text) if prompts and t.role == "system" and not cited else None
+    body = shared if shared is not None else _turn_text(t.text, cited)
     if t.role == "tool":
         name = t.tool_name or (item.answers.name if item.answers else None)
         who += f" &middot; result of <code>{esc(name or '?')}</code>"

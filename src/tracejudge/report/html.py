@@ -306,18 +306,22 @@ def _timelines(rows: Sequence[TimelineRow], undrawn: int) -> tuple[str, str]:
         "a box links to its turn or call below</span>"
         + "<span>&#9660; finding (hover for code and explanation)</span></p>"
     )
+    prompts = cv.SharedPrompts.of(r.conversation for r in drawn if r.conversation is not None)
     parts = [controls, legend, '<div class="runs">']
-    parts.extend(_timeline_row(r, classes) for r in drawn)
+    parts.extend(_timeline_row(r, classes, prompts) for r in drawn)
     parts.append("</div>")
     omitted = max(0, len(ordered) - MAX_TIMELINES)
     if omitted:
         parts.append(f'<p class="muted">{omitted} more run(s) not drawn</p>')
     if undrawn:
         parts.append(f'<p class="muted">{undrawn} judged run(s) have no trace here to draw</p>')
+    parts.append(prompts.html())
     return "\n".join(parts), filter_css
 
 
-def _timeline_row(row: TimelineRow, classes: dict[str, str]) -> str:
+def _timeline_row(
+    row: TimelineRow, classes: dict[str, str], prompts: cv.SharedPrompts | None = None
+) -> str:
     r = row.record
     prefix = f"conv-{r.trace_id}-{r.root_span_id}"  # ids of the turns and calls (raw)
     code_classes = "".join(f" rc-{classes[c]}" for c in sorted({f.code for f in r.findings}))
@@ -367,7 +371,7 @@ def _timeline_row(row: TimelineRow, classes: dict[str, str]) -> str:
         extra = (
             f'<details class="conv"{is_open}><summary>conversation: {n} turn(s), '
             f"{len(r.findings)} finding(s)</summary>"
-            + cv.conversation_html(row.conversation, prefix, classes)
+            + cv.conversation_html(row.conversation, prefix, classes, prompts)
             + "</details>"
         )
     elif row.run_findings:
