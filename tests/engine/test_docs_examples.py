@@ -1,4 +1,5 @@
-"""Every YAML example in docs/rules.md is a valid rules file (or rule fragment)."""
+"""Every YAML example in the rules guide (docs/rules.md) and the check reference
+(docs/checks.md) is a valid rules file (or rule fragment)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,12 @@ import yaml
 from tests.engine.engine_runs import REFUND_TOOLS
 from tracejudge.engine import load_rules_text
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
-BLOCKS = re.findall(r"```yaml\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+BLOCKS = [
+    block
+    for page in ("rules.md", "checks.md")
+    for block in re.findall(r"```yaml\n(.*?)```", (DOCS / page).read_text(encoding="utf-8"), re.S)
+]
 
 
 def _as_rules(block: str) -> str:
@@ -37,5 +42,5 @@ def test_there_are_examples() -> None:
 @pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
 def test_example_loads(block: str) -> None:
     """A rule reference whose examples don't load teaches people to write broken files."""
-    ruleset = load_rules_text(_as_rules(block), source="docs/rules.md")
+    ruleset = load_rules_text(_as_rules(block), source="docs/rules.md or docs/checks.md")
     assert ruleset.rules

@@ -237,7 +237,7 @@ def _plan(spec: ViewSpec | None) -> _Plan:
 
 
 def run_view(run: Run, kinds: dict[int, ToolKind | None], spec: ViewSpec | None) -> dict[str, Any]:
-    """The dict view of a run (documented in docs/rules.md, section CEL).
+    """The dict view of a run (documented in docs/checks.md, section CEL).
 
     ``spec`` None builds everything. ``tools`` and ``models`` are disjoint lists, so no
     step is converted twice. Cost is linear in steps.
