@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import threading
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -186,3 +188,35 @@ def test_anthropic_stream_accumulates_to_the_plain_message(server: ScriptedModel
     with client.messages.stream(model="claude-haiku-4-5", max_tokens=256, messages=user) as s:
         streamed = s.get_final_message()
     assert streamed.model_dump() == plain.model_dump()
+
+
+def test_a_fixed_port_taken_twice_waits_for_the_first_server() -> None:
+    """``examples/refund/make_traces.py`` records on a fixed port (the spans name it), so two
+    test suites on one machine both bound it and the second failed with "address already in
+    use" (a clean-clone CI run beside another). A second server asking for a taken fixed
+    port now waits for the first one to stop, then binds and serves."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    extra = Script("one", [lambda conv: Reply(text="only answer")])
+    first = ScriptedModelServer([extra], port=port).start()
+    outcome: list[object] = []
+    attempting = threading.Event()
+
+    def second() -> None:
+        attempting.set()
+        try:
+            with ScriptedModelServer([extra], port=port) as running:
+                reply = _complete(_client(running, "one"), [USER])
+                outcome.append(reply.choices[0].message.content)
+        except OSError as exc:
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=second)
+    waiter.start()
+    attempting.wait()
+    assert _complete(_client(first, "one"), [USER]).choices[0].message.content == "only answer"
+    first.stop()
+    waiter.join()
+    assert outcome == ["only answer"]

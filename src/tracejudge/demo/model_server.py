@@ -27,10 +27,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import IO, Any
 
 from tracejudge.demo.script import (
     Conversation,
@@ -405,6 +406,24 @@ class _Server(ThreadingHTTPServer):
         self.requests = 0
 
 
+def port_lock(port: int) -> IO[bytes] | None:
+    """The open lock file of ``port``, exclusively locked (blocks while another holder has
+    it; the lock goes with the file's closing or the holder's exit). None where the platform
+    has no ``flock`` (Windows): the port is then taken unguarded."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    path = f"{tempfile.gettempdir()}/tracejudge-model-server-{port}.lock"
+    lock = open(path, "a+b")  # noqa: SIM115 (held until stop(), closed by _release)
+    try:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    except BaseException:
+        lock.close()
+        raise
+    return lock
+
+
 class ScriptedModelServer:
     """The scripted model server; use as a context manager or ``start()``/``stop()``.
 
@@ -418,11 +437,23 @@ class ScriptedModelServer:
         self._port = port
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._lock: IO[bytes] | None = None
 
     def start(self) -> ScriptedModelServer:
-        """Bind 127.0.0.1 on an ephemeral port and serve in a daemon thread."""
+        """Bind 127.0.0.1 (``port``, or an ephemeral one) and serve in a daemon thread.
+
+        A fixed port is taken under a lock file (``tracejudge-model-server-PORT.lock`` in
+        the temporary directory), held until ``stop()``: a second server asking for the
+        same port, in this process or another (two test suites on one machine), waits for
+        the first to stop instead of failing with "address already in use"."""
         if self._server is None:
-            self._server = _Server(self._scripts, self._port)
+            if self._port:
+                self._lock = port_lock(self._port)
+            try:
+                self._server = _Server(self._scripts, self._port)
+            except BaseException:
+                self._release()
+                raise
             self._thread = threading.Thread(
                 target=self._server.serve_forever,
                 kwargs={"poll_interval": 0.05},
@@ -441,6 +472,12 @@ class ScriptedModelServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
+        self._release()
+
+    def _release(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.close()  # closing the file drops its flock
 
     def __enter__(self) -> ScriptedModelServer:
         return self.start()
