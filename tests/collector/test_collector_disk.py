@@ -8,6 +8,7 @@ SIGTERM in a traceback; ``--max-queue-bytes`` overshot (2 MiB cap, 2.79 MB queue
 from __future__ import annotations
 
 import logging
+import re
 import signal
 import subprocess
 import sys
@@ -31,7 +32,7 @@ from tests.collector.collector_support import (
 )
 from tests.collector.test_collector_reliability import RULES, _free_port
 from tests.collector.volume_support import fill, mount_tmpfs, unfill, unmount
-from tests.support.guards import IO_S, PROCESS_S
+from tests.support.guards import IO_S, PROCESS_S, eventually
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 from tracejudge.collector.exporters.forward import TargetQueue
@@ -191,46 +192,81 @@ def test_full_disk_pushes_back_and_loses_nothing(
 
 
 def test_sigterm_on_a_full_disk_exits_cleanly_and_the_restart_delivers(
-    small_disk: SmallDisk, lt: LoopThread
+    small_disk: SmallDisk, lt: LoopThread, tmp_path: Path
 ) -> None:
-    """The real ``tracejudge serve``: SIGTERM with the disk full and the backend down
-    exits 0 without a traceback; the next start (backend up, space freed) delivers every
-    span that was acknowledged (at least once)."""
-    port = _free_port()
-    http_port = _free_port()
-    grpc_port = _free_port()
+    """The real ``tracejudge serve``: SIGTERM with the disk full and the backend refusing
+    (503) exits 0 without a traceback; the next start (backend accepting, space freed)
+    delivers every span that was acknowledged (at least once).
+
+    No port is picked free and bound later: beside a second ``make test`` (whose servers
+    bind ports the kernel hands out too) a port picked at the start was taken by the time
+    the restart or the backend bound it, and the restart delivered nothing. So the backend
+    holds its port from the start, refusing until the restart, each ``serve`` binds port 0
+    and says where it listens, and its stderr goes to a file that is read for that (a pipe
+    nobody reads can block a process). A restart that exits fails at once, with its log."""
+    sink = Sink(fail_http=[503] * 1_000_000, retry_after="1")
+    lt.run(sink.start())
     cmd = [
         str(Path(sys.executable).with_name("tracejudge")), "serve", "--rules", str(RULES),
-        "--grpc-port", str(grpc_port), "--http-port", str(http_port),
-        "--forward", f"http://127.0.0.1:{port}", "--queue-dir", str(small_disk.queue_dir),
-        "--decision-wait-after-root", "0.05s", "--shutdown-timeout", "1s", *small_disk.flags,
+        "--grpc-port", "0", "--http-port", "0",
+        "--forward", f"http://127.0.0.1:{sink.http_port}", "--queue-dir",
+        str(small_disk.queue_dir), "--decision-wait-after-root", "0.05s",
+        "--shutdown-timeout", "1s", *small_disk.flags,
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    first_log, restart_log = tmp_path / "serve-1.log", tmp_path / "serve-2.log"
     try:
-        wait_for(lambda: _up(http_port), what="serve started")
-        accepted, answers = _fill_until_refused(http_port, grpc_port, small_disk)
-        assert set(answers) == {"ok", "retry"}, answers
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=PROCESS_S)
+        with first_log.open("w") as err:
+            proc = subprocess.Popen(cmd, stderr=err, text=True)
+        try:
+            grpc_port, http_port = _listening(proc, first_log)
+            wait_for(lambda: _up(http_port), what="serve started")
+            accepted, answers = _fill_until_refused(http_port, grpc_port, small_disk)
+            assert set(answers) == {"ok", "retry"}, answers
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=PROCESS_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        stderr = first_log.read_text(encoding="utf-8")
+        assert proc.returncode == 0, stderr
+        assert "Traceback" not in stderr
+        small_disk.free()
+        sink.fail_http.clear()
+        with restart_log.open("w") as err:
+            proc = subprocess.Popen(cmd, stderr=err, text=True)
+
+        def delivered_all() -> bool:
+            if proc.poll() is not None:
+                log = restart_log.read_text(encoding="utf-8")
+                raise AssertionError(f"the restarted serve exited {proc.returncode}:\n{log}")
+            return all(_delivered(sink).get(t, 0) >= n for t, n in accepted.items())
+
+        try:
+            wait_for(delivered_all, what="every acknowledged span after the restart")
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=PROCESS_S)
+        assert proc.returncode == 0, restart_log.read_text(encoding="utf-8")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, stderr
-    assert "Traceback" not in stderr
-    small_disk.free()
-    sink = Sink()
-    lt.run(sink.start(http_port=port))
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for(
-            lambda: all(_delivered(sink).get(t, 0) >= n for t, n in accepted.items()),
-            what="every acknowledged span after the restart",
-        )
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=PROCESS_S)
         lt.run(sink.stop())
-    assert proc.returncode == 0
+
+
+LISTENING = re.compile(
+    r"listening on OTLP/gRPC 127\.0\.0\.1:(\d+), OTLP/HTTP http://127\.0\.0\.1:(\d+)"
+)
+
+
+def _listening(proc: subprocess.Popen[str], log: Path) -> tuple[int, int]:
+    """The gRPC and HTTP ports a ``serve`` started with port 0 says it listens on."""
+
+    def ports() -> tuple[int, int] | None:
+        m = LISTENING.search(log.read_text(encoding="utf-8"))
+        if m is None and proc.poll() is not None:
+            raise AssertionError(f"serve exited {proc.returncode}:\n{log.read_text()}")
+        return (int(m.group(1)), int(m.group(2))) if m else None
+
+    return eventually(ports, what="serve's listening line")
 
 
 def _up(port: int) -> bool:
