@@ -237,7 +237,9 @@ def load_rules_text(text: str, source: str = "<string>") -> RuleSet:
     if comp.errors:
         raise RulesError(source, with_lines(text, comp.errors, grader_rules(doc)))
     digest = hashlib.sha256(raw).hexdigest()[:16]
-    view = ViewSpec.of(r.check.expr.source for r in rules if isinstance(r.check, CelPredicate))
+    view = ViewSpec.of(
+        s for r in rules if isinstance(r.check, CelPredicate) for s in r.check.sources
+    )
     return RuleSet(f"sha256:{digest}", tuple(rules), tools, prices, source, view, tuple(warnings))
 
 
