@@ -16,6 +16,7 @@ from tracejudge import __version__
 _COMMANDS = {
     "baseline": "tracejudge.cli.baseline:baseline_group",
     "cases": "tracejudge.cli.cases:cases_group",
+    "compare": "tracejudge.cli.compare:compare_command",
     "demo": "tracejudge.cli.demo:demo",
     "eval": "tracejudge.cli.eval:eval_command",
     "gate": "tracejudge.cli.gate:gate_command",
