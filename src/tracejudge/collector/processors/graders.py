@@ -28,7 +28,6 @@ pipeline. On stop, runs still waiting are ``not_evaluated`` with the reason ``sh
 from __future__ import annotations
 
 import asyncio
-import collections
 import copy
 import logging
 import os
@@ -45,6 +44,7 @@ from tracejudge.collector.clock import Clock
 from tracejudge.collector.codec.otlp import to_records
 from tracejudge.collector.config import CollectorConfig, ConfigError
 from tracejudge.collector.processors.buffer import PendingTrace
+from tracejudge.collector.processors.grader_budget import CallBudget
 from tracejudge.engine.verdict import RuleOutcome, Verdict
 from tracejudge.graders.apply import GraderRule, apply_graders, not_graded, picked_ids
 from tracejudge.graders.grade import Grader
@@ -56,10 +56,7 @@ from tracejudge.model.run import Run
 
 log = logging.getLogger("tracejudge.collector")
 
-__all__ = ["CallBudget", "GraderCounts", "GraderStage", "graders_for"]
-
-WINDOW_S = 60.0
-"""The span of ``grader_calls_per_minute``."""
+__all__ = ["GraderCounts", "GraderStage", "graders_for"]
 
 
 @dataclass(slots=True)
@@ -81,27 +78,6 @@ class GraderCounts:
     agreement_sum: float = 0.0
     agreement_count: int = 0
     """Each graded outcome's agreement (its properties' lowest share of samples agreeing)."""
-
-
-class CallBudget:
-    """Model calls allowed in any ``WINDOW_S`` of ``clock``, shared by every grader thread."""
-
-    def __init__(self, clock: Clock, per_minute: int) -> None:
-        self.clock = clock
-        self.per_minute = per_minute
-        self._calls: collections.deque[float] = collections.deque()
-        self._lock = threading.Lock()
-
-    def take(self) -> bool:
-        """Take one call now; False when the window's calls are spent."""
-        with self._lock:
-            now = self.clock.now()
-            while self._calls and self._calls[0] <= now - WINDOW_S:
-                self._calls.popleft()
-            if len(self._calls) >= self.per_minute:
-                return False
-            self._calls.append(now)
-            return True
 
 
 class _Budgeted:
