@@ -21,6 +21,7 @@ import pytest
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import NoOpTracer, NoOpTracerProvider
 
 from tests.graders.grader_support import BOOKING, KEY, ROOT, airline_run
 from tests.support import judge_server as judge
@@ -324,3 +325,26 @@ def test_eval_sends_the_spans_to_the_global_tracer_provider(where: str, tmp_path
         assert (names, provider) == (["chat judge-1"], "TracerProvider")
     else:
         assert (names, provider) == ([], "ProxyTracerProvider")
+
+
+class _BrokenTracer(NoOpTracer):
+    def start_span(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a tracer bug")
+
+
+class _BrokenProvider(NoOpTracerProvider):
+    def get_tracer(self, *args: Any, **kwargs: Any) -> Any:
+        return _BrokenTracer()
+
+
+def test_a_telemetry_fault_never_costs_the_answer(caplog: pytest.LogCaptureFixture) -> None:
+    """A tracer that raises on every span: the call is made and answered as without
+    telemetry; the fault is logged (the runtime's guard), not raised."""
+    spec = _spec()
+    runtime = judge_runtime(_BrokenProvider(), NoOpMeterProvider())
+    with JudgeServer([openai_reply(_answer())]) as server:
+        provider = OpenAIProvider(KEY, server.base_url, spec.timeout_s)
+        votes = Grader(spec, traced(provider, spec, runtime)).grade(airline_run()).votes
+    assert votes[0].label == "yes"
+    assert len(server.requests) == 1
+    assert "a tracer bug" in caplog.text

@@ -81,39 +81,23 @@ class TracedProvider:
         )
 
     def complete(self, request: JudgeRequest) -> Completion:
-        """The inner provider's reply, the call traced; its errors pass through unchanged."""
+        """The inner provider's reply, the call traced; its errors pass through unchanged,
+        and a fault of the telemetry itself is logged, never raised (``Runtime.guard``)."""
+        call = self._start(request)
+        if call is None:
+            return self.inner.complete(request)
         rt = self.runtime
-        attrs = dict(self.attributes)
-        attrs[sc.GEN_AI_REQUEST_TEMPERATURE] = float(request.temperature)
-        attrs[sc.GEN_AI_REQUEST_MAX_TOKENS] = request.max_tokens
-        address, port = self.server
-        call = ModelCallTelemetry(
-            rt,
-            sc.GenAiOperationNameValues.CHAT,
-            self.provider_name,
-            request.model,
-            attrs,
-            server_address=address,
-            server_port=port,
-        )
-        with rt.guard:  # telemetry must never cost the grader its answer
-            link = _run_context(request.about)
-            if link is not None:
-                call.span.add_link(link)
-            if rt.capture_any:
-                call.set_input(
-                    [message("user", [text_part(request.user)])], [text_part(request.system)]
-                )
-        call.activate()  # an instrumented SDK below sees a model span and adds none
         try:
             reply = self.inner.complete(request)
-        except ProviderError as exc:
-            call.deactivate()
-            call.fail(exc.__cause__ if exc.__cause__ is not None else exc)
-            raise
         except BaseException as exc:
             call.deactivate()
-            call.fail(exc)
+            with rt.guard:
+                if isinstance(exc, ProviderError) and exc.__cause__ is not None:
+                    call.fail(exc.__cause__)  # the SDK's error: error.type as instrumented
+                elif isinstance(exc, Exception):
+                    call.fail(exc)
+                else:
+                    call.abandon()  # interrupted: the caller stopped it, not a model error
             raise
         call.deactivate()
         with rt.guard:
@@ -129,8 +113,39 @@ class TracedProvider:
             if said is not None:
                 answer = message("assistant", [text_part(said)], reason)
                 call.set_output([answer], record_tool_calls=False)
-        call.end()
+            call.end()
         return reply
+
+    def _start(self, request: JudgeRequest) -> ModelCallTelemetry | None:
+        """The call's span, started and current; None when starting it failed (logged)."""
+        rt = self.runtime
+        attrs = dict(self.attributes)
+        attrs[sc.GEN_AI_REQUEST_TEMPERATURE] = float(request.temperature)
+        attrs[sc.GEN_AI_REQUEST_MAX_TOKENS] = request.max_tokens
+        address, port = self.server
+        call = None
+        with rt.guard:
+            call = ModelCallTelemetry(
+                rt,
+                sc.GenAiOperationNameValues.CHAT,
+                self.provider_name,
+                request.model,
+                attrs,
+                server_address=address,
+                server_port=port,
+            )
+        if call is None:
+            return None
+        with rt.guard:  # the span stands without its link or content
+            link = _run_context(request.about)
+            if link is not None:
+                call.span.add_link(link)
+            if rt.capture_any:
+                call.set_input(
+                    [message("user", [text_part(request.user)])], [text_part(request.system)]
+                )
+        call.activate()  # an instrumented SDK below sees a model span and adds none
+        return call
 
 
 def traced(provider: Provider, spec: GraderSpec, runtime: Runtime | None) -> Provider:
