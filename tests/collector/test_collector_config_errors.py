@@ -107,3 +107,35 @@ def test_one_mistake_reads_as_before() -> None:
         build_config({"tick": "5s"}, {})
     assert str(err.value) == "tick: must be in (0, 1s]"
     assert err.value.problems == ("tick: must be in (0, 1s]",)
+
+
+def test_the_grader_keys_are_checked_with_the_others() -> None:
+    """The graders' budgets and ``grader_traces``: a bad type and a bad value each named by
+    its key, all reported together; ``grader_tokens_per_minute`` 0 is off, not a mistake."""
+    with pytest.raises(ConfigError) as err:
+        build_config(
+            {
+                "grader_max_concurrent": "four",
+                "grader_calls_per_minute": 0,
+                "grader_tokens_per_minute": -1,
+                "grader_traces": True,
+            },
+            {},
+        )
+    assert list(err.value.problems) == [
+        "grader_max_concurrent: expected an integer, got 'four'",
+        "grader_traces: needs forward (a trace backend; they never go to output)",
+        "grader_calls_per_minute: must be positive",
+        "grader_tokens_per_minute: must not be negative (0 turns it off)",
+    ]
+    with pytest.raises(ConfigError, match=r"^grader_tokens_per_minute: expected an integer"):
+        build_config({"grader_tokens_per_minute": "10k"}, {})
+    ok = build_config({"grader_tokens_per_minute": 0, "forward": ["http://127.0.0.1:4318"]}, {})
+    assert (ok.grader_tokens_per_minute, ok.grader_traces) == (0, False)
+
+
+def test_serve_grader_traces_flag_needs_a_backend() -> None:
+    """``--grader-traces`` is the config key's flag: without ``--forward`` serve exits 2."""
+    done = CliRunner().invoke(main, ["serve", "--rules", str(RULES), "--grader-traces"])
+    assert done.exit_code == 2, done.output
+    assert "grader_traces: needs forward" in done.output

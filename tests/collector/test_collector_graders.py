@@ -30,10 +30,12 @@ from tests.collector.collector_support import (
     wait_for,
 )
 from tests.collector.logs_support import LogsSink, record_attrs
-from tests.support.judge_server import HOLD, JudgeServer, openai_reply
+from tests.support.judge_server import HOLD, JudgeServer, Scripted, openai_reply
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector, ConfigError
 from tracejudge.collector.clock import ManualClock
+from tracejudge.collector.processors.grader_budget import TokenBudget
+from tracejudge.content import is_content_key
 
 KEY = "sk-test-judge-key-0123456789"
 TOOL_SPAN = "5eed5eed5eed0001"
@@ -211,7 +213,8 @@ def test_over_the_call_budget_a_run_is_not_evaluated_never_passed(
         assert labels[0][1].endswith("(grader: not_evaluated) budget")
         assert labels[1] == ("pass", "")
         assert len(server.requests) == 1
-        assert c.snapshot()["graders"]["not_evaluated"] == {"budget": 1}
+        g = c.snapshot()["graders"]
+        assert (g["not_evaluated"], g["over_budget"]) == ({"budget": 1}, {"waiting": 1})
         for t in (a, b):
             assert _root_events(sink, t)[0][sc.TRACEJUDGE_VERDICT] == "pass"
 
@@ -269,3 +272,161 @@ def test_a_grader_without_its_key_stops_serve_at_start(tmp_path: Path, sink: Sin
     (tmp_path / "key.txt").unlink()
     with pytest.raises(ConfigError, match=r"rule claims-backed\): cannot read api_key_file"):
         Collector(config(sink, tmp_path, rules=rules))
+
+
+def test_over_the_token_budget_a_call_is_not_made(
+    lt: LoopThread, sink: Sink, logs_sink: LogsSink, tmp_path: Path
+) -> None:
+    """A budget of 15 tokens a minute, and each scripted answer reports 10 input and 5
+    output tokens: on one grader thread, the first run's call spends the minute's tokens,
+    so the second run's call is not made (not_evaluated, budget; counted as over the token
+    budget). A minute later on the collector's clock the tokens are back."""
+    with JudgeServer([openai_reply(_answer("yes"))]) as server:
+        rules = _rules(tmp_path, server)
+        c, clock = _start(
+            lt, sink, logs_sink, tmp_path, rules, grader_tokens_per_minute=15,
+            grader_max_concurrent=1,
+        )  # fmt: skip
+        a, _ = _run(c)
+        b, _ = _run(c)
+        advance(c, clock, 2.0)
+        wait_for(lambda: _graded(logs_sink, a) and _graded(logs_sink, b), what="two records")
+        labels = sorted(
+            r["gen_ai.evaluation.score.label"] for t in (a, b) for r in _graded(logs_sink, t)
+        )
+        assert labels == ["insufficient_evidence", "pass"]
+        assert len(server.requests) == 1
+        g = c.snapshot()["graders"]
+        assert (g["tokens_per_minute"], g["tokens"], g["tokens_last_minute"]) == (15, 15, 15)
+        assert (g["not_evaluated"], g["over_budget"]) == ({"budget": 1}, {"tokens": 1})
+        assert "tracejudge_grader_tokens_total 15" in c.prometheus_text()
+
+        advance(c, clock, 61.0)
+        assert c.snapshot()["graders"]["tokens_last_minute"] == 0
+        d, _ = _run(c)
+        advance(c, clock, 2.0)
+        wait_for(lambda: _graded(logs_sink, d), what="a record a minute later")
+        assert _graded(logs_sink, d)[0]["gen_ai.evaluation.score.label"] == "pass"
+        assert len(server.requests) == 2
+        assert not [s for s in sink.spans() if s.name.startswith("chat ")]  # traces: off
+        lt.run(c.stop(timeout=2.0))
+
+
+def test_the_token_budget_on_the_collectors_clock() -> None:
+    """``TokenBudget`` alone: spent once the last 60 s of the clock used the budget, free
+    again when they pass; 0 is no budget (counted only)."""
+    clock = ManualClock()
+    budget = TokenBudget(clock, 100)
+    budget.add(60)
+    clock.advance(30.0)
+    assert not budget.spent()
+    budget.add(40)
+    assert budget.spent()
+    clock.advance(30.0)  # the first call's 60 tokens left the window
+    assert (budget.spent(), budget.last_minute(), budget.total) == (False, 40, 100)
+    off = TokenBudget(clock, 0)
+    off.add(10**9)
+    assert (off.spent(), off.last_minute()) == (False, 10**9)
+
+
+def _grader_spans(sink: Sink) -> list[tuple[dict[str, Any], Any]]:
+    """The ``chat`` spans the sink received, each with its resource's attributes."""
+    return [
+        ({kv.key: kv.value.string_value for kv in rs.resource.attributes}, s)
+        for r in list(sink.requests)
+        for rs in r.resource_spans
+        for ss in rs.scope_spans
+        for s in ss.spans
+        if s.name == "chat judge-1"
+    ]
+
+
+def test_grader_traces_sends_each_call_as_a_span_of_the_collector(
+    lt: LoopThread, sink: Sink, logs_sink: LogsSink, tmp_path: Path
+) -> None:
+    """``grader_traces``: the one call the budget lets through (one call a minute: the
+    second run is refused without a call) is a ``chat judge-1`` CLIENT span of service
+    ``tracejudge``, forwarded to the backend in a trace of its own, linked to the judged
+    run's root, with the grader's identity and the tokens; no content and none of the
+    prompt's text. The refused run made no span, and no span went to ``output`` (the file
+    eval reads, where it would be judged as a run)."""
+    output = tmp_path / "judged.jsonl"
+    with JudgeServer([openai_reply(_answer("yes"))]) as server:
+        rules = _rules(tmp_path, server)
+        c, clock = _start(
+            lt, sink, logs_sink, tmp_path, rules, grader_traces=True, grader_calls_per_minute=1,
+            output=output,
+        )  # fmt: skip
+        a, a_root = _run(c)
+        b, b_root = _run(c)
+        advance(c, clock, 2.0)
+        wait_for(lambda: _graded(logs_sink, a) and _graded(logs_sink, b), what="two records")
+        wait_for(lambda: _grader_spans(sink), what="the grader call's span")
+        lt.run(c.stop(timeout=2.0))
+    ((resource, span),) = _grader_spans(sink)
+    assert resource["service.name"] == "tracejudge"
+    assert span.kind == span.SPAN_KIND_CLIENT
+    assert span.trace_id.hex() not in (a, b)
+    [link] = span.links
+    assert (link.trace_id.hex(), link.span_id.hex()) in ((a, a_root), (b, b_root))
+    got = attrs(span)
+    assert got["server.port"] == int(server.base_url.split(":")[-1].split("/")[0])
+    del got["server.port"]
+    assert got == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "judge-1",
+        "server.address": "127.0.0.1",
+        "gen_ai.output.type": "json",
+        "tracejudge.grader.provider": "openai",
+        "tracejudge.grader.model": "judge-1",
+        "tracejudge.grader.prompt_hash": got["tracejudge.grader.prompt_hash"],
+        "tracejudge.grader.rendering_version": "evidence/1",
+        "gen_ai.request.temperature": 0.0,
+        "gen_ai.request.max_tokens": 1024,
+        "gen_ai.response.id": "chatcmpl-judge",
+        "gen_ai.response.model": "judge-1",
+        "gen_ai.response.finish_reasons": ["stop"],
+        "gen_ai.usage.input_tokens": 10,
+        "gen_ai.usage.output_tokens": 5,
+    }
+    assert not [k for k in got if is_content_key(k)]
+    assert "lookup_order" not in json.dumps(got)
+    g = c.snapshot()["graders"]
+    assert (g["calls"], g["over_budget"], g["traces"]) == (
+        1,
+        {"waiting": 1},
+        {"spans": 1, "dropped": 0},
+    )
+    assert "judge-1" not in output.read_text("utf-8")
+    assert {s.trace_id.hex() for s in sink.spans() if s.name != "chat judge-1"} == {a, b}
+
+
+def test_a_failed_call_is_an_error_span_scrubbed_like_every_output(
+    lt: LoopThread, sink: Sink, logs_sink: LogsSink, tmp_path: Path
+) -> None:
+    """A scripted 429 whose message quotes a key: the forwarded span has status ERROR and
+    ``error.type`` 429, and the key is redacted in its status and exception event (the
+    span's strings pass the collector's scrubber)."""
+    secret = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    quota = Scripted(429, {"error": {"message": f"quota of {secret} spent"}})
+    with JudgeServer([quota]) as server:
+        c, clock = _start(
+            lt, sink, logs_sink, tmp_path, _rules(tmp_path, server), grader_traces=True
+        )
+        _run(c)
+        advance(c, clock, 2.0)
+        wait_for(lambda: _grader_spans(sink), what="the failed call's span")
+        lt.run(c.stop(timeout=2.0))
+    ((_, span),) = _grader_spans(sink)
+    assert (span.status.code, span.status.message) == (
+        span.status.STATUS_CODE_ERROR,
+        "Error code: 429 - quota of [REDACTED] spent",
+    )
+    assert attrs(span)["error.type"] == "429"
+    (event,) = span.events
+    assert {kv.key: kv.value.string_value for kv in event.attributes}["exception.message"] == (
+        "Error code: 429 - quota of [REDACTED] spent"
+    )
+    assert secret not in span.SerializeToString().decode("utf-8", "replace")
+    assert c.snapshot()["graders"]["not_evaluated"] == {"rate_limited": 1}

@@ -8,13 +8,13 @@ a reply that never comes in time).
 
 from __future__ import annotations
 
-import functools
 import json
 import stat
 from pathlib import Path
 
 import pytest
 
+from tests.graders.grader_support import BOOKING, FINAL, KEY, airline_run
 from tests.support.judge_server import (
     HOLD,
     JudgeServer,
@@ -32,15 +32,7 @@ from tracejudge.graders.providers import (
     provider_for,
 )
 from tracejudge.graders.spec import GraderSpec
-from tracejudge.model.run import Run
-from tracejudge.report.loading import load_runs
 
-ROOT = Path(__file__).resolve().parents[2]
-AIRLINE = ROOT / "examples" / "airline" / "tau-bench-dev" / "gpt-4o-airline.dev.json"
-KEY = "sk-test-judge-key-0123456789"
-BOOKING = "a4c743adbdbe6de5"
-"""The span of run 0-0's book_reservation call."""
-FINAL = "100dc8b073ddb2e4"
 DEADLINE_S = 0.5
 """The client's deadline in the timeout test. The server holds that request until the test
 releases it, so the deadline passes whatever the machine's speed: no race to lose."""
@@ -61,11 +53,6 @@ def _spec(**extra: object) -> GraderSpec:
     )
 
 
-@functools.cache
-def _run() -> Run:
-    return next(r for r in load_runs([AIRLINE]).runs if r.run_id == "0-0")
-
-
 def _answer(claims: str = "yes", cite: tuple[str, ...] = (BOOKING, FINAL)) -> str:
     return json.dumps(
         {
@@ -82,14 +69,14 @@ def _grader(server: JudgeServer, spec: GraderSpec, cache: AnswerCache | None = N
 
 
 def _labels(grader: Grader) -> list[tuple[str, str]]:
-    return [(v.label, v.reason) for v in grader.grade(_run()).votes]
+    return [(v.label, v.reason) for v in grader.grade(airline_run()).votes]
 
 
 def test_a_valid_answer_through_the_openai_sdk() -> None:
     """Scripted valid answer: decided with its citations; the request carries the model,
     temperature, JSON mode and the rendered evidence, and no key in its body."""
     with JudgeServer([openai_reply(_answer())]) as server:
-        result = _grader(server, _spec()).grade(_run())
+        result = _grader(server, _spec()).grade(airline_run())
     claims, advice = result.votes
     assert (claims.label, claims.span_ids, claims.agreement) == ("yes", (BOOKING, FINAL), 1.0)
     assert (advice.label, advice.span_ids) == ("insufficient_evidence", ())
@@ -123,7 +110,7 @@ def test_what_is_not_an_answer_is_never_a_pass(reply: Scripted, label: str, reas
     """Scripted bad replies: not_evaluated (or insufficient_evidence) with the reason, and
     one request each (the SDK does not retry behind the grader's back)."""
     with JudgeServer([reply]) as server:
-        (claims, _) = _grader(server, _spec()).grade(_run()).votes
+        (claims, _) = _grader(server, _spec()).grade(airline_run()).votes
     assert claims.label == label
     assert reason in claims.reason
     assert len(server.requests) == 1
@@ -132,7 +119,7 @@ def test_what_is_not_an_answer_is_never_a_pass(reply: Scripted, label: str, reas
 def test_a_reply_that_comes_too_late_is_a_timeout() -> None:
     """The server holds the request (scripted silence) past the client's deadline."""
     with JudgeServer([HOLD]) as server:
-        votes = _grader(server, _spec(timeout_s=DEADLINE_S)).grade(_run()).votes
+        votes = _grader(server, _spec(timeout_s=DEADLINE_S)).grade(airline_run()).votes
     assert [(v.label, v.reason) for v in votes] == [
         ("not_evaluated", "1 of 1 samples not evaluated (timeout)")
     ] * 2
@@ -146,7 +133,7 @@ def test_samples_are_voted() -> None:
         openai_reply(_answer("no", (FINAL,))),
     ]
     with JudgeServer(replies) as server:
-        claims = _grader(server, _spec(samples=3)).grade(_run()).votes[0]
+        claims = _grader(server, _spec(samples=3)).grade(airline_run()).votes[0]
     assert (claims.label, claims.agreement, claims.span_ids) == ("no", 2 / 3, (BOOKING, FINAL))
     assert len(server.requests) == 3
 
@@ -156,20 +143,20 @@ def test_the_cache_answers_a_second_judging(tmp_path: Path) -> None:
     (asked again); another rubric or model misses."""
     cache = AnswerCache(tmp_path / "cache")
     with JudgeServer([openai_reply(_answer())]) as server:
-        first = _grader(server, _spec(), cache).grade(_run())
-        second = _grader(server, _spec(), cache).grade(_run())
+        first = _grader(server, _spec(), cache).grade(airline_run())
+        second = _grader(server, _spec(), cache).grade(airline_run())
         assert len(server.requests) == 1
         assert second.votes == first.votes
         assert (second.cached, cache.hits) == (1, 1)
-        _grader(server, _spec(model="judge-2"), cache).grade(_run())
+        _grader(server, _spec(model="judge-2"), cache).grade(airline_run())
         assert len(server.requests) == 2
     (entry,) = [p for p in (tmp_path / "cache").rglob("*.json") if "judge-1" in p.read_text()]
     assert stat.S_IMODE(entry.stat().st_mode) == 0o600
     assert KEY not in entry.read_text()
     with JudgeServer([openai_reply("nope")]) as server:
         spec = _spec(samples=2)
-        _grader(server, spec, cache).grade(_run())
-        _grader(server, spec, cache).grade(_run())
+        _grader(server, spec, cache).grade(airline_run())
+        _grader(server, spec, cache).grade(airline_run())
         # sample 0 is the one cached above (the sample count is not part of the identity);
         # sample 1 is malformed both times, so it is asked again
         assert len(server.requests) == 2
@@ -180,8 +167,8 @@ def test_anthropic_sdk_answers_and_refusals() -> None:
     spec = _spec(provider="anthropic")
     with JudgeServer([anthropic_reply(_answer()), anthropic_reply("", stop="refusal")]) as server:
         grader = Grader(spec, AnthropicProvider(KEY, server.origin, spec.timeout_s))
-        ok = grader.grade(_run()).votes[0]
-        refused = grader.grade(_run()).votes[0]
+        ok = grader.grade(airline_run()).votes[0]
+        refused = grader.grade(airline_run()).votes[0]
     assert (ok.label, ok.span_ids) == ("yes", (BOOKING, FINAL))
     assert (refused.label, refused.reason) == (
         "not_evaluated",
@@ -218,8 +205,8 @@ def test_a_key_from_a_file_next_to_the_rules(tmp_path: Path) -> None:
 def test_what_leaves_for_the_model_follows_the_graders_content_settings() -> None:
     """``redact`` patterns and ``content: false`` apply to what the SDK sends."""
     with JudgeServer([openai_reply(_answer())]) as server:
-        _grader(server, _spec(redact=[r"\bmia_li_\d+\b"])).grade(_run())
-        _grader(server, _spec(content=False)).grade(_run())
+        _grader(server, _spec(redact=[r"\bmia_li_\d+\b"])).grade(airline_run())
+        _grader(server, _spec(content=False)).grade(airline_run())
     redacted, shape_only = (r["messages"][1]["content"] for r in server.requests)
     assert "mia_li_3668" not in redacted
     assert "[REDACTED]" in redacted

@@ -270,8 +270,10 @@ def _graders(
             click.echo(f"tracejudge eval: note: {note} (--no-graders)", err=True)
         return []
     from tracejudge.cli.graders import build_graders
+    from tracejudge.graders.telemetry import judge_runtime
 
-    graders, problems = build_graders(ruleset, rules_path, os.environ, cache)
+    # each model call a chat span to the global tracer provider: nowhere unless one is set
+    graders, problems = build_graders(ruleset, rules_path, os.environ, cache, judge_runtime())
     if problems:
         echo_errors("eval", problems, limit=None)
         sys.exit(EXIT_INPUT)

@@ -1,4 +1,6 @@
-"""Setting up a rules file's graders for ``tracejudge eval``: providers, keys, cache.
+"""Setting up a rules file's graders for ``tracejudge eval``: providers, keys, cache, and
+where their calls' spans go (``graders/telemetry.py``: a ``Runtime``; none for ``serve``,
+whose grader stage traces calls itself, inside its budget).
 
 Every problem is said before any run is judged, naming the rules file, the line and the
 rule: a missing key, an unknown provider, a cache directory that cannot be used.
@@ -22,15 +24,22 @@ from tracejudge.graders.apply import GraderRule, apply_graders, grader_specs
 from tracejudge.graders.cache import AnswerCache
 from tracejudge.graders.grade import Grader
 from tracejudge.graders.providers import GraderConfigError, provider_for
+from tracejudge.graders.telemetry import traced
+from tracejudge.instrumentation import Runtime
 from tracejudge.model.run import Run
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def build_graders(
-    ruleset: RuleSet, rules_path: Path, env: Mapping[str, str], cache_dir: Path | None
+    ruleset: RuleSet,
+    rules_path: Path,
+    env: Mapping[str, str],
+    cache_dir: Path | None,
+    runtime: Runtime | None = None,
 ) -> tuple[list[GraderRule], list[str]]:
-    """The rule set's graders ready to run, and the problems (``file: line N: path: ...``)."""
+    """The rule set's graders ready to run, and the problems (``file: line N: path: ...``);
+    each model call a ``chat`` span on ``runtime`` (None: not traced)."""
     specs = grader_specs(ruleset)
     if not specs:
         return [], []
@@ -52,7 +61,7 @@ def build_graders(
             at = f"line {line}: " if line is not None else ""
             problems.append(f"{rules_path}: {at}{path} (rule {rule.id}): {exc}")
             continue
-        out.append(GraderRule(rule, Grader(spec, provider, cache)))
+        out.append(GraderRule(rule, Grader(spec, traced(provider, spec, runtime), cache)))
     return out, problems
 
 

@@ -66,6 +66,12 @@ _NO_RULES = "rules: a rules file is required (--rules or rules: in --config)"
     help="Also send each rule outcome to --forward-logs as a gen_ai.evaluation.result log record.",
 )
 @click.option(
+    "--grader-traces/--no-grader-traces",
+    default=None,
+    help="Send each grader model call's chat span (service tracejudge) to the --forward "
+    "backends (default: off).",
+)
+@click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Append the judged traces to this file as OTLP/JSON lines (tracejudge eval reads it).",

@@ -28,7 +28,7 @@ from tracejudge.collector.exporters.sinks import JsonlSink, TextSink, VerdictSin
 from tracejudge.collector.exporters.targets import TargetSpec, split_forward, target_specs
 from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.processors.cost import RuleCost, check_budget, measure
-from tracejudge.collector.processors.graders import GraderStage, graders_for
+from tracejudge.collector.processors.graders import GraderStage, grader_stage, graders_for
 from tracejudge.collector.processors.judge import Judge, load_judge
 from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
 from tracejudge.collector.processors.redact import LogScrubber
@@ -308,16 +308,9 @@ class Collector:
         self.stats.queue_depth = self.pipeline.queue_depth
         self.logs = logs_intake_for(cfg, self.pipeline)
         if self.grader_rules:
-            self.graders = self.pipeline.graders = GraderStage(
-                self.grader_rules,
-                self.clock,
-                self.logs.evaluations,
-                self.pipeline.scrubber.verdict,
-                cfg.grader_max_concurrent,
-                cfg.grader_calls_per_minute,
+            self.graders = self.pipeline.graders = grader_stage(
+                cfg, self.grader_rules, self.clock, self.pipeline, self.logs
             )
-            if self.logs.queue is None:
-                log.warning("grader outcomes go to forward_logs; without it they are counted only")
         if self.logs.queue is not None:
             self.logs.queue.start()
         if self.store is not None:

@@ -179,6 +179,13 @@ class CollectorConfig:
     grader_calls_per_minute: int = 60
     """Grader model calls in any minute of the collector's clock, all graders together;
     a call over it is not made (``not_evaluated``, reason ``budget``)."""
+    grader_tokens_per_minute: int = 0
+    """Tokens (input and output, as the providers report them) grader calls may use in any
+    minute of the collector's clock, all graders together; a call while they are spent is
+    not made (``not_evaluated``, reason ``budget``). 0 (the default): no token budget."""
+    grader_traces: bool = False
+    """Send each grader model call's ``chat`` span (a span of the collector's own service)
+    to the ``forward`` targets; off, they are not made."""
     tick: float = 0.02
     """How often the decision timer runs; latency beyond the waits is at most one tick."""
     drop_content: bool = False
@@ -347,6 +354,8 @@ _STRS |= {"auth_token_env"}
 _BOOLS |= {"evaluation_logs", "verdict_lines", "strict"}
 _STRS |= {"forward_logs"}
 _INTS |= {"shadow_max_pending", "grader_max_concurrent", "grader_calls_per_minute"}
+_INTS |= {"grader_tokens_per_minute"}
+_BOOLS |= {"grader_traces"}
 _PATHS = {"rules", "queue_dir", "baselines", "cases", "output", "dead_letter"}
 _PATHS |= {"auth_token_file", "tls_cert", "tls_key", "tls_client_ca", "forward_ca_file"}
 _PATHS |= {"forward_client_cert", "forward_client_key"}

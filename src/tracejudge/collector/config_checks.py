@@ -108,6 +108,11 @@ def _logs(cfg: CollectorConfig) -> Iterator[str]:
         yield "evaluation_logs: needs forward_logs (a logs endpoint)"
 
 
+def _graders(cfg: CollectorConfig) -> Iterator[str]:
+    if cfg.grader_traces and not cfg.forward:
+        yield "grader_traces: needs forward (a trace backend; they never go to output)"
+
+
 def _outputs(cfg: CollectorConfig) -> Iterator[str]:
     if cfg.verdict_lines and cfg.verdicts_jsonl == "-":
         yield "verdict_lines: stdout already carries the verdicts as JSON lines"
@@ -152,6 +157,9 @@ _POSITIVE = (
 )
 
 
+_ZERO_IS_OFF = ("grader_tokens_per_minute",)
+
+
 def _limits(cfg: CollectorConfig) -> Iterator[str]:
     for name in _POSITIVE_OR_OFF:
         value = getattr(cfg, name)
@@ -160,6 +168,9 @@ def _limits(cfg: CollectorConfig) -> Iterator[str]:
     for name in _POSITIVE:
         if getattr(cfg, name) <= 0:
             yield f"{name}: must be positive"
+    for name in _ZERO_IS_OFF:
+        if getattr(cfg, name) < 0:
+            yield f"{name}: must not be negative (0 turns it off)"
 
 
 def _disk(cfg: CollectorConfig) -> Iterator[str]:
@@ -203,6 +214,7 @@ RULES: tuple[tuple[frozenset[str], Rule], ...] = (
     (frozenset({"shadow_wait", "tick", "max_judge_time", "max_judge_lag"}), _timing),
     (frozenset(), _inputs),
     (frozenset({"forward_logs", "evaluation_logs"}), _logs),
+    (frozenset({"grader_traces", "forward"}), _graders),
     (frozenset({"output", "verdicts_jsonl", "dead_letter", "verdict_lines"}), _outputs),
     (frozenset(), _limits),
     (frozenset({"max_disk_queue_bytes", "queue_dir", "file_mode"}), _disk),

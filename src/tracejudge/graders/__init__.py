@@ -14,6 +14,7 @@ Modules, one thing each:
 - ``answer``: parsing and checking one answer (citations held against the run)
 - ``vote``: the majority over samples, with agreement
 - ``providers``: the ``Provider`` seam and the OpenAI-compatible and Anthropic providers
+- ``telemetry``: each model call a GenAI ``chat`` span (``TracedProvider``)
 - ``cache``: answers on disk keyed by grader identity and evidence hash
 - ``apply``: running graders over verdicts
 - ``pairwise``: baseline-vs-candidate comparison with the order randomised per pair

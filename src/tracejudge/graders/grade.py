@@ -55,6 +55,7 @@ class Grader:
             user_message(self.spec, evidence),
             self.spec.temperature,
             self.spec.max_tokens,
+            (run.trace_id, run.root_span_id),
         )
         answers: list[Answer] = []
         cached = 0

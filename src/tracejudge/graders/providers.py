@@ -7,16 +7,26 @@ Both are built with ``max_retries=0``: a 429 or a timeout is the sample's outcom
 (``not_evaluated``, with the reason), not a hidden wait. Keys come from the environment
 (``provider_for`` takes the mapping, so nothing reads ``os.environ`` behind the caller)
 or a file, and are never logged, stamped or written to the cache.
+
+Each provider says what a call's telemetry needs (``graders/telemetry.py``): the server it
+talks to, the output format it asks for, and from each response the model, the response id
+and the tokens the API reports (which ``tracejudge serve``'s token budget counts too).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from tracejudge import semconv as sc
 from tracejudge.graders.spec import GraderSpec
+from tracejudge.instrumentation._shapes import server_of
+
+Server = tuple[str | None, int | None]
+"""``server.address`` and ``server.port`` of a provider's endpoint (None when unknown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,15 +38,29 @@ class JudgeRequest:
     user: str
     temperature: float
     max_tokens: int
+    about: tuple[str, str] | None = None
+    """The judged run's trace id and root span id (hex): what the call's span links to.
+    Never sent to the model."""
 
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """What the model sent back: text, or a refusal."""
+    """What the model sent back: text, or a refusal; and what the API reported about it."""
 
     text: str | None
     refusal: str | None = None
     finish_reason: str | None = None
+    model: str | None = None
+    """The model that answered, as the response names it."""
+    response_id: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    """Tokens as the API reports them (None when it reports none)."""
+
+    @property
+    def tokens(self) -> int:
+        """Input and output tokens together (0 for what the API did not report)."""
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
 
 
 class ProviderError(Exception):
@@ -67,6 +91,9 @@ def _status_reason(status: int) -> str:
 class OpenAIProvider:
     """Chat Completions through the official ``openai`` SDK (JSON-object mode)."""
 
+    output_type: str | None = sc.GenAiOutputTypeValues.JSON
+    """``gen_ai.output.type``: the request asks for a JSON object."""
+
     def __init__(self, api_key: str, base_url: str | None, timeout_s: float) -> None:
         import openai
 
@@ -74,6 +101,7 @@ class OpenAIProvider:
         self._client = openai.OpenAI(
             api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
         )
+        self.server: Server = server_of(self._client.chat.completions)
 
     def complete(self, request: JudgeRequest) -> Completion:
         """One completion; SDK errors become ``ProviderError``."""
@@ -95,23 +123,35 @@ class OpenAIProvider:
             raise ProviderError("connection", type(exc).__name__) from exc
         except openai.APIStatusError as exc:
             raise ProviderError(_status_reason(exc.status_code), _message(exc.body)) from exc
+        usage = resp.usage
+        ids = (resp.model or None, resp.id or None)
+        used = (usage.prompt_tokens, usage.completion_tokens) if usage else (None, None)
         if not resp.choices:
-            return Completion(None, None, None)
+            return Completion(None, None, None, *ids, *used)
         choice = resp.choices[0]
         msg = choice.message
-        return Completion(msg.content, msg.refusal, choice.finish_reason)
+        return Completion(msg.content, msg.refusal, choice.finish_reason, *ids, *used)
 
 
 class AnthropicProvider:
     """Messages through the official ``anthropic`` SDK."""
 
+    output_type: str | None = None
+    """The Messages request asks for no output format."""
+
     def __init__(self, api_key: str, base_url: str | None, timeout_s: float) -> None:
         import anthropic
 
         self._anthropic = anthropic
+        # The SDK's own span (2.x, on by default, to the global tracer provider) is off: the
+        # call's span is the grader's (graders/telemetry.py), one span per call.
+        own_spans: dict[str, Any] = {}
+        if "open_telemetry" in inspect.signature(anthropic.Anthropic).parameters:
+            own_spans["open_telemetry"] = False
         self._client = anthropic.Anthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0, **own_spans
         )
+        self.server: Server = server_of(self._client.messages)
 
     def complete(self, request: JudgeRequest) -> Completion:
         """One message; SDK errors become ``ProviderError``."""
@@ -133,9 +173,15 @@ class AnthropicProvider:
             raise ProviderError(_status_reason(exc.status_code), _message(exc.body)) from exc
         text = "".join(getattr(b, "text", "") for b in resp.content if b.type == "text")
         stop = resp.stop_reason
+        u = resp.usage
+        # the conventions' input tokens for Anthropic: input + cache read + cache write
+        cache = (getattr(u, "cache_read_input_tokens", 0) or 0) + (
+            getattr(u, "cache_creation_input_tokens", 0) or 0
+        )
+        seen = (resp.model or None, resp.id or None, u.input_tokens + cache, u.output_tokens)
         if stop == "refusal":
-            return Completion(None, text or "refused", stop)
-        return Completion(text or None, None, stop)
+            return Completion(None, text or "refused", stop, *seen)
+        return Completion(text or None, None, stop, *seen)
 
 
 def _message(body: Any) -> str:

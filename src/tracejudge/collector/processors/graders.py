@@ -9,13 +9,20 @@ log record to ``forward_logs``, parented to the run's evaluated span: the form t
 conventions give an evaluation made apart from the span it judges (the span has left).
 
 Nothing waits on a model: the receivers, ``/healthz`` and the deterministic verdicts go on
-while grader calls are open. Budget, both collector config keys:
+while grader calls are open. Budget, collector config keys (``grader_budget.py``):
 
 - ``grader_max_concurrent`` threads, so at most that many model calls are open at once;
 - ``grader_calls_per_minute`` model calls in any 60 s of the collector's clock, shared by
   every grader; a call over it is not made and its sample is ``not_evaluated`` with the
   reason ``budget``; runs waiting for a thread are bounded by the same number, and a run
-  beyond that is ``not_evaluated`` (``budget``) at once, without being rendered.
+  beyond that is ``not_evaluated`` (``budget``) at once, without being rendered;
+- ``grader_tokens_per_minute`` (0, the default: none): while the calls that answered in the
+  last 60 s used that many tokens (input and output, as the providers report them), a call
+  is not made either (``budget``).
+
+With ``grader_traces`` each model call is a ``chat`` span of the collector's own service,
+sent to the forward targets (``exporters/grader_spans.py``); a call a budget refused is no
+call and has no span.
 
 ``not_evaluated`` is never a pass: the outcome is ``insufficient_evidence`` with an
 ``F-EVIDENCE-GRADER_NOT_EVALUATED`` finding. A provider that is down or answers 429 costs
@@ -28,7 +35,6 @@ pipeline. On stop, runs still waiting are ``not_evaluated`` with the reason ``sh
 from __future__ import annotations
 
 import asyncio
-import collections
 import copy
 import logging
 import os
@@ -36,7 +42,7 @@ import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
@@ -44,22 +50,27 @@ from tracejudge import semconv as sc
 from tracejudge.collector.clock import Clock
 from tracejudge.collector.codec.otlp import to_records
 from tracejudge.collector.config import CollectorConfig, ConfigError
+from tracejudge.collector.exporters.grader_spans import GraderSpans
+from tracejudge.collector.exporters.targets import OUTPUT_NAME
 from tracejudge.collector.processors.buffer import PendingTrace
+from tracejudge.collector.processors.grader_budget import CallBudget, TokenBudget
+from tracejudge.collector.processors.logs_intake import LogsIntake
 from tracejudge.engine.verdict import RuleOutcome, Verdict
 from tracejudge.graders.apply import GraderRule, apply_graders, not_graded, picked_ids
 from tracejudge.graders.grade import Grader
 from tracejudge.graders.providers import Completion, JudgeRequest, Provider, ProviderError
+from tracejudge.graders.telemetry import traced
 from tracejudge.model.build import build_runs
 from tracejudge.model.conversation import merge_conversations
 from tracejudge.model.log_events import join_serialized_logs
 from tracejudge.model.run import Run
 
+if TYPE_CHECKING:
+    from tracejudge.collector.pipeline import Pipeline
+
 log = logging.getLogger("tracejudge.collector")
 
-__all__ = ["CallBudget", "GraderCounts", "GraderStage", "graders_for"]
-
-WINDOW_S = 60.0
-"""The span of ``grader_calls_per_minute``."""
+__all__ = ["GraderCounts", "GraderStage", "grader_stage", "graders_for"]
 
 
 @dataclass(slots=True)
@@ -74,6 +85,12 @@ class GraderCounts:
     """Samples answered from the answer cache (no call)."""
     outcomes: int = 0
     """Grader outcomes sent as ``gen_ai.evaluation.result`` records."""
+    tokens: int = 0
+    """Tokens the calls used, as the providers reported them (input and output)."""
+    over_budget: dict[str, int] = field(default_factory=dict)
+    """The ``budget`` samples of ``not_evaluated`` by which budget: ``calls`` and ``tokens``
+    (a call not made), ``waiting`` (a run refused because as many runs as the minute's
+    calls were waiting for a thread: each of its graders' samples)."""
     not_evaluated: dict[str, int] = field(default_factory=dict)
     """Samples with no answer, by reason (``budget``, ``shutdown``, ``rate_limited``,
     ``timeout``, ``connection``, ``http_<status>``, ``error``); a run whose call was open at
@@ -81,27 +98,6 @@ class GraderCounts:
     agreement_sum: float = 0.0
     agreement_count: int = 0
     """Each graded outcome's agreement (its properties' lowest share of samples agreeing)."""
-
-
-class CallBudget:
-    """Model calls allowed in any ``WINDOW_S`` of ``clock``, shared by every grader thread."""
-
-    def __init__(self, clock: Clock, per_minute: int) -> None:
-        self.clock = clock
-        self.per_minute = per_minute
-        self._calls: collections.deque[float] = collections.deque()
-        self._lock = threading.Lock()
-
-    def take(self) -> bool:
-        """Take one call now; False when the window's calls are spent."""
-        with self._lock:
-            now = self.clock.now()
-            while self._calls and self._calls[0] <= now - WINDOW_S:
-                self._calls.popleft()
-            if len(self._calls) >= self.per_minute:
-                return False
-            self._calls.append(now)
-            return True
 
 
 class _Budgeted:
@@ -116,15 +112,19 @@ class _Budgeted:
         if stage.stopping.is_set():
             stage.count_missing("shutdown")
             raise ProviderError("shutdown")
-        if not stage.budget.take():
+        over = "tokens" if stage.tokens.spent() else None if stage.budget.take() else "calls"
+        if over is not None:
             stage.count_missing("budget")
+            stage.count_over(over)
             raise ProviderError("budget")
         stage.count_call()
         try:
-            return self.inner.complete(request)
+            reply = self.inner.complete(request)
         except ProviderError as exc:
             stage.count_missing(exc.reason)
             raise
+        stage.tokens.add(reply.tokens)
+        return reply
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,15 +149,21 @@ class GraderStage:
         scrub: Callable[[Verdict], object],
         max_concurrent: int,
         calls_per_minute: int,
+        tokens_per_minute: int = 0,
+        spans: GraderSpans | None = None,
     ) -> None:
         self.stopping = threading.Event()
         self.budget = CallBudget(clock, calls_per_minute)
+        self.tokens = TokenBudget(clock, tokens_per_minute)
+        self.spans = spans
+        """Where the calls' spans go (``grader_traces``); None: no spans."""
+        runtime = spans.runtime if spans is not None else None
         self.graders = [
             GraderRule(
                 g.rule,
                 Grader(
                     g.grader.spec,
-                    _Budgeted(g.grader.provider, self),
+                    _Budgeted(traced(g.grader.provider, g.grader.spec, runtime), self),
                     g.grader.cache,
                     g.grader.policy,
                 ),
@@ -214,6 +220,8 @@ class GraderStage:
             for g in self.graders:
                 if any(o.rule_id == g.rule.id for o in outcomes):
                     self.count_missing(reason, g.grader.spec.samples)
+                    if reason == "budget":
+                        self.count_over("waiting", g.grader.spec.samples)
             out.append(_only(v, outcomes))
         self._send(out)
 
@@ -243,6 +251,8 @@ class GraderStage:
         """Stop: runs still waiting are ``not_evaluated`` (``shutdown``) and sent now; the
         threads end after the call they are on (its answer is not awaited, and counted)."""
         self.stopping.set()
+        if self.spans is not None:
+            self.spans.close()  # calls ending later: their spans are dropped (counted)
         left: list[Verdict] = []
         while True:
             try:
@@ -267,15 +277,19 @@ class GraderStage:
         """The ``graders`` entry of ``/metrics``."""
         c = self.counts
         with self._lock:
-            missing = dict(c.not_evaluated)
+            missing, over = dict(c.not_evaluated), dict(c.over_budget)
             calls, cached = c.calls, c.cached
         return {
             "graders": [g.rule.id for g in self.graders],
             "max_concurrent": self.max_concurrent,
             "calls_per_minute": self.budget.per_minute,
+            "tokens_per_minute": self.tokens.per_minute,
             "runs": c.runs,
             "waiting": self._waiting,
             "calls": calls,
+            "tokens": self.tokens.total,
+            "tokens_last_minute": self.tokens.last_minute(),
+            "over_budget": over,
             "cached": cached,
             "outcomes": c.outcomes,
             "not_evaluated": missing,
@@ -283,6 +297,7 @@ class GraderStage:
             if c.agreement_count
             else None,
             "agreement_count": c.agreement_count,
+            "traces": self.spans.snapshot() if self.spans is not None else None,
         }
 
     def prometheus(self) -> str:
@@ -292,6 +307,9 @@ class GraderStage:
             "# HELP tracejudge_grader_calls_total Model calls made by grader rules.",
             "# TYPE tracejudge_grader_calls_total counter",
             f"tracejudge_grader_calls_total {s['calls']}",
+            "# HELP tracejudge_grader_tokens_total Tokens grader calls used (input and output).",
+            "# TYPE tracejudge_grader_tokens_total counter",
+            f"tracejudge_grader_tokens_total {s['tokens']}",
             "# HELP tracejudge_grader_not_evaluated_total Grader samples not answered, by reason.",
             "# TYPE tracejudge_grader_not_evaluated_total counter",
         ]
@@ -310,6 +328,11 @@ class GraderStage:
         """One model call made (a grader thread)."""
         with self._lock:
             self.counts.calls += 1
+
+    def count_over(self, budget: str, n: int = 1) -> None:
+        """``n`` samples not answered for ``budget`` (``calls``, ``tokens``, ``waiting``)."""
+        with self._lock:
+            self.counts.over_budget[budget] = self.counts.over_budget.get(budget, 0) + n
 
     def count_missing(self, reason: str, n: int = 1) -> None:
         """``n`` samples with no answer for ``reason`` (any thread)."""
@@ -371,6 +394,36 @@ def _only(v: Verdict, outcomes: list[RuleOutcome]) -> Verdict:
     out.outcomes = outcomes
     out.findings = []
     return out
+
+
+def grader_stage(
+    config: CollectorConfig,
+    graders: Sequence[GraderRule],
+    clock: Clock,
+    pipeline: Pipeline,
+    logs: LogsIntake,
+) -> GraderStage:
+    """The stage ``Collector.start`` hooks into ``pipeline`` (on the running loop): outcomes
+    to ``logs``' evaluation records, budgets from ``config``, and the calls' spans to the
+    forward queues (not ``output``) when ``grader_traces`` is on."""
+    spans = None
+    if config.grader_traces:
+        queues = [q for q in pipeline.queues if q.name != OUTPUT_NAME]
+        spans = GraderSpans(
+            queues, config.max_queue_bytes, pipeline.scrubber, asyncio.get_running_loop()
+        )
+    if logs.queue is None:
+        log.warning("grader outcomes go to forward_logs; without it they are counted only")
+    return GraderStage(
+        graders,
+        clock,
+        logs.evaluations,
+        pipeline.scrubber.verdict,
+        config.grader_max_concurrent,
+        config.grader_calls_per_minute,
+        config.grader_tokens_per_minute,
+        spans,
+    )
 
 
 def graders_for(
