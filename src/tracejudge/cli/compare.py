@@ -104,7 +104,10 @@ def compare_command(
     except OSError as exc:
         echo_errors("compare", [f"{rules_path}: cannot read rules: {exc.strerror or exc}"])
         sys.exit(EXIT_INPUT)
-    graders, problems = build_graders(ruleset, rules_path, os.environ, None)
+    from tracejudge.graders.telemetry import judge_runtime
+
+    # each model call a chat span to the global tracer provider: nowhere unless one is set
+    graders, problems = build_graders(ruleset, rules_path, os.environ, None, judge_runtime())
     known = [g.rule.id for g in graders]
     problems += [f"--grader {g}: no grader rule of that id" for g in grader_ids if g not in known]
     if grader_ids:

@@ -151,6 +151,14 @@ def echo_errors(command: str, errors: list[str], *, limit: int | None = MAX_ERRO
     show_default=True,
     help="Runs judged by graders at a time (their model calls wait on the network).",
 )
+@click.option(
+    "--validations",
+    "validations_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Validation records (validate --record): say, per grader rule, whether its model, "
+    "rubric and rendering were validated, and with what figures.",
+)
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 def eval_command(
     rules_path: Path,
@@ -166,6 +174,7 @@ def eval_command(
     run_graders: bool,
     grader_cache: Path | None,
     grader_workers: int,
+    validations_path: Path | None,
     files: tuple[Path, ...],
 ) -> None:
     """Judge the agent runs in FILES (OTLP/JSON, JSON lines or protobuf; gzipped or not)."""
@@ -208,6 +217,11 @@ def eval_command(
             click.echo(f"tracejudge eval: warning: {cases_path}: {warning}", err=True)
     engine = Engine(ruleset, baselines=store, cases=cases, strict=strict)
     graders = _graders(ruleset, rules_path, run_graders, grader_cache)
+    if validations_path is not None and graders:
+        from tracejudge.cli.graders import validation_lines
+
+        for line in validation_lines(graders, validations_path):
+            click.echo(f"tracejudge eval: {line}", err=True)
 
     loaded = load_runs(list(files))
     for line in loaded.summaries:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import sys
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import click
 import yaml
 
 from tracejudge import semconv as sc
+from tracejudge.cli.errors import EXIT_INPUT
 from tracejudge.engine.lines import line_of
 from tracejudge.engine.rules import RuleSet
 from tracejudge.engine.verdict import Verdict
@@ -121,4 +124,34 @@ def summary_lines(verdicts: list[Verdict], graders: list[GraderRule]) -> list[st
             f"insufficient_evidence {labels.count('insufficient_evidence')}, "
             f"not_evaluated {labels.count('not_evaluated')}; {cached} samples from the cache"
         )
+    return lines
+
+
+def validation_lines(graders: list[GraderRule], records: Path) -> list[str]:
+    """Per grader: its validation record's figures, or a warning that its current model,
+    rubric and rendering have none (exits 2 on an unreadable records file)."""
+    from tracejudge.validate.records import RecordsError, grader_version, load_records
+
+    try:
+        known = load_records(records)
+    except RecordsError as exc:
+        for error in exc.errors:
+            click.echo(f"tracejudge eval: {error}", err=True)
+        sys.exit(EXIT_INPUT)
+    lines = []
+    for g in graders:
+        entry = grader_version(g.rule.id, g.grader.identity.version)
+        found = known.get(entry)
+        if found:
+            last = found[-1]
+            lines.append(
+                f"grader {g.rule.id}: validated {last.recorded_at} on {last.labels}: "
+                f"{last.summary()}"
+            )
+        else:
+            lines.append(
+                f"warning: grader {g.rule.id} ({g.grader.identity.version}) has no validation "
+                f"in {records}: its false-pass and false-fail rates are unknown (a new model, "
+                "rubric or rendering is a new version); run tracejudge validate --record"
+            )
     return lines

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -21,6 +22,8 @@ import click
 from tracejudge.cli.eval import echo_errors, error_verdict
 
 if TYPE_CHECKING:
+    from tracejudge.engine.rules import RuleSet
+    from tracejudge.graders.apply import GraderRule
     from tracejudge.validate.reading import JudgedRun
 
 EXIT_OK = 0
@@ -92,6 +95,34 @@ EXIT_INPUT = 2
     help="Disagreements listed per axis in the text report (JSON lists all).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
+@click.option(
+    "--graders/--no-graders",
+    "run_graders",
+    default=True,
+    show_default=True,
+    help="Run the rules file's grader rules, as eval does (keys from the environment).",
+)
+@click.option(
+    "--grader-cache",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory of graders' answers, as eval's.",
+)
+@click.option(
+    "--grader-workers",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="Runs judged by graders at a time.",
+)
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Append this validation (the judge's version, the labels' hash, the figures) to "
+    "FILE, which eval --validations reads.",
+)
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 def validate_command(
     labels_path: Path,
@@ -105,6 +136,10 @@ def validate_command(
     gate_specs: tuple[str, ...],
     shown: str,
     as_json: bool,
+    run_graders: bool,
+    grader_cache: Path | None,
+    grader_workers: int,
+    record_path: Path | None,
     files: tuple[Path, ...],
 ) -> None:
     """Compare the verdicts on the runs in FILES (as eval reads them) with the labels."""
@@ -131,11 +166,13 @@ def validate_command(
         what = "verdicts in " + ", ".join(map(str, verdict_paths))
         case_rules: tuple[str, ...] = (CASE_RULE_ID,)
         cases_version = None
+        graders: list[str] = []
     else:
         if rules_path is None or not files:
             raise click.UsageError("give FILES and --rules (or --verdicts)")
-        judged, case_rules, cases_version = _judge(
-            rules_path, cases_path, tools_only, strict, files
+        graded = (run_graders, grader_cache, grader_workers)
+        judged, case_rules, cases_version, graders = _judge(
+            rules_path, cases_path, tools_only, strict, files, graded
         )
         what = f"{rules_path}{' (tools only)' if tools_only else ''}" + (
             f" + {cases_path}" if cases_path else ""
@@ -167,15 +204,26 @@ def validate_command(
     version = {"rules": sorted({r.version for r in judged if r.version})}
     if cases_version is not None:
         version["cases"] = [cases_version]
+    if graders:
+        version["graders"] = graders
+    source: dict[str, Any] = {
+        "labels": str(labels_path),
+        "judge": what,
+        "judge_version": version,
+        "judged_runs": len(judged),
+        "unlabelled_runs": extra,
+    }
+    document = to_json(source, figures, results)
+    if record_path is not None:
+        from tracejudge.validate.records import append_record
+
+        try:
+            append_record(record_path, version, labels_path, document)
+        except OSError as exc:
+            _fail([f"--record {record_path}: cannot write: {exc.strerror or exc}"])
+        click.echo(f"tracejudge validate: recorded in {record_path}", err=True)
     if as_json:
-        source: dict[str, Any] = {
-            "labels": str(labels_path),
-            "judge": what,
-            "judge_version": version,
-            "judged_runs": len(judged),
-            "unlabelled_runs": extra,
-        }
-        click.echo(json.dumps(to_json(source, figures, results), indent=2))
+        click.echo(json.dumps(document, indent=2))
     else:
         header = (
             f"{len(pairs)} labelled runs ({labels_path}) judged by {what}; "
@@ -223,9 +271,10 @@ def _judge(
     tools_only: bool,
     strict: bool,
     files: tuple[Path, ...],
-) -> tuple[list[JudgedRun], tuple[str, ...], str | None]:
-    """FILES judged as eval judges them, the rule ids of the case checks and the cases
-    file's version."""
+    graded: tuple[bool, Path | None, int],
+) -> tuple[list[JudgedRun], tuple[str, ...], str | None, list[str]]:
+    """FILES judged as eval judges them (grader rules included unless ``--no-graders``),
+    the rule ids of the case checks, the cases file's version and the graders' versions."""
     from tracejudge.engine import Engine, RulesError, load_rules
     from tracejudge.engine.checks.case import CASE_RULE_ID
     from tracejudge.report.loading import load_runs
@@ -251,16 +300,41 @@ def _judge(
     elif tools_only:
         raise click.UsageError("--tools-only judges by the cases: give --cases")
     engine = Engine(ruleset, cases=cases, strict=strict)
+    run_graders, grader_cache, workers = graded
+    graders = _graders(ruleset, rules_path, grader_cache) if run_graders else []
     loaded = load_runs(list(files))
     if loaded.errors:
         _fail(loaded.errors)
     if not loaded.runs:
         _fail(["no agent runs found in the given files"])
-    judged: list[JudgedRun] = []
+    verdicts = []
     for run in loaded.runs:
         try:
-            judged.append(from_verdict(engine.judge(run)))
+            verdicts.append(engine.judge(run))
         except Exception as exc:  # one bad run must not stop the others; never a pass
-            judged.append(from_verdict(error_verdict(run, f"engine error: {exc}")))
+            verdicts.append(error_verdict(run, f"engine error: {exc}"))
+    versions: list[str] = []
+    if graders:
+        from tracejudge.cli.graders import grade_all, summary_lines
+        from tracejudge.validate.records import grader_version
+
+        verdicts = grade_all(verdicts, loaded.runs, graders, workers)
+        for line in summary_lines(verdicts, graders):
+            click.echo(f"tracejudge validate: {line}", err=True)
+        versions = [grader_version(g.rule.id, g.grader.identity.version) for g in graders]
+    judged = [from_verdict(v) for v in verdicts]
     case_rules = tuple(r.id for r in ruleset.rules if r.check_type == "case")
-    return judged, (*case_rules, CASE_RULE_ID), None if cases is None else cases.version
+    cases_version = None if cases is None else cases.version
+    return judged, (*case_rules, CASE_RULE_ID), cases_version, versions
+
+
+def _graders(ruleset: RuleSet, rules_path: Path, cache: Path | None) -> list[GraderRule]:
+    """The rules file's graders, built as eval builds them; exits on a problem."""
+    from tracejudge.cli.graders import build_graders
+    from tracejudge.graders.telemetry import judge_runtime
+
+    graders, problems = build_graders(ruleset, rules_path, os.environ, cache, judge_runtime())
+    if problems:
+        echo_errors("validate", problems, limit=None)
+        sys.exit(EXIT_INPUT)
+    return graders
