@@ -31,6 +31,7 @@ from tests.collector.collector_support import (
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector, CollectorConfig
 from tracejudge.collector.clock import ManualClock
+from tracejudge.collector.config import ConfigError
 from tracejudge.collector.exporters.exporter import Exporter, QueuedExporter
 from tracejudge.collector.exporters.file_target import FileExporterFactory, FileTarget
 from tracejudge.collector.exporters.forward import (
@@ -40,6 +41,7 @@ from tracejudge.collector.exporters.forward import (
     OtlpHttpFactory,
 )
 from tracejudge.collector.exporters.registry import EXPORTERS, ExporterRegistry
+from tracejudge.collector.exporters.targets import target_specs
 from tracejudge.model.files import load_traces
 
 
@@ -133,6 +135,10 @@ class SpoolFactory:
     kind = "spool"
     schemes = ("spool",)
 
+    def check_url(self, url: str) -> None:
+        if url == "spool:":
+            raise ValueError("needs a directory: spool:DIR")
+
     def default_config(self) -> SpoolConfig:
         return SpoolConfig()
 
@@ -183,10 +189,15 @@ def test_a_registered_kind_receives_judged_traces_end_to_end(
     lt: LoopThread, tmp_path: Path
 ) -> None:
     """The whole path with the added kind: OTLP/HTTP in, judged on the manual clock, the
-    stamped request out through the forward queue into the ``spool`` exporter. (The config
-    is not passed through ``validate()``, whose ``--forward`` check knows only the OTLP
-    schemes: docs/architecture.md says so.)"""
+    stamped request out through the forward queue into the ``spool`` exporter. The config
+    is validated against the same registry, whose kinds check their own URLs; ``serve``'s
+    registry refuses the scheme it does not know, naming the ones it does."""
     spool = tmp_path / "spool"
+    registry = EXPORTERS.with_factory(SpoolFactory())
+    with pytest.raises(ConfigError, match=r"no exporter for 'spool' URLs \(known: http"):
+        CollectorConfig(forward=[f"spool:{spool}"]).validate()
+    with pytest.raises(ConfigError, match=r"forward\[0\]: 'spool:': needs a directory"):
+        CollectorConfig(forward=["spool:"]).validate(registry)
     cfg = CollectorConfig(
         forward=[f"spool:{spool}"],
         grpc_port=0,
@@ -194,9 +205,9 @@ def test_a_registered_kind_receives_judged_traces_end_to_end(
         decision_wait_after_root=0.02,
         decision_wait=1.0,
         shutdown_timeout=3.0,
-    )
+    ).validate(registry)
     clock = ManualClock()
-    c = Collector(cfg, StandInJudge(), clock, exporters=EXPORTERS.with_factory(SpoolFactory()))
+    c = Collector(cfg, StandInJudge(), clock, exporters=registry)
     lt.run(c.start())
     try:
         trace_id, payload = _request()
@@ -215,3 +226,34 @@ def test_a_registered_kind_receives_judged_traces_end_to_end(
     assert {s.trace_id.hex() for s in spans} == {trace_id}
     (root,) = [s for s in spans if not s.parent_span_id]
     assert attrs(root)[sc.TRACEJUDGE_VERDICT] == "pass"
+
+
+def test_forward_takes_every_registered_scheme_a_file_included(
+    lt: LoopThread, tmp_path: Path
+) -> None:
+    """``--forward file:PATH`` is the ``file`` kind like ``--output``: validated by the
+    kind, named ``file`` when unnamed, and fed the judged traces."""
+    out = tmp_path / "judged.jsonl"
+    cfg = CollectorConfig(
+        forward=[f"file:{out}"],
+        grpc_port=0,
+        http_port=0,
+        decision_wait_after_root=0.02,
+        decision_wait=1.0,
+        shutdown_timeout=3.0,
+    ).validate()
+    assert [(s.name, s.url) for s in target_specs(cfg.forward)] == [("file", f"file:{out}")]
+    clock = ManualClock()
+    c = Collector(cfg, StandInJudge(), clock)
+    lt.run(c.start())
+    try:
+        trace_id, payload = _request()
+        assert post(c.http_port, payload)[0] == 200
+        advance(c, clock, 0.05)
+        wait_for(lambda: out.exists() and out.stat().st_size > 0, what="the file's first batch")
+    finally:
+        lt.run(c.stop())
+    traces = load_traces(out)
+    assert list(traces) == [trace_id]
+    (root,) = [s for s in traces[trace_id] if s.parent_span_id is None]
+    assert root.attributes[sc.TRACEJUDGE_VERDICT] == "pass"

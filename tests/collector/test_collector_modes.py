@@ -203,7 +203,10 @@ def test_metrics_count_runs_findings_and_spans() -> None:
     [
         ({"output": "/nonexistent-dir/judged.jsonl"}, "not a file in an existing directory"),
         ({"output": "/tmp/same.jsonl", "verdicts_jsonl": "/tmp/same.jsonl"}, "same file"),
-        ({"forward": "ftp://x"}, "not http://host:port"),
+        (
+            {"forward": "ftp://x"},
+            r"no exporter for 'ftp' URLs \(known: http, https, grpc, grpcs, file\)",
+        ),
         ({"forward": "http://a:1", "decision_wait": "soon"}, "expected a duration"),
         ({"forward": "http://a:1", "max_request_bytes": "lots"}, "expected a size"),
         ({"forward": "http://a:1", "decison_wait": "1s"}, "unknown key 'decison_wait'"),

@@ -248,7 +248,10 @@ def test_default_names_follow_the_protocol() -> None:
         (["a=grpc://x:1", "a=grpc://y:2"], "the same target name is given twice"),
         (["grpc://x:1", "grpc://x:1"], "the same URL is listed twice"),
         (["bad name=grpc://x:1"], "is not a target name"),
-        (["a=ftp://x:1"], "is not http://host:port"),
+        (["a=ftp://x:1"], "no exporter for 'ftp' URLs (known: http, https, grpc, grpcs, file)"),
+        (["grpc://x"], "'grpc://x': needs a port"),
+        (["http://:80"], "needs a host"),
+        (["file:"], "needs a path: file:PATH"),
         (["output=grpc://x:1"], "the --output file's"),
     ],
 )

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import yaml
@@ -21,6 +21,9 @@ from tracejudge.collector.security import access
 from tracejudge.collector.security.credentials import display_url
 from tracejudge.collector.security.tls import ServerTls, TargetOptions
 from tracejudge.collector.storage.files import DEFAULT_FILE_MODE
+
+if TYPE_CHECKING:
+    from tracejudge.collector.exporters.registry import ExporterRegistry
 
 
 class ConfigError(ValueError):
@@ -87,22 +90,29 @@ def parse_size(key: str, value: Any) -> int:
     return size
 
 
-def check_forward_url(url: str) -> str:
-    """Accept ``http(s)://host:port[/path]`` (OTLP/HTTP) or ``grpc(s)://host:port``
-    (OTLP/gRPC, ``grpcs`` with TLS)."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https", "grpc", "grpcs") or not parts.hostname:
-        raise ConfigError(
-            f"forward: {display_url(url)!r} is not http://host:port or https://host:port "
-            "(OTLP/HTTP), grpc://host:port or grpcs://host:port (OTLP/gRPC)"
-        )
+def check_forward_url(url: str, exporters: ExporterRegistry | None = None) -> str:
+    """A target URL one of the registered exporter kinds serves, as that kind checks it:
+    ``http(s)://host:port[/path]`` (OTLP/HTTP), ``grpc(s)://host:port`` (OTLP/gRPC, ``grpcs``
+    with TLS), ``file:PATH`` (OTLP/JSON lines). ``exporters``: ``serve``'s registry."""
+    from tracejudge.collector.exporters.registry import EXPORTERS
+
+    registry = EXPORTERS if exporters is None else exporters
     try:
-        port = parts.port
+        factory = registry.for_url(url)
+        factory.check_url(url)
     except ValueError as exc:
-        raise ConfigError(f"forward: {display_url(url)!r} has a bad port") from exc
-    if parts.scheme in ("grpc", "grpcs") and port is None:
-        raise ConfigError(f"forward: {display_url(url)!r} needs a port")
+        raise ConfigError(f"forward: {display_url(url)!r}: {exc}") from None
     return url
+
+
+def check_otlp_url(url: str) -> str:
+    """``check_forward_url`` for an OTLP endpoint only (http(s) or grpc(s)): logs go to a
+    backend, never to a file target."""
+    if urlsplit(url).scheme not in ("http", "https", "grpc", "grpcs"):
+        raise ConfigError(
+            f"forward: {display_url(url)!r} is not http(s)://host:port or grpc(s)://host:port"
+        )
+    return check_forward_url(url)
 
 
 @dataclass(slots=True)
@@ -307,10 +317,11 @@ class CollectorConfig:
         """What start-up says loudly (``access.security_warnings``)."""
         return access.security_warnings(self)
 
-    def validate(self) -> CollectorConfig:
+    def validate(self, exporters: ExporterRegistry | None = None) -> CollectorConfig:
         """Check cross-field rules (``config_checks``), all of them; returns self so calls
-        chain, or raises one ``ConfigError`` listing every problem."""
-        found = config_checks.problems(self)
+        chain, or raises one ``ConfigError`` listing every problem. ``exporters``: the
+        registry whose URL schemes ``forward`` may use (None: ``serve``'s)."""
+        found = config_checks.problems(self, exporters=exporters)
         if found:
             raise ConfigError(*found)
         return self

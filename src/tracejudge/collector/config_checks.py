@@ -20,17 +20,18 @@ from tracejudge.collector.security.credentials import display_url
 
 if TYPE_CHECKING:
     from tracejudge.collector.config import CollectorConfig
+    from tracejudge.collector.exporters.registry import ExporterRegistry
 
 Rule = Callable[["CollectorConfig"], Iterable[str]]
 
 
-def _forward(cfg: CollectorConfig) -> Iterator[str]:
+def _forward(cfg: CollectorConfig, exporters: ExporterRegistry | None = None) -> Iterator[str]:
     from tracejudge.collector.config import ConfigError, check_forward_url
 
     bad = False
     for i, entry in enumerate(cfg.forward):
         try:
-            check_forward_url(split_forward(entry)[1])
+            check_forward_url(split_forward(entry)[1], exporters)
         except (ConfigError, ValueError) as exc:
             bad = True
             yield f"forward[{i}]: {str(exc).removeprefix('forward: ')}"
@@ -97,11 +98,11 @@ def _inputs(cfg: CollectorConfig) -> Iterator[str]:
 
 
 def _logs(cfg: CollectorConfig) -> Iterator[str]:
-    from tracejudge.collector.config import ConfigError, check_forward_url
+    from tracejudge.collector.config import ConfigError, check_otlp_url
 
     if cfg.forward_logs is not None:
         try:
-            check_forward_url(cfg.forward_logs)
+            check_otlp_url(cfg.forward_logs)
         except ConfigError as exc:
             yield f"forward_logs: {str(exc).removeprefix('forward: ')}"
     if cfg.evaluation_logs and cfg.forward_logs is None:
@@ -227,14 +228,19 @@ _VOUCHES = {_forward: "forward"}
 rule reads the forward entries' URLs, which the forward rule found unusable."""
 
 
-def problems(cfg: CollectorConfig, failed: frozenset[str] = frozenset()) -> list[str]:
-    """Every rule's findings, in declaration order, skipping rules over ``failed`` keys."""
+def problems(
+    cfg: CollectorConfig,
+    failed: frozenset[str] = frozenset(),
+    exporters: ExporterRegistry | None = None,
+) -> list[str]:
+    """Every rule's findings, in declaration order, skipping rules over ``failed`` keys;
+    forward URLs are checked against ``exporters`` (None: ``serve``'s registry)."""
     found: list[str] = []
     bad = set(failed)
     for keys, rule in RULES:
         if keys & bad:
             continue
-        findings = list(rule(cfg))
+        findings = list(_forward(cfg, exporters) if rule is _forward else rule(cfg))
         if findings and rule in _VOUCHES:
             bad.add(_VOUCHES[rule])
         found.extend(findings)

@@ -52,6 +52,11 @@ class ExporterFactory(Protocol[C]):
         """The URL schemes whose targets this kind serves (``file`` for ``file:PATH``)."""
         ...
 
+    def check_url(self, url: str) -> None:
+        """Raise ``ValueError`` saying what is wrong with a target URL of this kind (checked
+        when the config is validated, before anything starts)."""
+        ...
+
     def default_config(self) -> C:
         """The kind's config with every default filled in."""
         ...

@@ -106,17 +106,25 @@ class FileExporterFactory:
     kind = "file"
     schemes = ("file",)
 
+    def check_url(self, url: str) -> None:
+        """``file:PATH`` (or ``file://PATH``) with a path."""
+        if not _path(url).name:
+            raise ValueError("needs a path: file:PATH")
+
     def default_config(self) -> FileExporterConfig:
         """No path yet, created 0600."""
         return FileExporterConfig()
 
     def config_for(self, url: str, config: CollectorConfig) -> FileExporterConfig:
         """The path from ``file:PATH`` and the collector's ``file_mode``."""
-        path = Path(url.removeprefix("file://").removeprefix("file:"))
-        return replace(self.default_config(), path=path, file_mode=config.file_mode)
+        return replace(self.default_config(), path=_path(url), file_mode=config.file_mode)
 
     def create(self, config: FileExporterConfig) -> FileTarget:
         """A ``FileTarget`` (opened now: a path it cannot write stops the start)."""
         if config.path is None:
             raise ConfigError("output: the file exporter needs a path")
         return FileTarget(config.path, config.file_mode)
+
+
+def _path(url: str) -> Path:
+    return Path(url.removeprefix("file://").removeprefix("file:"))

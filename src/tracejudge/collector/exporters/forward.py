@@ -262,6 +262,21 @@ class OtlpExporterConfig:
 class _OtlpFactory:
     """What the two OTLP kinds share: their config and how it is filled in."""
 
+    kind: str
+    schemes: tuple[str, ...]
+
+    def check_url(self, url: str) -> None:
+        """``scheme://host:port[/path]``; gRPC needs its port."""
+        parts = urlsplit(url)
+        if not parts.hostname:
+            raise ValueError(f"needs a host: {self.schemes[0]}://host:port")
+        try:
+            port = parts.port
+        except ValueError:
+            raise ValueError("has a bad port") from None
+        if self.kind == "otlp_grpc" and port is None:
+            raise ValueError("needs a port")
+
     def default_config(self) -> OtlpExporterConfig:
         """No URL, the default timeout, no headers or TLS options."""
         return OtlpExporterConfig()

@@ -56,9 +56,12 @@ def check_name(name: str) -> str:
 
 
 def protocol(url: str) -> str:
-    """``grpc`` or ``http`` (https and grpcs are the same protocols: a move to TLS keeps
-    the name)."""
-    return "grpc" if urlsplit(url).scheme in ("grpc", "grpcs") else "http"
+    """``grpc``, ``http`` or ``file`` (https and grpcs are the same protocols: a move to TLS
+    keeps the name)."""
+    return _PROTOCOLS.get(urlsplit(url).scheme, "http")
+
+
+_PROTOCOLS = {"grpc": "grpc", "grpcs": "grpc", "file": "file"}
 
 
 def target_specs(forward: list[str], output: Path | None = None) -> list[TargetSpec]:
