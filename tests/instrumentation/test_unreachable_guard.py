@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.demo.otlp_sink import OtlpSink
+from tests.support.ports import ReservedPort
 from tracejudge.instrumentation._endpoint import traces_endpoint
 from tracejudge.instrumentation._guard import UnreachableGuard
 
@@ -54,10 +55,12 @@ class _Counted(SpanExporter):
         self.inner.shutdown()
 
 
-def test_nothing_listening_drops_at_once_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+def test_nothing_listening_drops_at_once_with_one_warning(
+    reserve_port: Callable[[], ReservedPort], caplog: pytest.LogCaptureFixture
+) -> None:
     """No retry stall, no line per attempt: one warning for the outage, spans counted. The
     stall is counted, not timed: no batch reaches the exporter that would retry it."""
-    url = f"http://127.0.0.1:{_closed_port()}"
+    url = reserve_port().url
     endpoint = traces_endpoint({"OTEL_EXPORTER_OTLP_ENDPOINT": url})
     inner = _Counted(OTLPSpanExporter(endpoint=f"{url}/v1/traces"))
     guard = UnreachableGuard(inner, endpoint)
