@@ -8,7 +8,6 @@ SIGTERM in a traceback; ``--max-queue-bytes`` overshot (2 MiB cap, 2.79 MB queue
 from __future__ import annotations
 
 import logging
-import re
 import signal
 import subprocess
 import sys
@@ -32,7 +31,7 @@ from tests.collector.collector_support import (
 )
 from tests.collector.test_collector_reliability import RULES
 from tests.collector.volume_support import fill, mount_tmpfs, unfill, unmount
-from tests.support.guards import IO_S, PROCESS_S, eventually
+from tests.support.guards import IO_S, PROCESS_S
 from tests.support.ports import ReservedPort, serve_ports
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
@@ -252,23 +251,6 @@ def test_sigterm_on_a_full_disk_exits_cleanly_and_the_restart_delivers(
         assert proc.returncode == 0, restart_log.read_text(encoding="utf-8")
     finally:
         lt.run(sink.stop())
-
-
-LISTENING = re.compile(
-    r"listening on OTLP/gRPC 127\.0\.0\.1:(\d+), OTLP/HTTP http://127\.0\.0\.1:(\d+)"
-)
-
-
-def _listening(proc: subprocess.Popen[str], log: Path) -> tuple[int, int]:
-    """The gRPC and HTTP ports a ``serve`` started with port 0 says it listens on."""
-
-    def ports() -> tuple[int, int] | None:
-        m = LISTENING.search(log.read_text(encoding="utf-8"))
-        if m is None and proc.poll() is not None:
-            raise AssertionError(f"serve exited {proc.returncode}:\n{log.read_text()}")
-        return (int(m.group(1)), int(m.group(2))) if m else None
-
-    return eventually(ports, what="serve's listening line")
 
 
 def _up(port: int) -> bool:

@@ -6,7 +6,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -33,13 +32,6 @@ from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 
 HERE = Path(__file__).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _trace(with_root: bool = True, n: int = 2) -> tuple[bytes, bytes]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,13 +33,6 @@ from tracejudge.collector import Collector
 from tracejudge.collector.config import ConfigError, build_config
 from tracejudge.collector.exporters.targets import TargetSpec, target_specs
 from tracejudge.collector.storage.store import DiskStore
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _queue_traces(c: Collector, n: int) -> set[bytes]:

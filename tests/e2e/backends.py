@@ -138,25 +138,6 @@ def _run_build_script(name: BackendName, *, build: bool) -> Path:
 # --------------------------------------------------------------------------- ports
 
 
-def pick_free_ports(count: int) -> list[int]:
-    """Return ``count`` distinct TCP ports that are free on 127.0.0.1 right now.
-
-    All sockets are held open together so the ports are distinct; another process
-    can still take one before the backend binds it, which start_* handle by
-    retrying on fresh ports.
-    """
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((LOOPBACK, 0))
-            sockets.append(sock)
-        return [int(sock.getsockname()[1]) for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
 def release_all(reserved: Mapping[str, ReservedPort]) -> dict[str, int]:
     """Release each reserved port; returns the ports by name.
 
@@ -425,7 +406,8 @@ def start_jaeger(
     ready_timeout: float = WAIT_S,
     attempts: int = 3,
 ) -> JaegerInstance:
-    """Start Jaeger v2 with in-memory storage on free loopback ports and wait until ready.
+    """Start Jaeger v2 with in-memory storage on loopback ports reserved for it (see
+    release_all) and wait until ready.
 
     ``config`` must take its addresses from the JAEGER_* variables that
     collector/jaeger/config-memory.yaml documents. Logs go to
@@ -531,10 +513,10 @@ def start_otelcol(
 ) -> OtelcolInstance:
     """Start a collector from ``config_text`` (YAML) and wait until it is ready.
 
-    Each name in ``ports`` gets a free loopback port, passed as the environment
-    variable ``<NAME>_PORT`` (``otlp_grpc`` -> ``OTLP_GRPC_PORT``), so the config
-    says e.g. ``endpoint: 127.0.0.1:${env:OTLP_GRPC_PORT}``. ``env`` adds more
-    variables (e.g. a Jaeger endpoint).
+    Each name in ``ports`` gets a reserved loopback port (see release_all), passed as
+    the environment variable ``<NAME>_PORT`` (``otlp_grpc`` -> ``OTLP_GRPC_PORT``), so
+    the config says e.g. ``endpoint: 127.0.0.1:${env:OTLP_GRPC_PORT}``. ``env`` adds
+    more variables (e.g. a Jaeger endpoint).
 
     Readiness: if the config uses ``${env:HEALTH_PORT}`` (the health_check
     extension), GET on it must answer 200; otherwise every port the config

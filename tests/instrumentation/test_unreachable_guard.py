@@ -7,7 +7,6 @@ bodies (``tests.demo.otlp_sink``), real sockets.
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -31,12 +30,6 @@ def _spans(n: int) -> list[ReadableSpan]:
         with tracer.start_as_current_span(f"s{i}"):
             pass
     return list(memory.get_finished_spans())
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class _Counted(SpanExporter):
