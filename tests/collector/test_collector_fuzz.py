@@ -37,7 +37,7 @@ from tests.collector.test_collector_reliability import RULES, _agent_trace, _met
 from tests.support import otlp_fuzz
 from tests.support.guards import IO_S, PROCESS_S, eventually
 from tests.support.otlp_fuzz import ANY, ERROR, OK, PARTIAL, REFUSED, Entry
-from tests.support.ports import ReservedPort, serve_ports
+from tests.support.ports import ReservedPort, start_serve
 from tracejudge import semconv as sc
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -82,14 +82,7 @@ def _spawn(log: Path, forward: str, *flags: str) -> Serve:
         "--http-port", "0", "--grpc-port", "0", "--forward", forward,
         "--decision-wait", "2s", "--decision-wait-after-root", "0.1s", *flags,
     ]  # fmt: skip
-    with log.open("w") as err:
-        proc = subprocess.Popen(cmd, stderr=err, text=True)
-    try:
-        grpc_port, http_port = serve_ports(proc, log)
-    except BaseException:
-        proc.kill()
-        proc.wait(PROCESS_S)
-        raise
+    proc, grpc_port, http_port = start_serve(cmd, log, text=True)
     s = Serve(proc, http_port, grpc_port, log)
     try:
         wait_for(lambda: _healthy(s), what="serve started")

@@ -27,7 +27,7 @@ from tests.collector.collector_support import (
     wait_for,
 )
 from tests.support.guards import IO_S, PROCESS_S
-from tests.support.ports import ReservedPort, serve_ports
+from tests.support.ports import ReservedPort, start_serve
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 
@@ -181,22 +181,15 @@ RULES = ROOT / "examples" / "refund" / "rules.yaml"
 def _spawn(log: Path, *flags: str) -> tuple[subprocess.Popen[str], int]:
     """Run the real ``tracejudge serve`` command (real rules) on ports it picks, its stderr
     to ``log`` (its start-up line says where it listens); returns it and its HTTP port."""
-    with log.open("w") as err:
-        proc = subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("tracejudge")), "serve",
-                "--rules", str(RULES), "--grpc-port", "0", "--http-port", "0", *flags,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )  # fmt: skip
-    try:
-        _, http_port = serve_ports(proc, log)
-    except BaseException:
-        proc.kill()
-        proc.wait(PROCESS_S)
-        raise
+    proc, _, http_port = start_serve(
+        [
+            str(Path(sys.executable).with_name("tracejudge")), "serve",
+            "--rules", str(RULES), "--grpc-port", "0", "--http-port", "0", *flags,
+        ],
+        log,
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
 
     def ready() -> bool:
         assert proc.poll() is None, "tracejudge serve exited early"

@@ -22,7 +22,7 @@ import pytest
 
 from tests.e2e.backends import JaegerInstance
 from tests.support.guards import IO_S, PROCESS_S, eventually, wait_for
-from tests.support.ports import serve_ports
+from tests.support.ports import start_serve
 from tracejudge import semconv as sc
 
 pytestmark = pytest.mark.e2e
@@ -49,24 +49,21 @@ def _wait_ready(port: int, proc: subprocess.Popen[bytes]) -> None:
 def serve(jaeger: JaegerInstance, tmp_path: Path) -> Iterator[tuple[int, Path]]:
     """``tracejudge serve`` forwarding to Jaeger over OTLP/gRPC; yields (http port, verdicts)."""
     verdicts = tmp_path / "verdicts.jsonl"
-    log = tmp_path / "serve.log"  # its stderr: the start-up line says where it listens
-    with log.open("w") as err:
-        proc = subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("tracejudge")), "serve",
-                "--rules", str(RULES),
-                "--forward", f"grpc://{jaeger.otlp_grpc_endpoint}",
-                "--grpc-port", "0",
-                "--http-port", "0",
-                "--decision-wait-after-root", "0.5s",
-                "--decision-wait", "10s",
-                "--verdicts-jsonl", str(verdicts),
-            ],
-            cwd=ROOT,
-            stderr=err,
-        )  # fmt: skip
+    proc, _, http_port = start_serve(
+        [
+            str(Path(sys.executable).with_name("tracejudge")), "serve",
+            "--rules", str(RULES),
+            "--forward", f"grpc://{jaeger.otlp_grpc_endpoint}",
+            "--grpc-port", "0",
+            "--http-port", "0",
+            "--decision-wait-after-root", "0.5s",
+            "--decision-wait", "10s",
+            "--verdicts-jsonl", str(verdicts),
+        ],
+        tmp_path / "serve.log",
+        cwd=ROOT,
+    )  # fmt: skip
     try:
-        _, http_port = serve_ports(proc, log)
         _wait_ready(http_port, proc)
         yield http_port, verdicts
     finally:

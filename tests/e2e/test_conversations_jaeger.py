@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import sys
 import urllib.parse
 from pathlib import Path
@@ -27,7 +26,7 @@ from tests.collector.conversation_support import CONFIRMED, RULES, UNCONFIRMED, 
 from tests.e2e.backends import JaegerInstance, http_get, wait_until
 from tests.e2e.test_collector_jaeger import _wait_ready
 from tests.support.guards import PROCESS_S, WAIT_S
-from tests.support.ports import serve_ports
+from tests.support.ports import start_serve
 from tracejudge import semconv as sc
 
 pytestmark = pytest.mark.e2e
@@ -58,24 +57,21 @@ def test_every_turn_of_a_conversation_is_found_by_its_verdict(
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps(RULES))
     verdicts = tmp_path / "verdicts.jsonl"
-    log = tmp_path / "serve.log"  # its stderr: the start-up line says where it listens
-    with log.open("w") as err:
-        proc = subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("tracejudge")), "serve",
-                "--rules", str(rules),
-                "--forward", f"grpc://{jaeger.otlp_grpc_endpoint}",
-                "--grpc-port", "0",
-                "--http-port", "0",
-                "--decision-wait-after-root", "0.3s",
-                "--conversation-wait", "1s",
-                "--verdicts-jsonl", str(verdicts),
-            ],
-            cwd=ROOT,
-            stderr=err,
-        )  # fmt: skip
+    proc, _, http_port = start_serve(
+        [
+            str(Path(sys.executable).with_name("tracejudge")), "serve",
+            "--rules", str(rules),
+            "--forward", f"grpc://{jaeger.otlp_grpc_endpoint}",
+            "--grpc-port", "0",
+            "--http-port", "0",
+            "--decision-wait-after-root", "0.3s",
+            "--conversation-wait", "1s",
+            "--verdicts-jsonl", str(verdicts),
+        ],
+        tmp_path / "serve.log",
+        cwd=ROOT,
+    )  # fmt: skip
     try:
-        _, http_port = serve_ports(proc, log)
         _wait_ready(http_port, proc)
         provider = TracerProvider(resource=Resource.create({"service.name": SERVICE}))
         exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{http_port}/v1/traces")

@@ -32,7 +32,7 @@ from tests.e2e.backends import locate_binary
 from tests.e2e.prometheus import PrometheusInstance, Sample, start_prometheus
 from tests.support import verdict_runs
 from tests.support.guards import IO_S, PROCESS_S, wait_for
-from tests.support.ports import serve_ports
+from tests.support.ports import start_serve
 from tracejudge.collector.telemetry.exposition import render
 from tracejudge.collector.telemetry.metric_labels import MetricLabels
 from tracejudge.collector.telemetry.stats import Stats
@@ -116,15 +116,12 @@ def serve(tmp_path: Path) -> Iterator[int]:
         "metrics_case_slices:\n  refunds: ['refund-*']\n",
         encoding="utf-8",
     )
-    log = tmp_path / "serve.log"  # its stderr: the start-up line says where it listens
-    with log.open("w") as err:
-        proc = subprocess.Popen(
-            [str(Path(sys.executable).with_name("tracejudge")), "serve", "--config", str(config)],
-            cwd=ROOT,
-            stderr=err,
-        )
+    proc, _, http_port = start_serve(
+        [str(Path(sys.executable).with_name("tracejudge")), "serve", "--config", str(config)],
+        tmp_path / "serve.log",
+        cwd=ROOT,
+    )
     try:
-        _, http_port = serve_ports(proc, log)
         _wait_ready(http_port, proc)
         yield http_port
     finally:

@@ -23,11 +23,12 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tests.support.guards import WAIT_S, eventually
+from tests.support.guards import PROCESS_S, WAIT_S, eventually
 
 LOOPBACK = "127.0.0.1"
 
@@ -120,3 +121,21 @@ def serve_ports(proc: subprocess.Popen[Any], log: Path) -> tuple[int, int]:
     --http-port 0`` and its stderr in ``log`` says it listens on."""
     found = logged(proc, log, SERVE_LISTENING, "serve's listening line")
     return int(found.group(1)), int(found.group(2))
+
+
+def start_serve(
+    argv: Sequence[str], log: Path, **popen: Any
+) -> tuple[subprocess.Popen[Any], int, int]:
+    """Start ``argv``, a ``tracejudge serve`` on ``--grpc-port 0 --http-port 0``, with its
+    stderr to ``log`` (a file: a pipe nobody reads can block it) and ``popen`` passed on;
+    returns it and the (gRPC, HTTP) ports its start-up line names. One that exits first
+    fails at once with its log; one that never says is killed."""
+    with log.open("w") as err:
+        proc = subprocess.Popen(list(argv), stderr=err, **popen)
+    try:
+        grpc_port, http_port = serve_ports(proc, log)
+    except BaseException:
+        proc.kill()
+        proc.wait(PROCESS_S)
+        raise
+    return proc, grpc_port, http_port
