@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.support.otel import FakeClock, make_meter_provider, make_tracer_provider
+from tests.support.ports import ReservedPort
 from tests.support.replay import ReplayServer
 from tests.support.semconv_check import registry
 from tracejudge.instrumentation._runtime import SCOPE_NAME
@@ -120,6 +121,23 @@ def replay() -> Iterator[Callable[..., ReplayServer]]:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def reserve_port() -> Iterator[Callable[[], ReservedPort]]:
+    """Factory: ``reserve_port()`` -> a ``ReservedPort`` (tests/support/ports.py), held until
+    the test releases it or ends. Ask for this fixture before the ones whose servers or
+    clients use the port, so it is released after they stopped."""
+    held: list[ReservedPort] = []
+
+    def reserve() -> ReservedPort:
+        port = ReservedPort()
+        held.append(port)
+        return port
+
+    yield reserve
+    for port in held:
+        port.release()
 
 
 @pytest.fixture

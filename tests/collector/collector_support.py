@@ -29,6 +29,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
 
 from tests.support.guards import IO_S, WAIT_S, eventually
 from tests.support.guards import wait_for as wait_for  # the one poll loop, re-exported
+from tests.support.ports import ReservedPort
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector, CollectorConfig
 from tracejudge.collector.clock import Clock, ManualClock
@@ -139,8 +140,10 @@ class Sink:
     _server: Any = None
     _runner: web.AppRunner | None = None
 
-    async def start(self, grpc_port: int = 0, http_port: int = 0) -> None:
-        """Bind both servers (0 = free port)."""
+    async def start(self, grpc_port: int = 0, http_port: int | ReservedPort = 0) -> None:
+        """Bind both servers (0 = a port the kernel picks; read ``grpc_port`` and
+        ``http_port`` after). A ``ReservedPort`` for HTTP (a backend that was down, back on
+        its address) is released immediately before the HTTP server binds it."""
 
         async def export(data: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
             self.attempts += 1
@@ -187,7 +190,11 @@ class Sink:
         app.router.add_post("/v1/traces", post)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", http_port)
+        if isinstance(http_port, ReservedPort):
+            site = web.TCPSite(self._runner, "127.0.0.1", http_port.port)
+            http_port.release()
+        else:
+            site = web.TCPSite(self._runner, "127.0.0.1", http_port)
         await site.start()
         self.http_port = int(self._runner.addresses[0][1])
 

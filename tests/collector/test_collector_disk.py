@@ -8,7 +8,6 @@ SIGTERM in a traceback; ``--max-queue-bytes`` overshot (2 MiB cap, 2.79 MB queue
 from __future__ import annotations
 
 import logging
-import re
 import signal
 import subprocess
 import sys
@@ -30,9 +29,10 @@ from tests.collector.collector_support import (
     post,
     wait_for,
 )
-from tests.collector.test_collector_reliability import RULES, _free_port
+from tests.collector.test_collector_reliability import RULES
 from tests.collector.volume_support import fill, mount_tmpfs, unfill, unmount
-from tests.support.guards import IO_S, PROCESS_S, eventually
+from tests.support.guards import IO_S, PROCESS_S
+from tests.support.ports import ReservedPort, serve_ports
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 from tracejudge.collector.exporters.forward import TargetQueue
@@ -137,6 +137,7 @@ def _delivered(sink: Sink) -> dict[bytes, int]:
 
 
 def test_full_disk_pushes_back_and_loses_nothing(
+    reserve_port: Callable[[], ReservedPort],
     lt: LoopThread,
     collector_factory: Callable[..., Collector],
     small_disk: SmallDisk,
@@ -147,9 +148,9 @@ def test_full_disk_pushes_back_and_loses_nothing(
     back every accepted span arrives exactly once, nothing is dropped, the forward worker
     is alive, and after space is freed the queue is empty (nothing stranded for a restart)
     and new requests are accepted again."""
-    port = _free_port()
+    port = reserve_port()
     c = collector_factory(
-        forward=[f"http://127.0.0.1:{port}"],
+        forward=[port.url],
         queue_dir=small_disk.queue_dir,
         decision_wait_after_root=0.5,  # the first traces are decided after the disk filled
         **small_disk.extra,
@@ -218,7 +219,7 @@ def test_sigterm_on_a_full_disk_exits_cleanly_and_the_restart_delivers(
         with first_log.open("w") as err:
             proc = subprocess.Popen(cmd, stderr=err, text=True)
         try:
-            grpc_port, http_port = _listening(proc, first_log)
+            grpc_port, http_port = serve_ports(proc, first_log)
             wait_for(lambda: _up(http_port), what="serve started")
             accepted, answers = _fill_until_refused(http_port, grpc_port, small_disk)
             assert set(answers) == {"ok", "retry"}, answers
@@ -252,23 +253,6 @@ def test_sigterm_on_a_full_disk_exits_cleanly_and_the_restart_delivers(
         lt.run(sink.stop())
 
 
-LISTENING = re.compile(
-    r"listening on OTLP/gRPC 127\.0\.0\.1:(\d+), OTLP/HTTP http://127\.0\.0\.1:(\d+)"
-)
-
-
-def _listening(proc: subprocess.Popen[str], log: Path) -> tuple[int, int]:
-    """The gRPC and HTTP ports a ``serve`` started with port 0 says it listens on."""
-
-    def ports() -> tuple[int, int] | None:
-        m = LISTENING.search(log.read_text(encoding="utf-8"))
-        if m is None and proc.poll() is not None:
-            raise AssertionError(f"serve exited {proc.returncode}:\n{log.read_text()}")
-        return (int(m.group(1)), int(m.group(2))) if m else None
-
-    return eventually(ports, what="serve's listening line")
-
-
 def _up(port: int) -> bool:
     try:
         return post(port, b"", method="GET", path="/healthz")[0] == 200
@@ -277,15 +261,18 @@ def _up(port: int) -> bool:
 
 
 def test_disk_queue_cap_holds_exactly(
-    lt: LoopThread, collector_factory: Callable[..., Collector], tmp_path: Path
+    reserve_port: Callable[[], ReservedPort],
+    lt: LoopThread,
+    collector_factory: Callable[..., Collector],
+    tmp_path: Path,
 ) -> None:
     """``max_disk_queue_bytes`` caps the database file (SQLite ``max_page_count``, a
     real SQLite limit): with the backend down it never grows past 256 KiB, clients get 503
     beyond it, and everything accepted is delivered once the backend is back."""
-    port = _free_port()
+    port = reserve_port()
     cap = 256 * 1024
     c = collector_factory(
-        forward=[f"http://127.0.0.1:{port}"],
+        forward=[port.url],
         queue_dir=tmp_path / "q",
         max_disk_queue_bytes=cap,
         decision_wait_after_root=0.05,
@@ -317,16 +304,16 @@ def test_disk_queue_cap_holds_exactly(
 
 
 def test_forward_queue_cap_holds_exactly(
-    lt: LoopThread, collector_factory: Callable[..., Collector]
+    reserve_port: Callable[[], ReservedPort],
+    lt: LoopThread,
+    collector_factory: Callable[..., Collector],
 ) -> None:
     """``max_queue_bytes`` is never exceeded (it used to take decided traces whatever its
     size, 2 MiB -> 2.79 MB): decisions wait while a queue lacks room and receivers push
     back; when the backend returns, every accepted trace is delivered."""
-    port = _free_port()
+    port = reserve_port()
     cap = 64 * 1024
-    c = collector_factory(
-        forward=[f"http://127.0.0.1:{port}"], max_queue_bytes=cap, decision_wait_after_root=0.02
-    )
+    c = collector_factory(forward=[port.url], max_queue_bytes=cap, decision_wait_after_root=0.02)
     assert c.pipeline is not None
     queue = c.pipeline.queues[0]
     accepted: dict[bytes, int] = {}

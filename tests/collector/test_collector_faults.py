@@ -23,7 +23,7 @@ from tests.collector.collector_support import (
     post,
     wait_for,
 )
-from tests.collector.test_collector_reliability import _free_port
+from tests.support.ports import ReservedPort
 from tracejudge.collector import Collector
 
 
@@ -81,14 +81,17 @@ def test_grpc_resource_exhausted_without_retry_info_is_permanent(
 
 
 def test_stop_during_an_outage_with_the_queue_keeps_and_the_restart_delivers_once(
-    lt: LoopThread, collector_factory: Callable[..., Collector], tmp_path: Path
+    reserve_port: Callable[[], ReservedPort],
+    lt: LoopThread,
+    collector_factory: Callable[..., Collector],
+    tmp_path: Path,
 ) -> None:
     """With ``--queue-dir``, stopping (what SIGTERM does) while the backend is down keeps
     the judged payloads on disk; the next start on the same queue, with the backend back on
     its address, delivers them, each span exactly once (no crash happened, so the
     at-least-once window is not entered)."""
-    port = _free_port()
-    backend = f"http://127.0.0.1:{port}"
+    port = reserve_port()
+    backend = port.url
     first = collector_factory(forward=[backend], queue_dir=tmp_path / "q", shutdown_timeout=0.5)
     sent = {}
     for _ in range(5):
@@ -112,13 +115,14 @@ def test_stop_during_an_outage_with_the_queue_keeps_and_the_restart_delivers_onc
 
 
 def test_stop_during_an_outage_without_the_queue_counts_and_logs_the_loss(
+    reserve_port: Callable[[], ReservedPort],
     lt: LoopThread,
     collector_factory: Callable[..., Collector],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Without a disk queue, what the backend has not taken by the end of the shutdown
     timeout is lost: never silently, it is logged with its count and counted as dropped."""
-    down = f"http://127.0.0.1:{_free_port()}"
+    down = reserve_port().url
     c = collector_factory(forward=[down], shutdown_timeout=0.5)
     for _ in range(3):
         assert post(c.http_port, _body()[1])[0] == 200

@@ -20,8 +20,8 @@ import pytest
 
 from tests.collector.collector_support import LoopThread, Sink, post, wait_for
 from tests.collector.test_collector_disk import _delivered, _trace
-from tests.collector.test_collector_reliability import _free_port
 from tests.collector.volume_support import Volume, fill, free_bytes, small_volume, unfill
+from tests.support.ports import ReservedPort
 from tracejudge.collector import Collector
 from tracejudge.collector.storage.store import DiskStore
 
@@ -65,7 +65,10 @@ def _send_until_refused(c: Collector, refusals: int = 3) -> dict[bytes, int]:
 
 
 def test_a_queue_that_filled_its_volume_delivers_shrinks_and_accepts_again(
-    lt: LoopThread, collector_factory: Callable[..., Collector], volume: Volume
+    reserve_port: Callable[[], ReservedPort],
+    lt: LoopThread,
+    collector_factory: Callable[..., Collector],
+    volume: Volume,
 ) -> None:
     """Default configuration (no cap), backend down: the queue stops at a cap derived from
     the volume's free space, leaving the volume room; requests beyond it get 503 and
@@ -73,9 +76,9 @@ def test_a_queue_that_filled_its_volume_delivers_shrinks_and_accepts_again(
     backend returns: every accepted span arrives exactly once, the WAL is back near its
     limit, new requests are accepted at once, and again after a restart, with nothing
     sent twice."""
-    port = _free_port()
+    port = reserve_port()
     settings: dict[str, Any] = {
-        "forward": [f"main=http://127.0.0.1:{port}"],
+        "forward": [f"main={port.url}"],
         "queue_dir": volume.queue_dir,
         "decision_wait_after_root": 0.05,
     }
@@ -135,7 +138,10 @@ def test_a_queue_that_filled_its_volume_delivers_shrinks_and_accepts_again(
 
 
 def test_a_volume_another_file_filled_restarts_delivers_and_says_when_it_accepts(
-    lt: LoopThread, collector_factory: Callable[..., Collector], volume: Volume
+    reserve_port: Callable[[], ReservedPort],
+    lt: LoopThread,
+    collector_factory: Callable[..., Collector],
+    volume: Volume,
 ) -> None:
     """With a cap, backend down: traces are queued, the collector stops, and another file
     takes every free byte of the volume. The restart (backend up) opens the queue on the
@@ -143,9 +149,9 @@ def test_a_volume_another_file_filled_restarts_delivers_and_says_when_it_accepts
     without free space; new requests get 503 and ``/healthz`` says the volume is full and
     what it needs. Once space is freed requests are accepted, and a further restart sends
     nothing twice."""
-    port = _free_port()
+    port = reserve_port()
     settings: dict[str, Any] = {
-        "forward": [f"main=http://127.0.0.1:{port}"],
+        "forward": [f"main={port.url}"],
         "queue_dir": volume.queue_dir,
         "max_disk_queue_bytes": MiB,
         "decision_wait_after_root": 0.05,

@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,10 +33,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from tests.collector.collector_support import LoopThread, Sink, attrs, post, wait_for
-from tests.collector.test_collector_reliability import RULES, _agent_trace, _free_port, _metrics
+from tests.collector.test_collector_reliability import RULES, _agent_trace, _metrics
 from tests.support import otlp_fuzz
 from tests.support.guards import IO_S, PROCESS_S, eventually
 from tests.support.otlp_fuzz import ANY, ERROR, OK, PARTIAL, REFUSED, Entry
+from tests.support.ports import ReservedPort, start_serve
 from tracejudge import semconv as sc
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -61,6 +62,8 @@ class Serve:
     proc: subprocess.Popen[str]
     http_port: int
     grpc_port: int
+    log: Path
+    """Its stderr."""
     channel: grpc.Channel = field(init=False)
 
     def __post_init__(self) -> None:
@@ -71,16 +74,16 @@ class Serve:
         return spans.get("received", 0)
 
 
-def _spawn(forward: str, *flags: str) -> Serve:
-    """Start the real command with the refund example's rules; wait until it is serving."""
-    http_port, grpc_port = _free_port(), _free_port()
+def _spawn(log: Path, forward: str, *flags: str) -> Serve:
+    """Start the real command with the refund example's rules on ports it picks, its stderr
+    to ``log`` (its start-up line says where it listens); wait until it is serving."""
     cmd = [
         str(Path(sys.executable).with_name("tracejudge")), "serve", "--rules", str(RULES),
-        "--http-port", str(http_port), "--grpc-port", str(grpc_port), "--forward", forward,
+        "--http-port", "0", "--grpc-port", "0", "--forward", forward,
         "--decision-wait", "2s", "--decision-wait-after-root", "0.1s", *flags,
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-    s = Serve(proc, http_port, grpc_port)
+    proc, grpc_port, http_port = start_serve(cmd, log, text=True)
+    s = Serve(proc, http_port, grpc_port, log)
     try:
         wait_for(lambda: _healthy(s), what="serve started")
     except BaseException:
@@ -320,17 +323,20 @@ def _check_clean_exit(serve: Serve, forwarded: int) -> None:
     assert m["spans"].get("forwarded", 0) == forwarded
     serve.channel.close()
     serve.proc.send_signal(signal.SIGTERM)
-    _, stderr = serve.proc.communicate(timeout=PROCESS_S)
+    serve.proc.wait(PROCESS_S)
+    stderr = serve.log.read_text(encoding="utf-8")
     assert serve.proc.returncode == 0, stderr[-2000:]
     assert "Traceback" not in stderr
 
 
-def test_malformed_otlp_corpus_against_real_serve(started: list[Serve], sink: Sink) -> None:
+def test_malformed_otlp_corpus_against_real_serve(
+    started: list[Serve], sink: Sink, tmp_path: Path
+) -> None:
     """The corpus against ``serve`` forwarding to a live backend: OTLP answers only,
     ``/healthz`` after every request, every acknowledged span delivered exactly once, no
     decision failing, a clean exit."""
     entries = otlp_fuzz.load()
-    serve = _spawn(sink.http_url)
+    serve = _spawn(tmp_path / "serve.log", sink.http_url)
     started.append(serve)
     sent = _send_corpus(serve, entries)
     verdicts = _check_delivery(serve, sink, sent, entries)
@@ -344,7 +350,10 @@ def test_malformed_otlp_corpus_against_real_serve(started: list[Serve], sink: Si
 
 
 def test_malformed_otlp_corpus_survives_sigkill_with_the_disk_queue(
-    started: list[Serve], lt: LoopThread, tmp_path: Path
+    reserve_port: Callable[[], ReservedPort],
+    started: list[Serve],
+    lt: LoopThread,
+    tmp_path: Path,
 ) -> None:
     """Issue 12's first defect across the whole corpus: with ``--queue-dir`` and the backend
     down, everything acknowledged is on disk when ``serve`` is killed (SIGKILL); the restart
@@ -352,9 +361,9 @@ def test_malformed_otlp_corpus_survives_sigkill_with_the_disk_queue(
     back, deliver every acknowledged span exactly once (nothing was delivered before the
     kill, so the at-least-once window is empty)."""
     entries = otlp_fuzz.load()
-    port = _free_port()
+    port = reserve_port()
     flags = ("--queue-dir", str(tmp_path / "q"))
-    serve = _spawn(f"http://127.0.0.1:{port}", *flags)
+    serve = _spawn(tmp_path / "serve-1.log", port.url, *flags)
     started.append(serve)
     sent = _send_corpus(serve, entries)
     serve.proc.kill()
@@ -362,7 +371,7 @@ def test_malformed_otlp_corpus_survives_sigkill_with_the_disk_queue(
     sink = Sink()
     lt.run(sink.start(http_port=port))
     try:
-        again = _spawn(f"http://127.0.0.1:{port}", *flags)
+        again = _spawn(tmp_path / "serve-2.log", port.url, *flags)
         started.append(again)
         _check_delivery(again, sink, sent, entries)
         _check_clean_exit(again, sent.received)

@@ -6,7 +6,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,17 +27,11 @@ from tests.collector.collector_support import (
     wait_for,
 )
 from tests.support.guards import IO_S, PROCESS_S
+from tests.support.ports import ReservedPort, start_serve
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
 
 HERE = Path(__file__).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _trace(with_root: bool = True, n: int = 2) -> tuple[bytes, bytes]:
@@ -49,11 +42,13 @@ def _trace(with_root: bool = True, n: int = 2) -> tuple[bytes, bytes]:
 
 
 def test_backend_down_then_up_delivers(
-    lt: LoopThread, collector_factory: Callable[..., Collector]
+    reserve_port: Callable[[], ReservedPort],
+    lt: LoopThread,
+    collector_factory: Callable[..., Collector],
 ) -> None:
     """A backend outage delays delivery but loses nothing: retries continue until it is back."""
-    port = _free_port()
-    c = collector_factory(forward=[f"http://127.0.0.1:{port}"])
+    port = reserve_port()
+    c = collector_factory(forward=[port.url])
     tid, body = _trace()
     assert post(c.http_port, body)[0] == 200
     assert c.pipeline is not None
@@ -124,12 +119,11 @@ def test_slow_backend_does_not_block_receivers(
 
 
 def test_full_forward_queue_pushes_back(
-    lt: LoopThread, collector_factory: Callable[..., Collector]
+    reserve_port: Callable[[], ReservedPort], collector_factory: Callable[..., Collector]
 ) -> None:
     """With the backend down, the forward queue fills and receivers answer 503 instead of
     growing memory without bound."""
-    port = _free_port()
-    c = collector_factory(forward=[f"http://127.0.0.1:{port}"], max_queue_bytes=1)
+    c = collector_factory(forward=[reserve_port().url], max_queue_bytes=1)
     assert post(c.http_port, _trace()[1])[0] == 200
     wait_for(lambda: c.pipeline is not None and c.pipeline.queue_depth() == 2, what="queued")
     status, headers, _ = post(c.http_port, _trace()[1])
@@ -164,11 +158,12 @@ def test_trace_over_span_limit_is_judged_once_and_forwarded_whole(
 
 
 @pytest.fixture
-def sink_on_port(lt: LoopThread) -> Iterator[Callable[[int], Sink]]:
-    """Start sinks on given ports; all stopped after the test."""
+def sink_on_port(lt: LoopThread) -> Iterator[Callable[[ReservedPort], Sink]]:
+    """Start sinks on reserved ports (each released just before its sink binds it); all
+    stopped after the test."""
     sinks: list[Sink] = []
 
-    def start(port: int) -> Sink:
+    def start(port: ReservedPort) -> Sink:
         s = Sink()
         lt.run(s.start(http_port=port))
         sinks.append(s)
@@ -183,14 +178,15 @@ ROOT = HERE.parents[1]
 RULES = ROOT / "examples" / "refund" / "rules.yaml"
 
 
-def _spawn(*flags: str) -> tuple[subprocess.Popen[str], int]:
-    """Run the real ``tracejudge serve`` command (real rules); returns it and its HTTP port."""
-    http_port = _free_port()
-    proc = subprocess.Popen(
+def _spawn(log: Path, *flags: str) -> tuple[subprocess.Popen[str], int]:
+    """Run the real ``tracejudge serve`` command (real rules) on ports it picks, its stderr
+    to ``log`` (its start-up line says where it listens); returns it and its HTTP port."""
+    proc, _, http_port = start_serve(
         [
             str(Path(sys.executable).with_name("tracejudge")), "serve",
-            "--rules", str(RULES), "--grpc-port", "0", "--http-port", str(http_port), *flags,
+            "--rules", str(RULES), "--grpc-port", "0", "--http-port", "0", *flags,
         ],
+        log,
         stdout=subprocess.PIPE,
         text=True,
     )  # fmt: skip
@@ -218,11 +214,11 @@ def _agent_trace(with_root: bool = True, n: int = 2) -> tuple[bytes, bytes]:
     return tid, make_request(spans).SerializeToString()
 
 
-def test_sigterm_decides_pending_and_flushes(sink: Sink) -> None:
+def test_sigterm_decides_pending_and_flushes(sink: Sink, tmp_path: Path) -> None:
     """SIGTERM judges traces still waiting (here: a 30 s wait) and delivers them before exit;
     the verdict line reaches stdout."""
     proc, port = _spawn(
-        "--forward", sink.http_url, "--decision-wait", "30s",
+        tmp_path / "serve.log", "--forward", sink.http_url, "--decision-wait", "30s",
         "--decision-wait-after-root", "30s", "--verdicts-jsonl", "-",
     )  # fmt: skip
     try:
@@ -251,16 +247,18 @@ def _metrics(port: int) -> dict[str, Any]:
 
 
 def test_sigkill_loses_nothing_with_disk_queue(
-    tmp_path: Path, sink_on_port: Callable[[int], Sink]
+    reserve_port: Callable[[], ReservedPort],
+    tmp_path: Path,
+    sink_on_port: Callable[[ReservedPort], Sink],
 ) -> None:
     """With --queue-dir, a SIGKILL mid-flight (one trace judged but undeliverable, one still
     buffered) loses no accepted span: the restart replays both and delivers them."""
-    port = _free_port()
+    port = reserve_port()
     flags = [
-        "--forward", f"http://127.0.0.1:{port}", "--decision-wait-after-root", "0.1s",
+        "--forward", port.url, "--decision-wait-after-root", "0.1s",
         "--queue-dir", str(tmp_path / "q"),
     ]  # fmt: skip
-    proc, http_port = _spawn(*flags, "--decision-wait", "30s")
+    proc, http_port = _spawn(tmp_path / "serve-1.log", *flags, "--decision-wait", "30s")
     try:
         judged_tid, judged = _agent_trace(with_root=True)
         pending_tid, pending = _agent_trace(with_root=False, n=3)
@@ -273,7 +271,7 @@ def test_sigkill_loses_nothing_with_disk_queue(
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(PROCESS_S)
     sink = sink_on_port(port)
-    proc, _ = _spawn(*flags, "--decision-wait", "0.5s")
+    proc, _ = _spawn(tmp_path / "serve-2.log", *flags, "--decision-wait", "0.5s")
     try:
         wait_for(lambda: len(sink.spans()) == 5, what="replayed spans")
         by_trace: dict[bytes, int] = {}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,18 +27,12 @@ from tests.collector.collector_support import (
     post,
     wait_for,
 )
+from tests.support.ports import ReservedPort
 from tracejudge.cli import main
 from tracejudge.collector import Collector
 from tracejudge.collector.config import ConfigError, build_config
 from tracejudge.collector.exporters.targets import TargetSpec, target_specs
 from tracejudge.collector.storage.store import DiskStore
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _queue_traces(c: Collector, n: int) -> set[bytes]:
@@ -55,13 +48,17 @@ def _queue_traces(c: Collector, n: int) -> set[bytes]:
 
 
 def test_a_changed_backend_port_gets_every_queued_payload(
-    lt: LoopThread, collector_factory: Callable[..., Collector], sink: Sink, tmp_path: Path
+    reserve_port: Callable[[], ReservedPort],
+    lt: LoopThread,
+    collector_factory: Callable[..., Collector],
+    sink: Sink,
+    tmp_path: Path,
 ) -> None:
     """The backend is down while 5 traces are queued, then comes back on another port: the
     restarted collector (same unnamed target, new URL) delivers all of them there. Before,
     the rows were keyed by the old URL and stayed on disk."""
     qdir = tmp_path / "q"
-    first = collector_factory(forward=[f"http://127.0.0.1:{_free_port()}"], queue_dir=qdir)
+    first = collector_factory(forward=[reserve_port().url], queue_dir=qdir)
     tids = _queue_traces(first, 5)
     lt.run(first.stop(timeout=0.5))
 
@@ -73,7 +70,10 @@ def test_a_changed_backend_port_gets_every_queued_payload(
 
 
 def test_a_named_target_keeps_its_rows_when_the_order_and_address_change(
-    lt: LoopThread, collector_factory: Callable[..., Collector], tmp_path: Path
+    reserve_port: Callable[[], ReservedPort],
+    lt: LoopThread,
+    collector_factory: Callable[..., Collector],
+    tmp_path: Path,
 ) -> None:
     """Two named backends, both down; only ``b`` has rows left when the collector stops
     (``a`` came back first). Restarted with the list reordered and both addresses changed,
@@ -85,7 +85,7 @@ def test_a_named_target_keeps_its_rows_when_the_order_and_address_change(
     lt.run(sink_b.start())
     try:
         first = collector_factory(
-            forward=[f"a={sink_a.http_url}", f"b=http://127.0.0.1:{_free_port()}"],
+            forward=[f"a={sink_a.http_url}", f"b={reserve_port().url}"],
             queue_dir=qdir,
         )
         tids = _queue_traces(first, 3)
@@ -127,6 +127,7 @@ def _cli(*args: str) -> tuple[int, str]:
 
 
 def test_a_removed_target_is_reported_and_drained(
+    reserve_port: Callable[[], ReservedPort],
     lt: LoopThread,
     collector_factory: Callable[..., Collector],
     sink: Sink,
@@ -137,7 +138,7 @@ def test_a_removed_target_is_reported_and_drained(
     ``new`` nor forgotten. Start-up logs them with a count, ``/metrics`` shows them, ``queue
     list`` says ``removed``, and ``queue drain --to`` (while serve runs) delivers them."""
     qdir = tmp_path / "q"
-    dead = f"http://127.0.0.1:{_free_port()}"
+    dead = reserve_port().url
     first = collector_factory(forward=[f"old={dead}"], queue_dir=qdir)
     tids = _queue_traces(first, 4)
     lt.run(first.stop(timeout=0.5))
@@ -177,12 +178,16 @@ def test_a_removed_target_is_reported_and_drained(
 
 
 def test_queue_command_errors_are_clear_and_keep_the_rows(
-    lt: LoopThread, collector_factory: Callable[..., Collector], sink: Sink, tmp_path: Path
+    reserve_port: Callable[[], ReservedPort],
+    lt: LoopThread,
+    collector_factory: Callable[..., Collector],
+    sink: Sink,
+    tmp_path: Path,
 ) -> None:
     """No queue, a configured target, an unknown one, a bad URL: exit 2 with the reason; a
     backend that is down: exit 1 and the rows stay; ``drop`` then discards them."""
     qdir = tmp_path / "q"
-    first = collector_factory(forward=[f"old=http://127.0.0.1:{_free_port()}"], queue_dir=qdir)
+    first = collector_factory(forward=[f"old={reserve_port().url}"], queue_dir=qdir)
     _queue_traces(first, 2)
     lt.run(first.stop(timeout=0.5))
     lt.run(collector_factory(forward=[f"live={sink.http_url}"], queue_dir=qdir).stop())
@@ -203,7 +208,7 @@ def test_queue_command_errors_are_clear_and_keep_the_rows(
     assert code == 2
     assert "--to" in out
 
-    down = f"http://127.0.0.1:{_free_port()}"
+    down = reserve_port().url
     code, out = _cli("queue", "drain", "--queue-dir", q, "--to", down, "--tries", "2")
     assert code == 1
     assert "is not accepting" in out

@@ -12,13 +12,14 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.collector.collector_support import make_request, make_span, new_ids, post
 from tests.support.guards import PROCESS_S
+from tests.support.ports import ReservedPort
 from tracejudge import semconv as sc
 from tracejudge.model.files import load_spans
 
@@ -175,12 +176,10 @@ def test_an_unwritable_output_fails_at_start() -> None:
         assert "listening on" not in done.stderr
 
 
-def test_lost_spans_make_the_exit_status_one() -> None:
+def test_lost_spans_make_the_exit_status_one(reserve_port: Callable[[], ReservedPort]) -> None:
     """A backend that never answers: the accepted spans are lost at shutdown, serve exits 1
     and says how to keep them next time (--queue-dir)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    dead = reserve_port().url
     proc, start = _serve("--forward", dead, "--shutdown-timeout", "1s")
     try:
         _agent("healthy", start.group(2))

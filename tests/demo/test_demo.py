@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from tests.support.guards import PROCESS_S
+from tests.support.ports import ReservedPort
 from tracejudge import semconv
 from tracejudge.cli import main
 from tracejudge.demo.runner import DemoOptions, run_demo
@@ -90,13 +91,13 @@ def test_demo_forwards_judged_traces_and_prints_links(tmp_path: Path) -> None:
     assert "F-ACTION-ARG-ENTITY_BINDING" in html
 
 
-def test_a_dead_backend_gets_no_links_and_a_nonzero_exit() -> None:
+def test_a_dead_backend_gets_no_links_and_a_nonzero_exit(
+    reserve_port: Callable[[], ReservedPort],
+) -> None:
     """--forward to a port where nothing listens: the judged spans are lost, so no trace
     link is printed as if it worked, the exit status is 1 and the message says how to keep
     them next time (--queue-dir)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    dead = reserve_port().url
     result = CliRunner().invoke(main, ["demo", "--rules", str(RULES), "--forward", dead])
     assert result.exit_code == 1, result.output
     assert set(_table(result.stdout)) == set(VARIANTS)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import anthropic
@@ -18,6 +17,7 @@ from openai.types.chat import (
     ChatCompletionMessageParam,
 )
 
+from tests.support.ports import ReservedPort
 from tracejudge.demo.model_server import ScriptedModelServer
 from tracejudge.demo.refund_scripts import refund_script, refund_scripts
 from tracejudge.demo.script import Reply, Script, ToolRequest
@@ -190,17 +190,19 @@ def test_anthropic_stream_accumulates_to_the_plain_message(server: ScriptedModel
     assert streamed.model_dump() == plain.model_dump()
 
 
-def test_a_fixed_port_taken_twice_waits_for_the_first_server() -> None:
+def test_a_fixed_port_taken_twice_waits_for_the_first_server(
+    reserve_port: Callable[[], ReservedPort],
+) -> None:
     """``examples/refund/make_traces.py`` records on a fixed port (the spans name it), so two
     test suites on one machine both bound it and the second failed with "address already in
     use" (a clean-clone CI run beside another). A second server asking for a taken fixed
     port now waits for the first one to stop, then binds and serves."""
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
+    reserved = reserve_port()
+    port = reserved.port
     extra = Script("one", [lambda conv: Reply(text="only answer")])
-    first = ScriptedModelServer([extra], port=port).start()
+    first = ScriptedModelServer([extra], port=port)
+    reserved.release()  # the fixed port is the test's until the first server binds it
+    first.start()
     outcome: list[object] = []
     attempting = threading.Event()
 

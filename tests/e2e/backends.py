@@ -5,8 +5,9 @@ The binaries are built from the Go module proxy at pinned versions by
 ``scripts/build-backends.sh`` into ``${TRACEJUDGE_CACHE_DIR:-~/.cache/tracejudge}/bin``
 (outside the repository). This module asks that script for their paths (it
 builds them the first time, several minutes cold; afterwards it answers in
-milliseconds), runs them as subprocesses bound to 127.0.0.1 on free ports,
-waits for readiness over HTTP/TCP and stops them cleanly.
+milliseconds), runs them as subprocesses bound to 127.0.0.1 on ports reserved
+for them (tests/support/ports.py), waits for readiness over HTTP/TCP and stops
+them cleanly.
 
 Only the standard library is used, so the fixtures work in any test venv.
 
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
 from tests.support.guards import IO_S, WAIT_S
+from tests.support.ports import ReservedPort
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-backends.sh"
@@ -136,23 +138,19 @@ def _run_build_script(name: BackendName, *, build: bool) -> Path:
 # --------------------------------------------------------------------------- ports
 
 
-def pick_free_ports(count: int) -> list[int]:
-    """Return ``count`` distinct TCP ports that are free on 127.0.0.1 right now.
+def release_all(reserved: Mapping[str, ReservedPort]) -> dict[str, int]:
+    """Release each reserved port; returns the ports by name.
 
-    All sockets are held open together so the ports are distinct; another process
-    can still take one before the backend binds it, which start_* handle by
-    retrying on fresh ports.
+    For a backend told its ports on its command line, environment or config, that cannot
+    bind port 0 and say where it listens: Jaeger and the OpenTelemetry Collector report
+    their OTLP receivers' bound addresses but not their health endpoints' (nor which of a
+    config's named ports a log line is about). Call it immediately before starting the
+    process: the ports were the test's until then, and what remains of the window is the
+    process's own start-up, in which another test suite on this machine can still take one
+    of them; the backend then fails with "address already in use" and start_* retry on
+    fresh ports.
     """
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((LOOPBACK, 0))
-            sockets.append(sock)
-        return [int(sock.getsockname()[1]) for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+    return {name: port.release() for name, port in reserved.items()}
 
 
 # --------------------------------------------------------------------------- processes
@@ -408,7 +406,8 @@ def start_jaeger(
     ready_timeout: float = WAIT_S,
     attempts: int = 3,
 ) -> JaegerInstance:
-    """Start Jaeger v2 with in-memory storage on free loopback ports and wait until ready.
+    """Start Jaeger v2 with in-memory storage on loopback ports reserved for it (see
+    release_all) and wait until ready.
 
     ``config`` must take its addresses from the JAEGER_* variables that
     collector/jaeger/config-memory.yaml documents. Logs go to
@@ -416,22 +415,23 @@ def start_jaeger(
     """
     exe = binary if binary is not None else locate_binary("jaeger")
     last_error: BackendError | None = None
+    names = ("OTLP_GRPC", "OTLP_HTTP", "QUERY_HTTP", "QUERY_GRPC", "HEALTH")
     for _ in range(attempts):
-        grpc, http, query_http, query_grpc, health = pick_free_ports(5)
-        env = {
-            "JAEGER_LISTEN_HOST": LOOPBACK,
-            "JAEGER_OTLP_GRPC_PORT": str(grpc),
-            "JAEGER_OTLP_HTTP_PORT": str(http),
-            "JAEGER_QUERY_HTTP_PORT": str(query_http),
-            "JAEGER_QUERY_GRPC_PORT": str(query_grpc),
-            "JAEGER_HEALTH_PORT": str(health),
-        }
+        reserved = {name: ReservedPort() for name in names}
+        try:
+            run_dir = _new_work_dir("jaeger-", work_dir)
+        finally:
+            chosen = release_all(reserved)  # see release_all: the window of the start-up
         proc = spawn(
             "jaeger",
             [str(exe), "--config", str(config)],
-            work_dir=_new_work_dir("jaeger-", work_dir),
-            env=env,
+            work_dir=run_dir,
+            env={
+                "JAEGER_LISTEN_HOST": LOOPBACK,
+                **{f"JAEGER_{name}_PORT": str(port) for name, port in chosen.items()},
+            },
         )
+        grpc, http, query_http, query_grpc, health = (chosen[name] for name in names)
         instance = JaegerInstance(proc, grpc, http, query_http, query_grpc, health)
         try:
             wait_until(
@@ -513,10 +513,10 @@ def start_otelcol(
 ) -> OtelcolInstance:
     """Start a collector from ``config_text`` (YAML) and wait until it is ready.
 
-    Each name in ``ports`` gets a free loopback port, passed as the environment
-    variable ``<NAME>_PORT`` (``otlp_grpc`` -> ``OTLP_GRPC_PORT``), so the config
-    says e.g. ``endpoint: 127.0.0.1:${env:OTLP_GRPC_PORT}``. ``env`` adds more
-    variables (e.g. a Jaeger endpoint).
+    Each name in ``ports`` gets a reserved loopback port (see release_all), passed as
+    the environment variable ``<NAME>_PORT`` (``otlp_grpc`` -> ``OTLP_GRPC_PORT``), so
+    the config says e.g. ``endpoint: 127.0.0.1:${env:OTLP_GRPC_PORT}``. ``env`` adds
+    more variables (e.g. a Jaeger endpoint).
 
     Readiness: if the config uses ``${env:HEALTH_PORT}`` (the health_check
     extension), GET on it must answer 200; otherwise every port the config
@@ -527,16 +527,19 @@ def start_otelcol(
     exe = binary if binary is not None else locate_binary("otelcol")
     last_error: BackendError | None = None
     for _ in range(attempts):
-        chosen = dict(zip(ports, pick_free_ports(len(ports)), strict=True))
-        run_env = {_env_var_for_port(name): str(port) for name, port in chosen.items()}
-        if env:
-            run_env.update(env)
-        run_dir = _new_work_dir("otelcol-", work_dir)
-        config_path = run_dir / "config.yaml"
-        config_path.write_text(config_text, encoding="utf-8")
-        argv = [str(exe), "--config", f"file:{config_path}"]
-        if "telemetry:" not in config_text:
-            argv += ["--config", "yaml:service::telemetry::metrics::level: none"]
+        reserved = {name: ReservedPort() for name in ports}
+        try:
+            run_env = {_env_var_for_port(name): str(p.port) for name, p in reserved.items()}
+            if env:
+                run_env.update(env)
+            run_dir = _new_work_dir("otelcol-", work_dir)
+            config_path = run_dir / "config.yaml"
+            config_path.write_text(config_text, encoding="utf-8")
+            argv = [str(exe), "--config", f"file:{config_path}"]
+            if "telemetry:" not in config_text:
+                argv += ["--config", "yaml:service::telemetry::metrics::level: none"]
+        finally:
+            chosen = release_all(reserved)  # see release_all: the window of the start-up
         proc = spawn("otelcol", argv, work_dir=run_dir, env=run_env)
         instance = OtelcolInstance(proc, config_path, chosen)
         referenced = [n for n in chosen if f"${{env:{_env_var_for_port(n)}}}" in config_text]

@@ -1,13 +1,15 @@
 """A real Prometheus (built by scripts/build-backends.sh) for end-to-end tests.
 
-``start_prometheus`` runs it on a free loopback port with a config that scrapes the given
-targets every second and evaluates the given rule files every second, its TSDB in the work
-directory; ``PrometheusInstance.query`` runs an instant PromQL query over its HTTP API.
+``start_prometheus`` runs it on a loopback port it picks (port 0; its log says which) with
+a config that scrapes the given targets every second and evaluates the given rule files
+every second, its TSDB in the work directory; ``PrometheusInstance.query`` runs an instant
+PromQL query over its HTTP API.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.parse
 from collections.abc import Sequence
@@ -19,19 +21,22 @@ from tests.e2e.backends import (
     LOOPBACK,
     BackendError,
     ManagedProcess,
-    _looks_like_port_clash,
     _new_work_dir,
     http_get,
     http_ok,
     locate_binary,
-    pick_free_ports,
     spawn,
     wait_until,
 )
 from tests.support.guards import WAIT_S
+from tests.support.ports import logged
 
 Sample = tuple[dict[str, str], float]
 """One series of an instant vector: its labels and value."""
+
+LISTENING = re.compile(r'msg="Listening on" component=web address=127\.0\.0\.1:(\d+)\s')
+"""The web server's line with the address it bound (the exporter-toolkit logs the
+listener's own address, so port 0 reads back as the port it got)."""
 
 
 @dataclass
@@ -97,39 +102,36 @@ def start_prometheus(
     *,
     work_dir: Path | None = None,
     ready_timeout: float = WAIT_S,
-    attempts: int = 3,
 ) -> PrometheusInstance:
-    """Start Prometheus scraping ``targets`` (``host:port``, path /metrics) with the rules."""
+    """Start Prometheus scraping ``targets`` (``host:port``, path /metrics) with the rules.
+
+    It binds port 0 and the port is read from its log: no port is picked free and bound
+    later (another test suite on this machine could take it in between), so there is no
+    clash to retry."""
     exe = locate_binary("prometheus")
-    last_error: BackendError | None = None
-    for _ in range(attempts):
-        (port,) = pick_free_ports(1)
-        wd = _new_work_dir("prometheus-", work_dir)
-        config = wd / "prometheus.yml"
-        config.write_text(_config(targets, rule_files), encoding="utf-8")
-        proc = spawn(
-            "prometheus",
-            [
-                str(exe),
-                f"--config.file={config}",
-                f"--storage.tsdb.path={wd / 'data'}",
-                f"--web.listen-address={LOOPBACK}:{port}",
-            ],
-            work_dir=wd,
+    wd = _new_work_dir("prometheus-", work_dir)
+    config = wd / "prometheus.yml"
+    config.write_text(_config(targets, rule_files), encoding="utf-8")
+    proc = spawn(
+        "prometheus",
+        [
+            str(exe),
+            f"--config.file={config}",
+            f"--storage.tsdb.path={wd / 'data'}",
+            f"--web.listen-address={LOOPBACK}:0",
+        ],
+        work_dir=wd,
+    )
+    try:
+        found = logged(proc.popen, proc.log_path, LISTENING, "Prometheus listening", ready_timeout)
+        port = int(found.group(1))
+        wait_until(
+            proc,
+            http_ok(f"http://{LOOPBACK}:{port}/-/ready"),
+            what="ready",
+            timeout=ready_timeout,
         )
-        try:
-            wait_until(
-                proc,
-                http_ok(f"http://{LOOPBACK}:{port}/-/ready"),
-                what="ready",
-                timeout=ready_timeout,
-            )
-        except BackendError as exc:
-            proc.stop()
-            last_error = exc
-            if _looks_like_port_clash(proc):
-                continue
-            raise
-        return PrometheusInstance(proc, port)
-    assert last_error is not None
-    raise last_error
+    except BaseException:
+        proc.stop()
+        raise
+    return PrometheusInstance(proc, port)

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -23,23 +22,13 @@ import pytest
 
 from tests.e2e.backends import JaegerInstance
 from tests.support.guards import IO_S, PROCESS_S, eventually, wait_for
+from tests.support.ports import start_serve
 from tracejudge import semconv as sc
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "examples" / "refund" / "rules.yaml"
-
-
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _wait_ready(port: int, proc: subprocess.Popen[bytes]) -> None:
@@ -59,19 +48,19 @@ def _wait_ready(port: int, proc: subprocess.Popen[bytes]) -> None:
 @pytest.fixture
 def serve(jaeger: JaegerInstance, tmp_path: Path) -> Iterator[tuple[int, Path]]:
     """``tracejudge serve`` forwarding to Jaeger over OTLP/gRPC; yields (http port, verdicts)."""
-    grpc_port, http_port = _free_ports(2)
     verdicts = tmp_path / "verdicts.jsonl"
-    proc = subprocess.Popen(
+    proc, _, http_port = start_serve(
         [
             str(Path(sys.executable).with_name("tracejudge")), "serve",
             "--rules", str(RULES),
             "--forward", f"grpc://{jaeger.otlp_grpc_endpoint}",
-            "--grpc-port", str(grpc_port),
-            "--http-port", str(http_port),
+            "--grpc-port", "0",
+            "--http-port", "0",
             "--decision-wait-after-root", "0.5s",
             "--decision-wait", "10s",
             "--verdicts-jsonl", str(verdicts),
         ],
+        tmp_path / "serve.log",
         cwd=ROOT,
     )  # fmt: skip
     try:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import sys
 import urllib.parse
 from pathlib import Path
@@ -25,8 +24,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from tests.collector.conversation_support import CONFIRMED, RULES, UNCONFIRMED, emit_turn
 from tests.e2e.backends import JaegerInstance, http_get, wait_until
-from tests.e2e.test_collector_jaeger import _free_ports, _wait_ready
+from tests.e2e.test_collector_jaeger import _wait_ready
 from tests.support.guards import PROCESS_S, WAIT_S
+from tests.support.ports import start_serve
 from tracejudge import semconv as sc
 
 pytestmark = pytest.mark.e2e
@@ -57,18 +57,18 @@ def test_every_turn_of_a_conversation_is_found_by_its_verdict(
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps(RULES))
     verdicts = tmp_path / "verdicts.jsonl"
-    grpc_port, http_port = _free_ports(2)
-    proc = subprocess.Popen(
+    proc, _, http_port = start_serve(
         [
             str(Path(sys.executable).with_name("tracejudge")), "serve",
             "--rules", str(rules),
             "--forward", f"grpc://{jaeger.otlp_grpc_endpoint}",
-            "--grpc-port", str(grpc_port),
-            "--http-port", str(http_port),
+            "--grpc-port", "0",
+            "--http-port", "0",
             "--decision-wait-after-root", "0.3s",
             "--conversation-wait", "1s",
             "--verdicts-jsonl", str(verdicts),
         ],
+        tmp_path / "serve.log",
         cwd=ROOT,
     )  # fmt: skip
     try:

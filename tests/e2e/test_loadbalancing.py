@@ -48,8 +48,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.collector.conversation_support import CONFIRMED, UNCONFIRMED
-from tests.e2e.backends import OtelcolFactory, OtelcolInstance, pick_free_ports
+from tests.e2e.backends import OtelcolFactory, OtelcolInstance
 from tests.support.guards import IO_S, PROCESS_S, WAIT_S, wait_for
+from tests.support.ports import serve_ports
 from tracejudge import semconv as sc
 
 pytestmark = pytest.mark.e2e
@@ -107,23 +108,33 @@ def _metrics(port: int) -> dict[str, Any]:
 @dataclass
 class Instance:
     """One ``tracejudge serve``; ``verdicts`` lists every verdicts file it wrote (one per
-    start)."""
+    start).
+
+    Its first start binds ports the kernel picks (port 0) and they are read from its
+    start-up line. A restart binds the same gRPC port, the address the load balancer's
+    static list names: between a kill and the restart that port is free, and another test
+    suite on this machine could take it (the restart then fails with "address already in
+    use"). It cannot be held meanwhile: the killed process's connections linger in
+    TIME_WAIT, which refuses a bind without SO_REUSEADDR (a ``ReservedPort``), and a
+    reservation with SO_REUSEADDR would keep no other such bind out."""
 
     name: str
-    grpc_port: int
-    http_port: int
     queue_dir: Path | None
     tmp: Path
+    grpc_port: int = 0
+    """0 until the first start."""
+    http_port: int = 0
     proc: subprocess.Popen[bytes] | None = None
     verdicts: list[Path] = field(default_factory=list)
 
     def start(self) -> None:
-        path = self.tmp / f"verdicts-{self.name}-{len(self.verdicts)}.jsonl"
+        start = len(self.verdicts)
+        path = self.tmp / f"verdicts-{self.name}-{start}.jsonl"
         self.verdicts.append(path)
         argv = [
             str(Path(sys.executable).with_name("tracejudge")), "serve",
             "--rules", str(self.tmp / "rules.json"),
-            "--grpc-port", str(self.grpc_port), "--http-port", str(self.http_port),
+            "--grpc-port", str(self.grpc_port), "--http-port", "0",
             "--decision-wait-after-root", "1s", "--decision-wait", "60s",
             # held until the last turn says it ends the conversation (or shutdown)
             "--conversation-wait", "1h", "--conversation-max-hold", "2h",
@@ -132,8 +143,12 @@ class Instance:
         ]  # fmt: skip
         if self.queue_dir is not None:
             argv += ["--queue-dir", str(self.queue_dir)]
-        log = (self.tmp / f"serve-{self.name}.log").open("ab")
-        self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        log = self.tmp / f"serve-{self.name}-{start}.log"
+        with log.open("wb") as out:
+            self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        grpc_port, self.http_port = serve_ports(self.proc, log)
+        assert self.grpc_port in (0, grpc_port), (self.grpc_port, grpc_port)
+        self.grpc_port = grpc_port
 
         def ready() -> bool:
             assert self.proc is not None
@@ -183,16 +198,8 @@ def _fleet(
 ) -> Iterator[Fleet]:
     (tmp_path / "rules.json").write_text(json.dumps(RULES), encoding="utf-8")
     names = [f"tj{i + 1}" for i in range(INSTANCES)] + ["reference"]
-    ports = pick_free_ports(2 * len(names))
     instances = [
-        Instance(
-            name,
-            ports[2 * i],
-            ports[2 * i + 1],
-            tmp_path / f"queue-{name}" if queue else None,
-            tmp_path,
-        )
-        for i, name in enumerate(names)
+        Instance(name, tmp_path / f"queue-{name}" if queue else None, tmp_path) for name in names
     ]
     try:
         for instance in instances:

@@ -28,10 +28,11 @@ from typing import Any
 import pytest
 
 from tests.collector.test_prometheus_assets import flagger_query, metric_templates
-from tests.e2e.backends import locate_binary, pick_free_ports
+from tests.e2e.backends import locate_binary
 from tests.e2e.prometheus import PrometheusInstance, Sample, start_prometheus
 from tests.support import verdict_runs
 from tests.support.guards import IO_S, PROCESS_S, wait_for
+from tests.support.ports import start_serve
 from tracejudge.collector.telemetry.exposition import render
 from tracejudge.collector.telemetry.metric_labels import MetricLabels
 from tracejudge.collector.telemetry.stats import Stats
@@ -107,17 +108,17 @@ def serve(tmp_path: Path) -> Iterator[int]:
     yields its HTTP port (OTLP/HTTP, /metrics, the gate and the Flagger webhooks)."""
     rules = tmp_path / "rules.yaml"
     rules.write_text(verdict_runs.RULES, encoding="utf-8")
-    grpc_port, http_port = pick_free_ports(2)
     config = tmp_path / "serve.yaml"
     config.write_text(
-        f"rules: {rules}\ngrpc_port: {grpc_port}\nhttp_port: {http_port}\n"
+        f"rules: {rules}\ngrpc_port: 0\nhttp_port: 0\n"
         f"output: {tmp_path / 'judged.jsonl'}\n"
         "decision_wait_after_root: 0.2s\ndecision_wait: 5s\n"
         "metrics_case_slices:\n  refunds: ['refund-*']\n",
         encoding="utf-8",
     )
-    proc = subprocess.Popen(
+    proc, _, http_port = start_serve(
         [str(Path(sys.executable).with_name("tracejudge")), "serve", "--config", str(config)],
+        tmp_path / "serve.log",
         cwd=ROOT,
     )
     try:

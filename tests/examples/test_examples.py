@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.support.guards import PROCESS_S
+from tests.support.ports import ReservedPort
 from tracejudge import semconv
 
 from ..demo.otlp_sink import OtlpSink
@@ -158,12 +159,9 @@ def test_examples_are_quiet_and_quick_without_a_collector() -> None:
     """With nothing listening at the OTLP endpoint, each agent example prints one warning on
     stderr (instrument()'s exporter guard) and no exporter retries (it used to spend ~6 s
     printing connection-refused retries at exit). The port is bound but not listening, so
-    connecting is refused."""
-    import socket
-
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    connecting is refused (``ReservedPort``)."""
+    with ReservedPort() as closed:
+        url = closed.url
         for script in (
             EXAMPLES / "refund" / "agent.py",
             EXAMPLES / "anthropic_refund" / "agent.py",

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
-import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anthropic
@@ -24,6 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
+from tests.support.ports import ReservedPort
 from tests.support.replay import CASSETTE_ROOT, ReplayServer
 from tracejudge.instrumentation import instrument, uninstrument
 
@@ -112,15 +112,16 @@ def test_http_error_marks_span_failed_and_reraises(pipeline: Pipeline) -> None:
     assert point.attributes["error.type"] == status
 
 
-def test_connection_error_is_recorded_with_its_exception_type(pipeline: Pipeline) -> None:
+def test_connection_error_is_recorded_with_its_exception_type(
+    reserve_port: Callable[[], ReservedPort], pipeline: Pipeline
+) -> None:
     """No HTTP status exists when the server is unreachable; ``error.type`` falls back
     to the exception's qualified class name so such failures still group together."""
     pipeline.instrument()
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    unreachable = reserve_port()
+    port = unreachable.port
     with pytest.raises(anthropic.APIConnectionError) as raised:
-        create(client(f"http://127.0.0.1:{port}"))
+        create(client(unreachable.url))
     (span,) = pipeline.spans()
     assert span.status.status_code is StatusCode.ERROR
     assert span.attributes is not None

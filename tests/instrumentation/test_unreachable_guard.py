@@ -7,8 +7,7 @@ bodies (``tests.demo.otlp_sink``), real sockets.
 from __future__ import annotations
 
 import logging
-import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -17,6 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.demo.otlp_sink import OtlpSink
+from tests.support.ports import ReservedPort
 from tracejudge.instrumentation._endpoint import traces_endpoint
 from tracejudge.instrumentation._guard import UnreachableGuard
 
@@ -30,12 +30,6 @@ def _spans(n: int) -> list[ReadableSpan]:
         with tracer.start_as_current_span(f"s{i}"):
             pass
     return list(memory.get_finished_spans())
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class _Counted(SpanExporter):
@@ -54,10 +48,12 @@ class _Counted(SpanExporter):
         self.inner.shutdown()
 
 
-def test_nothing_listening_drops_at_once_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+def test_nothing_listening_drops_at_once_with_one_warning(
+    reserve_port: Callable[[], ReservedPort], caplog: pytest.LogCaptureFixture
+) -> None:
     """No retry stall, no line per attempt: one warning for the outage, spans counted. The
     stall is counted, not timed: no batch reaches the exporter that would retry it."""
-    url = f"http://127.0.0.1:{_closed_port()}"
+    url = reserve_port().url
     endpoint = traces_endpoint({"OTEL_EXPORTER_OTLP_ENDPOINT": url})
     inner = _Counted(OTLPSpanExporter(endpoint=f"{url}/v1/traces"))
     guard = UnreachableGuard(inner, endpoint)

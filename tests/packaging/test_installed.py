@@ -17,10 +17,10 @@ from __future__ import annotations
 import filecmp
 import os
 import re
-import socket
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +29,7 @@ import pytest
 from tests.demo.test_demo import VARIANTS, _table
 from tests.support.guards import PROCESS_S
 from tests.support.paths import REPO_ROOT
+from tests.support.ports import ReservedPort
 
 PACKAGED = REPO_ROOT / "src" / "tracejudge" / "demo" / "data"
 EXAMPLE = REPO_ROOT / "examples" / "refund"
@@ -187,7 +188,9 @@ def test_demo_without_the_openai_sdk_says_what_to_install(plain: Installed) -> N
     assert "pip install 'tracejudge[openai]'" in done.stderr
 
 
-def test_readme_instrument_snippet_runs_quietly_without_a_collector(plain: Installed) -> None:
+def test_readme_instrument_snippet_runs_quietly_without_a_collector(
+    reserve_port: Callable[[], ReservedPort], plain: Installed
+) -> None:
     """The README's snippet in a plain install with no collector listening: the guard drops
     its spans at once with one warning, so no exporter retries (the stall of about eight
     seconds it used to cost) and no export noise (the spans it cannot deliver are not the
@@ -198,9 +201,7 @@ def test_readme_instrument_snippet_runs_quietly_without_a_collector(plain: Insta
     assert found is not None, "the README's instrument snippet moved"
     script = plain.empty.parent / "snippet.py"
     script.write_text(found.group(1), encoding="utf-8")
-    with socket.socket() as probe:  # a port nothing listens on (4318 may be taken here)
-        probe.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    url = reserve_port().url  # a port nothing listens on (4318 may be taken here)
     done = plain.run("python", script, env={"OTEL_EXPORTER_OTLP_ENDPOINT": url})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
