@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from tracejudge.cli.grader_options import grader_options
 from tracejudge.cli.terminal import colour_wanted, terminal_width
 from tracejudge.engine.shadow import pair_verdicts, shadow_arguments, shadow_lines
 from tracejudge.engine.verdict import Verdict
@@ -128,29 +129,7 @@ def echo_errors(command: str, errors: list[str], *, limit: int | None = MAX_ERRO
     default=None,
     help="Write a self-contained HTML report with each run's trajectory.",
 )
-@click.option(
-    "--graders/--no-graders",
-    "run_graders",
-    default=True,
-    show_default=True,
-    help="Run the rules file's grader rules (a model answers their rubric; keys from the "
-    "environment, OPENAI_API_KEY/ANTHROPIC_API_KEY or the grader's api_key_env). "
-    "--no-graders leaves them not_applicable.",
-)
-@click.option(
-    "--grader-cache",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Directory of graders' answers: re-judging the same runs with the same grader "
-    "(model, rubric, rendering) reads them instead of asking the model.",
-)
-@click.option(
-    "--grader-workers",
-    type=click.IntRange(1, 64),
-    default=4,
-    show_default=True,
-    help="Runs judged by graders at a time (their model calls wait on the network).",
-)
+@grader_options
 @click.option(
     "--validations",
     "validations_path",

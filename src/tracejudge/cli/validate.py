@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from tracejudge.cli.eval import echo_errors, error_verdict
+from tracejudge.cli.grader_options import grader_options
 
 if TYPE_CHECKING:
     from tracejudge.engine.rules import RuleSet
@@ -95,26 +96,7 @@ EXIT_INPUT = 2
     help="Disagreements listed per axis in the text report (JSON lists all).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
-@click.option(
-    "--graders/--no-graders",
-    "run_graders",
-    default=True,
-    show_default=True,
-    help="Run the rules file's grader rules, as eval does (keys from the environment).",
-)
-@click.option(
-    "--grader-cache",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Directory of graders' answers, as eval's.",
-)
-@click.option(
-    "--grader-workers",
-    type=click.IntRange(1, 64),
-    default=4,
-    show_default=True,
-    help="Runs judged by graders at a time.",
-)
+@grader_options
 @click.option(
     "--record",
     "record_path",
