@@ -11,16 +11,68 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Protocol
 
 from tracejudge.collector.codec.otlp import TraceFragment, fragment_info
+from tracejudge.collector.exporters.forward import Item, TargetQueue
+from tracejudge.collector.exporters.targets import TargetSpec
 from tracejudge.collector.processors.buffer import DecisionCache, TraceBuffer
 from tracejudge.collector.storage.durability import Durability, decision_from_json
-from tracejudge.collector.storage.store import DecidedRow
+from tracejudge.collector.storage.store import DecidedRow, DiskStore, QueuedTarget
 from tracejudge.collector.telemetry.stats import Stats
 
 log = logging.getLogger("tracejudge.collector")
 
-__all__ = ["replay_inbox", "restore_decisions"]
+__all__ = ["Replayable", "replay_disk_queue", "replay_inbox", "restore_decisions"]
+
+
+class Replayable(Protocol):
+    """What takes the disk queue's decisions and inbox back (the pipeline)."""
+
+    def restore_decisions(self, rows: Sequence[DecidedRow]) -> None:
+        """Remember decisions made before the restart."""
+        ...
+
+    def replay_inbox(self, rows: Sequence[tuple[int, bytes]]) -> int:
+        """Buffer undecided fragments again; returns how many were quarantined."""
+        ...
+
+
+def replay_disk_queue(
+    store: DiskStore, queues: list[TargetQueue], specs: list[TargetSpec], pipeline: Replayable
+) -> list[QueuedTarget]:
+    """Hand each queued payload to its target's queue (by name: a target whose URL
+    changed gets its rows), report what waits for removed targets, replay the inbox.
+    Returns the removed targets' payloads, as counted now."""
+    by_name = {q.name: q for q in queues}
+    store.record_targets(specs)
+    outbox = store.load_outbox(specs)
+    for row_id, name, payload, spans, traces in outbox:
+        by_name[name].put(Item(payload, spans, traces, None, row_id))
+    removed = store.removed_targets(specs)
+    for r in removed:
+        log.warning(
+            "disk queue: %d payloads (%d spans) for the removed target %r%s are kept on "
+            "disk; deliver them with `tracejudge queue drain --queue-dir %s --target %s "
+            "--to URL` or discard them with `tracejudge queue drop`",
+            r.payloads,
+            r.spans,
+            r.key,
+            f" (last {r.url})" if r.url and r.url != r.key else "",
+            store.path.parent,
+            r.key,
+        )
+    pipeline.restore_decisions(store.load_decided())
+    inbox = store.load_inbox()
+    quarantined = pipeline.replay_inbox(inbox)
+    if outbox or inbox:
+        log.info(
+            "disk queue: replayed %d payloads and %d fragments (%d quarantined)",
+            len(outbox),
+            len(inbox) - quarantined,
+            quarantined,
+        )
+    return removed
 
 
 def restore_decisions(decided: DecisionCache, rows: Sequence[DecidedRow]) -> None:
