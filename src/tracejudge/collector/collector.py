@@ -17,21 +17,20 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tracejudge._build import build_kind
+from tracejudge.collector.assembly import build_stages, forward_queues, verdict_sinks
 from tracejudge.collector.clock import Clock, SystemClock
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.exporters.dead_letter import DeadLetterFile
 from tracejudge.collector.exporters.exporter import QueuedExporter
-from tracejudge.collector.exporters.forward import ForwardTarget, TargetQueue
+from tracejudge.collector.exporters.forward import ForwardTarget
 from tracejudge.collector.exporters.registry import EXPORTERS, ExporterRegistry
-from tracejudge.collector.exporters.sinks import JsonlSink, TextSink, VerdictSink, WebhookSink
 from tracejudge.collector.exporters.targets import TargetSpec, split_forward, target_specs
 from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.processors.cost import RuleCost, check_budget, measure
-from tracejudge.collector.processors.graders import GraderStage, grader_stage, graders_for
+from tracejudge.collector.processors.graders import GraderStage, graders_for
 from tracejudge.collector.processors.judge import Judge, load_judge
-from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
+from tracejudge.collector.processors.logs_intake import LogsIntake
 from tracejudge.collector.processors.redact import LogScrubber
-from tracejudge.collector.processors.shadow import attach_shadow_pairs
 from tracejudge.collector.receivers.http_guard import GuardStats
 from tracejudge.collector.receivers.inflight import InflightBytes
 from tracejudge.collector.receivers.listeners import Listeners
@@ -230,47 +229,25 @@ class Collector:
         targets: list[ForwardTarget] = [QueuedExporter(e) for e in exporters]
         if cfg.dead_letter is not None:
             self.dead_letter = DeadLetterFile(cfg.dead_letter, file_mode=cfg.file_mode)
-        queues = [
-            TargetQueue(
-                target,
-                stats=self.stats,
-                store=self.store,
-                max_batch_bytes=cfg.max_batch_bytes,
-                retry_initial=cfg.retry_initial,
-                retry_max=cfg.retry_max,
-                name=spec.name,
-                dead_letter=self.dead_letter,
-            )
-            for target, spec in zip(targets, specs, strict=True)
-        ]
-        sinks: list[VerdictSink] = []
-        if cfg.verdicts_jsonl:
-            sinks.append(JsonlSink(cfg.verdicts_jsonl, cfg.file_mode))
-        if cfg.verdict_lines:
-            sinks.append(TextSink())
-        if cfg.webhook:
-            sinks.append(WebhookSink(cfg.webhook, self.stats))
-        self.pipeline = Pipeline(
-            cfg, self.judge, queues, sinks, self.stats, self.store, self.clock, [self.recent]
+        queues = forward_queues(cfg, targets, specs, self.stats, self.store, self.dead_letter)
+        stages = build_stages(
+            cfg,
+            self.judge,
+            self.grader_rules,
+            queues,
+            verdict_sinks(cfg, self.stats),
+            stats=self.stats,
+            store=self.store,
+            clock=self.clock,
+            recent=self.recent,
+            dead_letter=self.dead_letter,
         )
-        attach_shadow_pairs(self.pipeline, getattr(self.judge, "ruleset", None), self.recent)
+        self.pipeline, self.logs, self.graders = stages.pipeline, stages.logs, stages.graders
         # Log lines can quote span content (exception texts, backend answers).
         self._log_filter = LogScrubber(self.pipeline.scrubber)
         log.addFilter(self._log_filter)
         self._server_log, self._server_errors = server_logger(self.pipeline.scrubber, self.clock)
-        if self.dead_letter is not None:  # a backend's refusal text may quote span content
-            self.dead_letter.scrub = self.pipeline.scrubber.text
-        for q in queues:  # and so may the error /metrics and /healthz show
-            q.scrub = self.pipeline.scrubber.text
-        self.pipeline.decider.rules_version = str(
-            getattr(getattr(self.judge, "ruleset", None), "version", "")
-        )
         self.stats.queue_depth = self.pipeline.queue_depth
-        self.logs = logs_intake_for(cfg, self.pipeline)
-        if self.grader_rules:
-            self.graders = self.pipeline.graders = grader_stage(
-                cfg, self.grader_rules, self.clock, self.pipeline, self.logs
-            )
         if self.logs.queue is not None:
             self.logs.queue.start()
         if self.store is not None:
