@@ -1,8 +1,12 @@
-"""The collector's stages built from config: the forward queues, the verdict sinks, and the
-pipeline with the stages around it (shadow pairing, the logs intake, the graders).
+"""The collector's stages built from config, each given its collaborators when it is made.
 
 ``Collector.start`` opens what touches the outside (the disk queue, the exporters, the
-dead-letter file), builds the stages here, then starts them and the listeners.
+dead-letter file) and builds the graph here, in the order the constructors need: one
+``Scrubber`` for everything that may quote span content (``pipeline.scrubber_for``, made
+first: the dead-letter file takes it too), the forward queues and verdict sinks, then one
+``TraceHold`` shared by the pipeline and the logs intake, shadow pairing, the logs intake,
+the graders (which send their outcomes through the logs intake), and the pipeline over
+all of them. Nothing is attached to a stage after it is built.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from tracejudge.collector.exporters.sinks import JsonlSink, TextSink, VerdictSin
 from tracejudge.collector.exporters.targets import TargetSpec
 from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.processors.graders import GraderStage, grader_stage
+from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.judge import Judge
 from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
-from tracejudge.collector.processors.shadow import attach_shadow_pairs
+from tracejudge.collector.processors.redact import Scrubber
+from tracejudge.collector.processors.shadow import shadow_pairs_for
 from tracejudge.collector.storage.store import DiskStore
 from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.gate.recent import RecentVerdicts
@@ -45,8 +51,10 @@ def forward_queues(
     stats: Stats,
     store: DiskStore | None,
     dead_letter: DeadLetterFile | None,
+    scrubber: Scrubber,
 ) -> list[TargetQueue]:
-    """One queue per forward target, named by its spec."""
+    """One queue per forward target, named by its spec; a backend's error text may quote
+    span content, so what /metrics and /healthz show of it is scrubbed."""
     return [
         TargetQueue(
             target,
@@ -57,6 +65,7 @@ def forward_queues(
             retry_max=config.retry_max,
             name=spec.name,
             dead_letter=dead_letter,
+            scrub=scrubber.text,
         )
         for target, spec in zip(targets, specs, strict=True)
     ]
@@ -85,18 +94,30 @@ def build_stages(
     store: DiskStore | None,
     clock: Clock,
     recent: RecentVerdicts,
-    dead_letter: DeadLetterFile | None,
+    scrubber: Scrubber,
 ) -> Stages:
-    """The pipeline and the stages around it."""
-    pipeline = Pipeline(config, judge, queues, sinks, stats, store, clock, [recent])
-    attach_shadow_pairs(pipeline, getattr(judge, "ruleset", None), recent)
-    if dead_letter is not None:  # a backend's refusal text may quote span content
-        dead_letter.scrub = pipeline.scrubber.text
-    for q in queues:  # and so may the error /metrics and /healthz show
-        q.scrub = pipeline.scrubber.text
-    pipeline.decider.rules_version = str(getattr(getattr(judge, "ruleset", None), "version", ""))
-    logs = logs_intake_for(config, pipeline)
+    """The pipeline and the stages around it, each built with its collaborators."""
+    ruleset = getattr(judge, "ruleset", None)
+    hold = TraceHold(config, clock)
+    shadow = shadow_pairs_for(config, stats, sinks, scrubber, ruleset, recent)
+    logs = logs_intake_for(config, hold, stats, scrubber)
     graders = None
     if grader_rules:
-        graders = pipeline.graders = grader_stage(config, grader_rules, clock, pipeline, logs)
+        graders = grader_stage(config, grader_rules, clock, queues, scrubber, logs)
+    pipeline = Pipeline(
+        config,
+        judge,
+        queues,
+        sinks,
+        stats,
+        store,
+        clock,
+        [recent],
+        hold=hold,
+        scrubber=scrubber,
+        shadow=shadow,
+        on_decided=logs,
+        graders=graders,
+        rules_version=str(getattr(ruleset, "version", "")),
+    )
     return Stages(pipeline, logs, graders)

@@ -25,7 +25,7 @@ from tracejudge.collector.exporters.exporter import QueuedExporter
 from tracejudge.collector.exporters.forward import ForwardTarget
 from tracejudge.collector.exporters.registry import EXPORTERS, ExporterRegistry
 from tracejudge.collector.exporters.targets import TargetSpec, split_forward, target_specs
-from tracejudge.collector.pipeline import Pipeline
+from tracejudge.collector.pipeline import Pipeline, scrubber_for
 from tracejudge.collector.processors.cost import RuleCost, check_budget, measure
 from tracejudge.collector.processors.graders import GraderStage, graders_for
 from tracejudge.collector.processors.judge import Judge, load_judge
@@ -227,9 +227,12 @@ class Collector:
         for exporter in exporters:
             await exporter.start()
         targets: list[ForwardTarget] = [QueuedExporter(e) for e in exporters]
-        if cfg.dead_letter is not None:
-            self.dead_letter = DeadLetterFile(cfg.dead_letter, file_mode=cfg.file_mode)
-        queues = forward_queues(cfg, targets, specs, self.stats, self.store, self.dead_letter)
+        scrubber = scrubber_for(cfg)
+        if cfg.dead_letter is not None:  # a backend's refusal text may quote span content
+            self.dead_letter = DeadLetterFile(cfg.dead_letter, scrubber.text, cfg.file_mode)
+        queues = forward_queues(
+            cfg, targets, specs, self.stats, self.store, self.dead_letter, scrubber
+        )
         stages = build_stages(
             cfg,
             self.judge,
@@ -240,13 +243,13 @@ class Collector:
             store=self.store,
             clock=self.clock,
             recent=self.recent,
-            dead_letter=self.dead_letter,
+            scrubber=scrubber,
         )
         self.pipeline, self.logs, self.graders = stages.pipeline, stages.logs, stages.graders
         # Log lines can quote span content (exception texts, backend answers).
-        self._log_filter = LogScrubber(self.pipeline.scrubber)
+        self._log_filter = LogScrubber(scrubber)
         log.addFilter(self._log_filter)
-        self._server_log, self._server_errors = server_logger(self.pipeline.scrubber, self.clock)
+        self._server_log, self._server_errors = server_logger(scrubber, self.clock)
         self.stats.queue_depth = self.pipeline.queue_depth
         if self.logs.queue is not None:
             self.logs.queue.start()

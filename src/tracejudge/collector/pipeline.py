@@ -51,7 +51,7 @@ from tracejudge.engine.verdict import Verdict
 
 log = logging.getLogger("tracejudge.collector")
 
-__all__ = ["IngestResult", "Outcome", "Payload", "Piece", "Pipeline", "Throttled"]
+__all__ = ["IngestResult", "Outcome", "Payload", "Piece", "Pipeline", "Throttled", "scrubber_for"]
 
 _CHUNK = 8
 """Traces the worker hands over at once, settled and enqueued to forwarders in one commit."""
@@ -61,6 +61,11 @@ LOOP_JUDGING_LIMIT = 0.005
 """A trace judged slower than this (5 ms) moves judging off the loop (``AdaptiveJudging``)."""
 CHEAP_JUDGING = 0.0025
 """Traces judged in under this (2.5 ms of CPU), 64 in a row, move judging onto the loop."""
+
+
+def scrubber_for(config: CollectorConfig) -> Scrubber:
+    """The one scrubber of a collector: verdicts, log lines, backend answers, log records."""
+    return Scrubber(config.redact_patterns, drop_quoted=config.drop_content)
 
 
 class DecidedHook(Protocol):
@@ -86,28 +91,47 @@ class Pipeline:
         store: DiskStore | None,
         clock: Clock | None = None,
         observers: Sequence[VerdictObserver] = (),
+        *,
+        hold: TraceHold | None = None,
+        scrubber: Scrubber | None = None,
+        shadow: ShadowPairs | None = None,
+        on_decided: DecidedHook | None = None,
+        graders: DecidedHook | None = None,
+        rules_version: str = "",
     ) -> None:
+        """The collaborators after ``observers`` are built by the collector, which shares
+        them with other stages (the logs intake holds its records in ``hold``); left out,
+        the pipeline makes its own ``hold`` and ``scrubber`` from ``config`` and has no
+        shadow pairing, logs hook or graders."""
         self.config = config
         self.clock: Clock = SystemClock() if clock is None else clock
         self.judge = judge
         self.stats = stats
         self.durability = durability_for(store, config.retry_after_hint)
         """In memory only, or the disk queue: every branch on ``--queue-dir``."""
-        self.hold = TraceHold(config, self.clock)
+        self.hold = TraceHold(config, self.clock) if hold is None else hold
         """Where admitted traces wait until settled: buffered, held with their conversation,
         in flight, decided (``processors/hold.py``); the decision timer's wake too."""
         self.fanout = FanOut(queues, sinks, self.durability, config.max_queue_bytes)
         """The forward queues and verdict sinks decided data goes to (``exporters/fanout.py``)."""
-        self.scrubber = Scrubber(config.redact_patterns, drop_quoted=config.drop_content)
+        self.scrubber = scrubber_for(config) if scrubber is None else scrubber
         self.mode = forward_mode(config, self.scrubber)
         """Stamp or passthrough, with the content filter: every branch on those flags."""
         self.observers = list(observers)
         """Given each decided verdict object (the gate's window of recent runs)."""
-        self.shadow: ShadowPairs | None = None
+        self.shadow = shadow
         """Shadow runs waiting for their stable run (also an observer): the timer reports
         those that waited too long, shutdown the rest (``collector/processors/shadow.py``)."""
+        if shadow is not None:
+            self.observers.append(shadow)
         self.decider = Decider(
-            judge, self.scrubber, self.mode, self.durability, stats, config.max_judge_time
+            judge,
+            self.scrubber,
+            self.mode,
+            self.durability,
+            stats,
+            config.max_judge_time,
+            rules_version=rules_version,
         )
         """Decides one trace (on the judging thread); ``rules_version`` lives there."""
         self._blocked_need = 0
@@ -115,11 +139,11 @@ class Pipeline:
         fit, decisions wait (traces stay buffered) and receivers push back, so
         ``max_queue_bytes`` holds exactly. 0 when decisions are not blocked."""
         self._blocked_reason = ""
-        self.on_decided: DecidedHook | None = None
-        self.graders: DecidedHook | None = None
+        self.on_decided = on_decided
+        """The logs side (``logs_intake.py``), when ``serve`` receives logs."""
+        self.graders = graders
         """Grader rules (``processors/graders.py``): told of each settled trace after its
         payloads are enqueued, so grading never holds a deterministic verdict."""
-        """The logs side (``logs_intake.py``), when ``serve`` receives logs."""
         self.worker = AdaptiveJudging(CHEAP_JUDGING, LOOP_JUDGING_LIMIT)
         """The judging thread (see ``worker``)."""
         self._judging_since = math.inf
