@@ -25,7 +25,8 @@ from tracejudge import semconv as sc
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.consumer import Throttled
-from tracejudge.collector.pipeline import Pipeline
+from tracejudge.collector.pipeline import Pipeline, scrubber_for
+from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
 from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Verdict
@@ -59,8 +60,13 @@ def _setup(
     cfg = CollectorConfig(**{**base, **overrides}).validate()
     sink = ListSink(clock)
     judge = RecordingJudge()
-    p = Pipeline(cfg, judge, [], [sink], Stats([]), None, clock)
-    logs = logs_intake_for(cfg, p)
+    stats = Stats([])
+    hold = TraceHold(cfg, clock)  # shared, as the collector shares it (assembly.build_stages)
+    scrubber = scrubber_for(cfg)
+    logs = logs_intake_for(cfg, hold, stats, scrubber)
+    p = Pipeline(
+        cfg, judge, [], [sink], stats, None, clock, hold=hold, scrubber=scrubber, on_decided=logs
+    )
     p.arm_timer()
     return p, logs, sink, judge
 

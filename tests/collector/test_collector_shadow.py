@@ -23,8 +23,8 @@ from tests.support.shadow_runs import Shape, run_once
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import ConfigError, build_config
-from tracejudge.collector.pipeline import Pipeline
-from tracejudge.collector.processors.shadow import attach_shadow_pairs
+from tracejudge.collector.pipeline import Pipeline, scrubber_for
+from tracejudge.collector.processors.shadow import shadow_pairs_for
 from tracejudge.collector.telemetry.exposition import render
 from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine import Engine, load_rules_text
@@ -36,8 +36,8 @@ WAIT = 60.0
 
 
 class Rig:
-    """A pipeline with the real engine, the gate's window and shadow pairing attached as
-    the collector attaches them."""
+    """A pipeline with the real engine, the gate's window and shadow pairing, built as the
+    collector builds them (``assembly.build_stages``)."""
 
     def __init__(self, exporter: InMemorySpanExporter, **overrides: Any) -> None:
         self.exporter = exporter
@@ -57,10 +57,20 @@ class Rig:
         self.sink = ListSink(self.clock)
         self.recent = RecentVerdicts()
         self.stats = Stats([])
+        scrubber = scrubber_for(cfg)
+        self.pairs = shadow_pairs_for(cfg, self.stats, [self.sink], scrubber, RULESET)
         self.pipeline = Pipeline(
-            cfg, Engine(RULESET), [], [self.sink], self.stats, None, self.clock, [self.recent]
+            cfg,
+            Engine(RULESET),
+            [],
+            [self.sink],
+            self.stats,
+            None,
+            self.clock,
+            [self.recent],
+            scrubber=scrubber,
+            shadow=self.pairs,
         )
-        self.pairs = attach_shadow_pairs(self.pipeline, RULESET)
         self.pipeline.arm_timer()
         self._sent = 0
 

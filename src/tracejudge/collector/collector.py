@@ -14,43 +14,41 @@ import gc
 import logging
 import signal
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from tracejudge._build import build_kind
+from tracejudge.collector.assembly import build_stages, forward_queues, verdict_sinks
 from tracejudge.collector.clock import Clock, SystemClock
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.exporters.dead_letter import DeadLetterFile
 from tracejudge.collector.exporters.exporter import QueuedExporter
-from tracejudge.collector.exporters.forward import ForwardTarget, Item, TargetQueue
+from tracejudge.collector.exporters.forward import ForwardTarget
 from tracejudge.collector.exporters.registry import EXPORTERS, ExporterRegistry
-from tracejudge.collector.exporters.sinks import JsonlSink, TextSink, VerdictSink, WebhookSink
 from tracejudge.collector.exporters.targets import TargetSpec, split_forward, target_specs
-from tracejudge.collector.pipeline import Pipeline
+from tracejudge.collector.pipeline import Pipeline, scrubber_for
 from tracejudge.collector.processors.cost import RuleCost, check_budget, measure
-from tracejudge.collector.processors.graders import GraderStage, grader_stage, graders_for
+from tracejudge.collector.processors.graders import GraderStage, graders_for
 from tracejudge.collector.processors.judge import Judge, load_judge
-from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
+from tracejudge.collector.processors.logs_intake import LogsIntake
 from tracejudge.collector.processors.redact import LogScrubber
-from tracejudge.collector.processors.shadow import attach_shadow_pairs
-from tracejudge.collector.receivers.grpc_receiver import GrpcLimits, start_grpc
-from tracejudge.collector.receivers.http_guard import (
-    GuardLimits,
-    GuardStats,
-    HttpServer,
-    start_guarded,
-)
-from tracejudge.collector.receivers.http_receiver import management_app, receiver_app
+from tracejudge.collector.receivers.http_guard import GuardStats
 from tracejudge.collector.receivers.inflight import InflightBytes
-from tracejudge.collector.receivers.logs_receiver import logs_grpc_handler, logs_http_handler
-from tracejudge.collector.security.auth import Authenticator, AuthStats
+from tracejudge.collector.receivers.listeners import Listeners
+from tracejudge.collector.security.auth import AuthStats
 from tracejudge.collector.security.credentials import display_url
 from tracejudge.collector.storage.headroom import Room
+from tracejudge.collector.storage.replay import replay_disk_queue
 from tracejudge.collector.storage.store import DiskStore, QueuedTarget, open_for_serve
 from tracejudge.collector.telemetry.exposition import render as render_prometheus
-from tracejudge.collector.telemetry.health import degraded_reasons, disk_refusal
+from tracejudge.collector.telemetry.health import degraded_reasons
 from tracejudge.collector.telemetry.metric_labels import MetricLabels
 from tracejudge.collector.telemetry.server_log import ServerErrors, server_logger
+from tracejudge.collector.telemetry.snapshot import (
+    disk_entry,
+    hold_entries,
+    judging_entry,
+    target_entries,
+)
 from tracejudge.collector.telemetry.stats import Stats, otlp_metric_reader
 from tracejudge.engine.engine import Engine
 from tracejudge.gate.recent import RecentVerdicts
@@ -111,17 +109,23 @@ class Collector:
         self.pipeline: Pipeline | None = None
         self.logs: LogsIntake | None = None
         """The OTLP logs side (``logs_intake.py``): records held with their traces."""
-        self.grpc_port = 0
-        self.http_port = 0
-        self.management_port: int | None = None
         self.auth_stats = AuthStats()
         """Requests refused for want of a valid bearer token, by listener."""
-        self._grpc: Any = None
-        self._runners: list[HttpServer] = []
         self.inflight = InflightBytes(config.max_inflight_request_bytes)
         """OTLP request bytes being read, over HTTP and gRPC (``max_inflight_request_bytes``)."""
         self.http_guard = GuardStats()
         """Connections the OTLP/HTTP (and health) listeners closed or refused."""
+        self.listeners = Listeners(
+            config,
+            snapshot=self.snapshot,
+            gate=self.gate_answer,
+            prometheus=self.prometheus_text,
+            auth_stats=self.auth_stats,
+            inflight=self.inflight,
+            guard=self.http_guard,
+            clock=self.clock,
+        )
+        """OTLP/gRPC, OTLP/HTTP and the management listener (``receivers/listeners.py``)."""
         self._timer: asyncio.Task[None] | None = None
         self._stopped = asyncio.Event()
         self._stopping = False
@@ -134,41 +138,17 @@ class Collector:
     def snapshot(self) -> dict[str, Any]:
         """Counts for ``/metrics`` (and ``/healthz``)."""
         p = self.pipeline
-        targets: dict[str, dict[str, Any]] = {}
-        if p is not None:
-            targets = {
-                q.target.url: {
-                    "name": q.name,
-                    "queued_spans": q.spans,
-                    "queued_bytes": q.nbytes,
-                    "peak_bytes": q.peak_bytes,
-                    "failures": q.failures,
-                    "worker_restarts": q.restarts,
-                    "dead_lettered": q.dead_lettered,
-                    "dead_lettered_batches": q.dead_lettered_batches,
-                    "last_error": q.last_error,
-                }
-                for q in p.queues
-            }
+        queues = p.queues if p is not None else []
+        targets = target_entries(queues)
         disk: dict[str, Any] | None = None
         if self.store is not None:
-            disk = {
-                "file_bytes": self.store.file_bytes(),
-                "wal_bytes": self.store.wal_bytes(),
-                "max_bytes": self.store.max_bytes,
-                "max_bytes_derived": self.disk_room is not None and self.disk_room.derived,
-                "reserve_bytes": self.store.reserve.size,
-                "reserve_in_place": self.store.reserve.present,
-                "errors": self.store.errors,
-                "last_error": self.store.last_error,
-                "refusing": disk_refusal(
-                    self.store, p.queues if p else [], self.config.retry_after_hint
-                ),
-                "removed_targets": {
-                    r.key: {"url": r.url, "payloads": r.payloads, "spans": r.spans}
-                    for r in self.removed_targets
-                },
-            }
+            disk = disk_entry(
+                self.store,
+                self.disk_room,
+                queues,
+                self.removed_targets,
+                self.config.retry_after_hint,
+            )
         # A backend failing with data waiting for it, a disk queue refusing or failing.
         reasons = degraded_reasons(targets, disk)
         status = "stopping" if self._stopping else "degraded" if reasons else "ok"
@@ -176,19 +156,13 @@ class Collector:
             status=status,
             reasons=reasons,
             build=build_kind(),
-            buffered_traces=len(p.buffer.traces) + p.buffer.held_traces if p else 0,
-            buffered_spans=p.buffer.spans + p.buffer.held_spans if p else 0,
-            buffered_bytes=p.buffer.used_bytes() if p else 0,
-            held_conversations=len(p.held) if p and p.held is not None else 0,
-            held_traces=p.buffer.held_traces if p else 0,
-            decided_cache=len(p.decided) if p else 0,
-            decided_cache_bytes=p.decided.nbytes if p else 0,
+            **hold_entries(p.hold if p is not None else None),
             inflight_request_bytes={
                 "bytes": self.inflight.nbytes,
                 "max_bytes": self.inflight.limit,
                 "refused": self.inflight.refused,
             },
-            judging=self._judging(),
+            judging=judging_entry(self.config, self.rule_cost, p),
             decisions_waiting=p.decisions_waiting() if p else False,
             targets=targets,
             disk_queue=disk,
@@ -205,39 +179,24 @@ class Collector:
         )
 
     @property
+    def grpc_port(self) -> int:
+        """The OTLP/gRPC port (0 before ``start``)."""
+        return self.listeners.grpc_port
+
+    @property
+    def http_port(self) -> int:
+        """The OTLP/HTTP port (0 before ``start``)."""
+        return self.listeners.http_port
+
+    @property
+    def management_port(self) -> int | None:
+        """The management listener's port (None before ``start`` or without one)."""
+        return self.listeners.management_port
+
+    @property
     def health_port(self) -> int | None:
         """The management listener's port (its former name)."""
         return self.management_port
-
-    def _judging(self) -> dict[str, Any]:
-        """The judging thread's state for ``/metrics``: how far behind it is, what the
-        rules cost on the synthetic run and per live run, and runs over the budget."""
-        budget = self.config.max_rule_cost
-        cost = self.rule_cost
-        out: dict[str, Any] = {
-            "lag_s": 0.0,
-            "max_lag_s": self.config.max_judge_lag,
-            "rule_cost_ms": round(cost.seconds * 1000, 3) if cost is not None else None,
-            "budget_ms": budget * 1000 if budget else None,
-            "runs": 0,
-            "mean_ms": None,
-            "max_ms": None,
-            "over_budget": 0,
-            "on": None,
-            "moves": 0,
-        }
-        p = self.pipeline
-        if p is not None:
-            out["on"] = "thread" if p.worker.on_thread else "loop"
-            out["moves"] = p.worker.moves
-            watch = p.cost
-            out["lag_s"] = round(p.judge_lag(), 3)
-            out["runs"] = watch.runs
-            out["over_budget"] = watch.over_budget
-            if watch.runs:
-                out["mean_ms"] = round(watch.seconds / watch.runs * 1000, 3)
-                out["max_ms"] = round(watch.slowest * 1000, 3)
-        return out
 
     def gate_answer(self, query: Mapping[str, str]) -> dict[str, Any]:
         """The ``GET /v1/gate`` answer over the runs this collector decided (``ParamError``
@@ -268,59 +227,40 @@ class Collector:
         for exporter in exporters:
             await exporter.start()
         targets: list[ForwardTarget] = [QueuedExporter(e) for e in exporters]
-        if cfg.dead_letter is not None:
-            self.dead_letter = DeadLetterFile(cfg.dead_letter, file_mode=cfg.file_mode)
-        queues = [
-            TargetQueue(
-                target,
-                stats=self.stats,
-                store=self.store,
-                max_batch_bytes=cfg.max_batch_bytes,
-                retry_initial=cfg.retry_initial,
-                retry_max=cfg.retry_max,
-                name=spec.name,
-                dead_letter=self.dead_letter,
-            )
-            for target, spec in zip(targets, specs, strict=True)
-        ]
-        sinks: list[VerdictSink] = []
-        if cfg.verdicts_jsonl:
-            sinks.append(JsonlSink(cfg.verdicts_jsonl, cfg.file_mode))
-        if cfg.verdict_lines:
-            sinks.append(TextSink())
-        if cfg.webhook:
-            sinks.append(WebhookSink(cfg.webhook, self.stats))
-        self.pipeline = Pipeline(
-            cfg, self.judge, queues, sinks, self.stats, self.store, self.clock, [self.recent]
+        scrubber = scrubber_for(cfg)
+        if cfg.dead_letter is not None:  # a backend's refusal text may quote span content
+            self.dead_letter = DeadLetterFile(cfg.dead_letter, scrubber.text, cfg.file_mode)
+        queues = forward_queues(
+            cfg, targets, specs, self.stats, self.store, self.dead_letter, scrubber
         )
-        attach_shadow_pairs(self.pipeline, getattr(self.judge, "ruleset", None), self.recent)
+        stages = build_stages(
+            cfg,
+            self.judge,
+            self.grader_rules,
+            queues,
+            verdict_sinks(cfg, self.stats),
+            stats=self.stats,
+            store=self.store,
+            clock=self.clock,
+            recent=self.recent,
+            scrubber=scrubber,
+        )
+        self.pipeline, self.logs, self.graders = stages.pipeline, stages.logs, stages.graders
         # Log lines can quote span content (exception texts, backend answers).
-        self._log_filter = LogScrubber(self.pipeline.scrubber)
+        self._log_filter = LogScrubber(scrubber)
         log.addFilter(self._log_filter)
-        self._server_log, self._server_errors = server_logger(self.pipeline.scrubber, self.clock)
-        if self.dead_letter is not None:  # a backend's refusal text may quote span content
-            self.dead_letter.scrub = self.pipeline.scrubber.text
-        for q in queues:  # and so may the error /metrics and /healthz show
-            q.scrub = self.pipeline.scrubber.text
-        self.pipeline.decider.rules_version = str(
-            getattr(getattr(self.judge, "ruleset", None), "version", "")
-        )
+        self._server_log, self._server_errors = server_logger(scrubber, self.clock)
         self.stats.queue_depth = self.pipeline.queue_depth
-        self.logs = logs_intake_for(cfg, self.pipeline)
-        if self.grader_rules:
-            self.graders = self.pipeline.graders = grader_stage(
-                cfg, self.grader_rules, self.clock, self.pipeline, self.logs
-            )
         if self.logs.queue is not None:
             self.logs.queue.start()
         if self.store is not None:
             # The store keeps each target's URL for `tracejudge queue`: never its credentials.
             shown = [TargetSpec(spec.name, display_url(spec.url)) for spec in specs]
-            self._replay(self.store, queues, shown)
+            self.removed_targets = replay_disk_queue(self.store, queues, shown, self.pipeline)
         for q in queues:
             q.start()
         try:
-            await self._start_servers()
+            await self.listeners.start(self.pipeline, self.logs, self._server_log)
         except BaseException:
             await self._abort_start()
             raise
@@ -383,10 +323,7 @@ class Collector:
 
     async def _abort_start(self) -> None:
         """Undo a half-finished start (e.g. a port in use) so nothing is left running."""
-        if self._grpc is not None:
-            await self._grpc.stop(0)
-        for runner in self._runners:
-            await runner.cleanup()
+        await self.listeners.abort()
         if self.pipeline is not None:
             self.pipeline.close()
             for q in self.pipeline.queues:
@@ -402,123 +339,6 @@ class Collector:
         if self._log_filter is not None:
             log.removeFilter(self._log_filter)
         self.stats.shutdown(0.1)
-
-    async def _start_servers(self) -> None:
-        cfg = self.config
-        assert self.pipeline is not None
-        grpc_limits = GrpcLimits(
-            keepalive_time=cfg.grpc_keepalive_time,
-            keepalive_timeout=cfg.grpc_keepalive_timeout,
-            max_connection_idle=cfg.grpc_max_connection_idle,
-            max_connection_age=cfg.grpc_max_connection_age,
-            max_connection_age_grace=cfg.grpc_max_connection_age_grace,
-            handshake_timeout=cfg.grpc_handshake_timeout,
-            max_concurrent_streams=cfg.grpc_max_concurrent_streams,
-            bdp_probe=cfg.grpc_bdp_probe,
-        )
-        auth = None
-        if cfg.tokens_configured():
-            watch = None if cfg.auth_token_file is None else Path(cfg.auth_token_file)
-            auth = Authenticator(cfg.tokens(), self.auth_stats, watch=watch, reload=cfg.tokens)
-        tls = cfg.server_tls()
-        self._grpc, self.grpc_port = await start_grpc(
-            self.pipeline,
-            cfg.host,
-            cfg.grpc_port,
-            cfg.max_request_bytes,
-            grpc_limits,
-            auth,
-            None if tls is None else tls.grpc_credentials(),
-            [logs_grpc_handler(self.logs, self.inflight, cfg.max_request_bytes, auth)]
-            if self.logs is not None
-            else [],
-            budget=self.inflight,
-        )
-        ssl_context = None if tls is None else tls.ssl_context()
-        limits = GuardLimits(
-            idle_timeout=cfg.http_idle_timeout,
-            header_timeout=cfg.http_header_timeout,
-            max_per_client=cfg.http_max_connections_per_client,
-        )
-        # With a management listener the OTLP port serves spans only: it is the one exposed
-        # to every agent, and the counts and the gate need not be reachable from there.
-        app = receiver_app(
-            self.pipeline,
-            cfg.max_request_bytes,
-            self.snapshot,
-            cfg.http_body_timeout,
-            self.gate_answer,
-            self.prometheus_text,
-            auth=auth,
-            management=cfg.management_port is None,
-            inflight=self.inflight,
-            clock=self.clock,
-        )
-        if self.logs is not None:
-            handler = logs_http_handler(
-                self.logs, cfg.max_request_bytes, cfg.http_body_timeout, self.clock
-            )
-            app.router.add_route("*", "/v1/logs", handler)
-        server = await start_guarded(
-            app,
-            cfg.host,
-            cfg.http_port,
-            limits,
-            self.http_guard,
-            "OTLP/HTTP",
-            ssl_context,
-            self._server_log,
-            self.clock,
-        )
-        self.http_port = server.port
-        self._runners.append(server)
-        if cfg.management_port is not None:
-            server = await start_guarded(
-                management_app(self.snapshot, self.gate_answer, self.prometheus_text, auth),
-                cfg.management_host or cfg.host,
-                cfg.management_port,
-                limits,
-                self.http_guard,
-                "management",
-                ssl_context,
-                self._server_log,
-                self.clock,
-            )
-            self.management_port = server.port
-            self._runners.append(server)
-
-    def _replay(self, store: DiskStore, queues: list[TargetQueue], specs: list[TargetSpec]) -> None:
-        """Hand each queued payload to its target's queue (by name: a target whose URL
-        changed gets its rows), report what waits for removed targets, replay the inbox."""
-        assert self.pipeline is not None
-        by_name = {q.name: q for q in queues}
-        store.record_targets(specs)
-        outbox = store.load_outbox(specs)
-        for row_id, name, payload, spans, traces in outbox:
-            by_name[name].put(Item(payload, spans, traces, None, row_id))
-        self.removed_targets = store.removed_targets(specs)
-        for r in self.removed_targets:
-            log.warning(
-                "disk queue: %d payloads (%d spans) for the removed target %r%s are kept on "
-                "disk; deliver them with `tracejudge queue drain --queue-dir %s --target %s "
-                "--to URL` or discard them with `tracejudge queue drop`",
-                r.payloads,
-                r.spans,
-                r.key,
-                f" (last {r.url})" if r.url and r.url != r.key else "",
-                store.path.parent,
-                r.key,
-            )
-        self.pipeline.restore_decisions(store.load_decided())
-        inbox = store.load_inbox()
-        quarantined = self.pipeline.replay_inbox(inbox)
-        if outbox or inbox:
-            log.info(
-                "disk queue: replayed %d payloads and %d fragments (%d quarantined)",
-                len(outbox),
-                len(inbox) - quarantined,
-                quarantined,
-            )
 
     async def _tick_loop(self) -> None:
         p = self.pipeline
@@ -554,10 +374,7 @@ class Collector:
         budget = self.config.shutdown_timeout if timeout is None else timeout
         loop = asyncio.get_running_loop()
         end = loop.time() + budget
-        if self._grpc is not None:
-            await self._grpc.stop(grace=min(1.0, budget))
-        for runner in self._runners[:1]:
-            await runner.cleanup()
+        await self.listeners.stop_intake(min(1.0, budget))
         p = self.pipeline
         if self._timer is not None:
             # Let a tick judging a chunk finish rather than cancel it mid-way (a cancelled
@@ -589,8 +406,7 @@ class Collector:
                     self.stats.count("dropped", left)
             for sink in p.sinks:
                 await sink.close()
-        for runner in self._runners[1:]:
-            await runner.cleanup()
+        await self.listeners.stop_management()
         if self.dead_letter is not None:
             self.dead_letter.close()
         if self.store is not None:

@@ -23,33 +23,35 @@ from tracejudge.collector.codec.otlp import (
     RequestLimits,
     SplitResult,
     TraceFragment,
-    fragment_info,
     split_body,
     split_by_trace,
 )
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.consumer import IngestResult, Throttled
-from tracejudge.collector.exporters.forward import Item, TargetQueue
+from tracejudge.collector.exporters.fanout import FanOut
+from tracejudge.collector.exporters.forward import TargetQueue
 from tracejudge.collector.exporters.payload import Payload, Piece
 from tracejudge.collector.exporters.sinks import VerdictObserver, VerdictSink
 from tracejudge.collector.processors.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.processors.conversations import ConversationBuffer, conversation_trace_ids
 from tracejudge.collector.processors.cost import CostWatch
 from tracejudge.collector.processors.decide import Decider, Outcome, payloads_for
+from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.judge import Judge
 from tracejudge.collector.processors.modes import forward_mode
 from tracejudge.collector.processors.redact import Scrubber
 from tracejudge.collector.processors.shadow import ShadowPairs
 from tracejudge.collector.processors.stamp import Decision
 from tracejudge.collector.processors.worker import AdaptiveJudging, BatchJob
-from tracejudge.collector.storage.durability import decision_from_json, durability_for
-from tracejudge.collector.storage.store import DiskStore
+from tracejudge.collector.storage import replay
+from tracejudge.collector.storage.durability import durability_for
+from tracejudge.collector.storage.store import DecidedRow, DiskStore
 from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Verdict
 
 log = logging.getLogger("tracejudge.collector")
 
-__all__ = ["IngestResult", "Outcome", "Payload", "Piece", "Pipeline", "Throttled"]
+__all__ = ["IngestResult", "Outcome", "Payload", "Piece", "Pipeline", "Throttled", "scrubber_for"]
 
 _CHUNK = 8
 """Traces the worker hands over at once, settled and enqueued to forwarders in one commit."""
@@ -59,6 +61,11 @@ LOOP_JUDGING_LIMIT = 0.005
 """A trace judged slower than this (5 ms) moves judging off the loop (``AdaptiveJudging``)."""
 CHEAP_JUDGING = 0.0025
 """Traces judged in under this (2.5 ms of CPU), 64 in a row, move judging onto the loop."""
+
+
+def scrubber_for(config: CollectorConfig) -> Scrubber:
+    """The one scrubber of a collector: verdicts, log lines, backend answers, log records."""
+    return Scrubber(config.redact_patterns, drop_quoted=config.drop_content)
 
 
 class DecidedHook(Protocol):
@@ -84,91 +91,112 @@ class Pipeline:
         store: DiskStore | None,
         clock: Clock | None = None,
         observers: Sequence[VerdictObserver] = (),
+        *,
+        hold: TraceHold | None = None,
+        scrubber: Scrubber | None = None,
+        shadow: ShadowPairs | None = None,
+        on_decided: DecidedHook | None = None,
+        graders: DecidedHook | None = None,
+        rules_version: str = "",
     ) -> None:
+        """The collaborators after ``observers`` are built by the collector, which shares
+        them with other stages (the logs intake holds its records in ``hold``); left out,
+        the pipeline makes its own ``hold`` and ``scrubber`` from ``config`` and has no
+        shadow pairing, logs hook or graders."""
         self.config = config
         self.clock: Clock = SystemClock() if clock is None else clock
         self.judge = judge
-        self.queues = list(queues)
-        self.sinks = list(sinks)
         self.stats = stats
         self.durability = durability_for(store, config.retry_after_hint)
         """In memory only, or the disk queue: every branch on ``--queue-dir``."""
-        self.buffer = TraceBuffer(
-            wait_after_root=config.decision_wait_after_root,
-            wait=config.decision_wait,
-            max_traces=config.max_traces,
-            max_bytes=config.max_buffered_bytes,
-            max_spans_per_trace=config.max_spans_per_trace,
-        )
-        self.held: ConversationBuffer | None = None
-        """Conversations held until they end (``--conversation-wait``; None: off)."""
-        if config.conversation_wait > 0:
-            self.held = ConversationBuffer(
-                self.buffer, config.conversation_wait, config.conversation_max_hold
-            )
-        self.decided = DecisionCache(config.decided_cache_size, config.decided_cache_bytes)
-        self.scrubber = Scrubber(config.redact_patterns, drop_quoted=config.drop_content)
+        self.hold = TraceHold(config, self.clock) if hold is None else hold
+        """Where admitted traces wait until settled: buffered, held with their conversation,
+        in flight, decided (``processors/hold.py``); the decision timer's wake too."""
+        self.fanout = FanOut(queues, sinks, self.durability, config.max_queue_bytes)
+        """The forward queues and verdict sinks decided data goes to (``exporters/fanout.py``)."""
+        self.scrubber = scrubber_for(config) if scrubber is None else scrubber
         self.mode = forward_mode(config, self.scrubber)
         """Stamp or passthrough, with the content filter: every branch on those flags."""
-        self._inflight: dict[bytes, list[TraceFragment]] = {}
-        """Traces taken from the buffer but not yet decided (the loop yields between chunks);
-        spans arriving for them are held here and forwarded as late after the decision."""
         self.observers = list(observers)
         """Given each decided verdict object (the gate's window of recent runs)."""
-        self.shadow: ShadowPairs | None = None
+        self.shadow = shadow
         """Shadow runs waiting for their stable run (also an observer): the timer reports
         those that waited too long, shutdown the rest (``collector/processors/shadow.py``)."""
+        if shadow is not None:
+            self.observers.append(shadow)
         self.decider = Decider(
-            judge, self.scrubber, self.mode, self.durability, stats, config.max_judge_time
+            judge,
+            self.scrubber,
+            self.mode,
+            self.durability,
+            stats,
+            config.max_judge_time,
+            rules_version=rules_version,
         )
         """Decides one trace (on the judging thread); ``rules_version`` lives there."""
-        self.wake = asyncio.Event()
-        """Set to run the decision timer now (a trace became due before ``wake_at``)."""
-        self.wake_at = math.inf
         self._blocked_need = 0
         """Bytes the next trace to decide needs in every forward queue; while they do not
         fit, decisions wait (traces stay buffered) and receivers push back, so
         ``max_queue_bytes`` holds exactly. 0 when decisions are not blocked."""
         self._blocked_reason = ""
-        self.on_decided: DecidedHook | None = None
-        self.graders: DecidedHook | None = None
+        self.on_decided = on_decided
+        """The logs side (``logs_intake.py``), when ``serve`` receives logs."""
+        self.graders = graders
         """Grader rules (``processors/graders.py``): told of each settled trace after its
         payloads are enqueued, so grading never holds a deterministic verdict."""
-        """The logs side (``logs_intake.py``), when ``serve`` receives logs."""
         self.worker = AdaptiveJudging(CHEAP_JUDGING, LOOP_JUDGING_LIMIT)
         """The judging thread (see ``worker``)."""
-        self._inflight_bytes = 0
-        """Bytes of traces taken from the buffer and not yet settled: they still count
-        against ``max_buffered_bytes``, so the limit holds while a batch is judged."""
         self._judging_since = math.inf
         """Deadline of the oldest due trace not yet judged (infinity when none)."""
         self.cost = CostWatch(config.max_rule_cost)
         """Judging time per run against the rule-cost budget."""
 
+    @property
+    def buffer(self) -> TraceBuffer:
+        """The tail buffer (the hold's)."""
+        return self.hold.buffer
+
+    @property
+    def held(self) -> ConversationBuffer | None:
+        """Conversations held until they end (``--conversation-wait``; None: off)."""
+        return self.hold.held
+
+    @property
+    def decided(self) -> DecisionCache:
+        """Decisions remembered for late spans (the hold's)."""
+        return self.hold.decided
+
+    @property
+    def queues(self) -> list[TargetQueue]:
+        """The forward queues (the fan-out's)."""
+        return self.fanout.queues
+
+    @property
+    def sinks(self) -> list[VerdictSink]:
+        """The verdict sinks (the fan-out's)."""
+        return self.fanout.sinks
+
+    @property
+    def wake(self) -> asyncio.Event:
+        """Set to run the decision timer now (a trace became due before ``wake_at``)."""
+        return self.hold.wake
+
+    @property
+    def wake_at(self) -> float:
+        """When the decision timer runs next (``arm_timer``)."""
+        return self.hold.wake_at
+
     def _now(self) -> float:
         return self.clock.now()
 
     def arm_timer(self) -> float:
-        """Seconds until the decision timer should run ``tick`` next: the earliest
-        decision deadline, at most one ``tick`` away and at least 1 ms. Clears ``wake``;
-        ingest sets it when a trace becomes due before ``wake_at``, so the timer never
-        sleeps a whole tick past a deadline (traces waited a tick plus the batch before
-        them when it did)."""
-        now = self.clock.now()
-        delay = min(self.config.tick, max(0.001, self._next_deadline() - now))
-        self.wake.clear()
-        self.wake_at = now + delay
-        return delay
-
-    def _next_deadline(self) -> float:
-        held = self.held
-        first = self.buffer.next_deadline()
-        return first if held is None else min(first, held.next_deadline())
+        """Seconds until the decision timer should run ``tick`` next (``TraceHold.arm_timer``)."""
+        return self.hold.arm_timer()
 
     def check_capacity(self) -> None:
         """Raise ``Throttled`` when the buffer or a forward queue is full (back-pressure).
         A cheap test before parsing; ``ingest`` checks the request's exact size."""
-        if self.buffer.full() or self._over_bytes(0):
+        if self.hold.buffer.full() or self.hold.over_bytes(0):
             raise Throttled("trace buffer full", self.config.retry_after_hint)
         lag = self.judge_lag()
         if lag > self.config.max_judge_lag:
@@ -178,22 +206,11 @@ class Pipeline:
             )
         if self._blocked_need:
             raise Throttled(self._blocked_reason, self.config.retry_after_hint)
-        for q in self.queues:
-            if q.nbytes >= self.config.max_queue_bytes:
-                raise Throttled(
-                    f"forward queue for {q.target.url} full", self.config.retry_after_hint
-                )
-
-    def _room(self, need: int, alone: bool) -> TargetQueue | None:
-        """The first forward queue that cannot take ``need`` more bytes within
-        ``max_queue_bytes``, or None. An empty queue takes one trace (or one request's
-        direct payloads) ``alone`` whatever its size: a trace larger than the whole cap
-        must still go out, and then it is the only thing queued."""
-        cap = self.config.max_queue_bytes
-        for q in self.queues:
-            if q.nbytes + need > cap and (q.nbytes or not alone):
-                return q
-        return None
+        full = self.fanout.at_cap()
+        if full is not None:
+            raise Throttled(
+                f"forward queue for {full.target.url} full", self.config.retry_after_hint
+            )
 
     def throttled(self) -> None:
         """Count a refused request (refused before parsing, so its spans are not counted)."""
@@ -240,7 +257,7 @@ class Pipeline:
         # every fresh fragment too.
         direct: list[Payload] = []
         for frag in split.fragments:
-            decision = self.decided.get(frag.trace_id)
+            decision = self.hold.decided.get(frag.trace_id)
             if decision is None:
                 fresh.append(frag)
             else:
@@ -251,18 +268,10 @@ class Pipeline:
             if now_out is not None:
                 direct.append(Payload(now_out, f.spans, 1))
         self._admit(fresh, direct)
-        rows = self._rows(direct)
-        self.durability.accept(fresh, rows)
-        for q, item in rows:
-            q.put(item)
+        self.fanout.accept(fresh, direct)
         for frag in fresh:
-            held = self._inflight.get(frag.trace_id)
-            if held is not None:
-                held.append(frag)  # its trace is being decided: goes out late, once decided
-            elif self.held is None or not self.held.add(frag, now):
-                self.buffer.add(frag, now)
-        if self.buffer.next_deadline() < self.wake_at:
-            self.wake.set()
+            self.hold.add(frag, now)
+        self.hold.poke()
         self.stats.count("late", late)
         self.stats.count("received", split.accepted)
         self.stats.count("rejected", split.rejected)
@@ -274,106 +283,31 @@ class Pipeline:
         """Refuse (``Throttled``) a request that would take the buffer or a forward queue
         past its limit, before anything of it is kept: the limits hold exactly."""
         incoming = sum(len(f.data) for f in fresh)
-        if incoming and self._over_bytes(incoming):
+        if incoming and self.hold.over_bytes(incoming):
             raise Throttled("trace buffer full", self.config.retry_after_hint)
-        if self._over_traces(fresh):
+        if self.hold.over_traces(fresh):
             raise Throttled("trace buffer full (max_traces)", self.config.retry_after_hint)
-        full = self._room(sum(len(p.data) for p in direct), True)
+        full = self.fanout.room(sum(len(p.data) for p in direct), True)
         if full is not None:
             raise Throttled(
                 f"forward queue for {full.target.url} full", self.config.retry_after_hint
             )
 
-    def _over_traces(self, fresh: Sequence[TraceFragment]) -> bool:
-        """True when the new traces of ``fresh`` would take the buffer past ``max_traces``
-        (an empty buffer takes one request: the per-request limit keeps it within)."""
-        buffer = self.buffer
-        have = len(buffer.traces) + buffer.held_traces
-        if not have:
-            return False
-        known = buffer.traces
-        new = {f.trace_id for f in fresh if f.trace_id not in known}
-        return have + len(new) > buffer.max_traces
-
-    def _over_bytes(self, incoming: int) -> bool:
-        """True when ``incoming`` more bytes would take buffered plus in-judging traces past
-        ``max_buffered_bytes`` (an empty collector takes one request of any size)."""
-        used = self.buffer.used_bytes() + self._inflight_bytes
-        return used > 0 and used + incoming > self.buffer.max_bytes
-
     def judge_lag(self) -> float:
         """Seconds the oldest due trace not yet judged is past its deadline (0 when none)."""
         return max(0.0, self.clock.now() - self._judging_since)
 
-    def _rows(self, payloads: Sequence[Payload]) -> list[tuple[TargetQueue, Item]]:
-        """One queue item per payload per forward queue."""
-        return [
-            (q, Item(p.data, p.spans, p.traces, p.ready_at)) for q in self.queues for p in payloads
-        ]
-
     def _late_payload(self, data: bytes, decision: Decision) -> bytes:
         return self.mode.late(data, decision)
 
-    def restore_decisions(self, rows: Sequence[tuple[bytes, str, str]]) -> None:
-        """Load decisions remembered by the disk queue (oldest first), so spans arriving
-        after a restart for a trace judged before it get that verdict, not a second one."""
-        for tid, verdict, codes in rows:
-            try:
-                self.decided.put(tid, decision_from_json(verdict, codes))
-            except ValueError:
-                log.warning("disk queue: skipping an unreadable decision for %s", tid.hex())
+    def restore_decisions(self, rows: Sequence[DecidedRow]) -> None:
+        """Load decisions remembered by the disk queue (``storage/replay.py``)."""
+        replay.restore_decisions(self.hold.decided, rows)
 
     def replay_inbox(self, rows: Sequence[tuple[int, bytes]]) -> int:
-        """Re-buffer fragments persisted before a restart (their timers start now).
-
-        A fragment that cannot be parsed or has no valid trace id (written by an older
-        version that acknowledged it unchecked) would fail every decision and every start;
-        it is moved to a quarantine file with a log line instead, and start-up goes on.
-        Returns how many were quarantined.
-        """
-        now = self._now()
-        quarantined = 0
-        for row_id, data in rows:
-            frag: TraceFragment | None = None
-            try:
-                frag = fragment_info(data)
-            except Exception as exc:  # DecodeError, depth limits: whatever parsing raises
-                reason = f"unparseable fragment ({type(exc).__name__}: {exc})"
-            else:
-                reason = "" if _valid_trace_id(frag.trace_id) else "invalid trace id"
-            if frag is None or reason:
-                quarantined += 1
-                self._quarantine(row_id, data, reason)
-                continue
-            if frag.spans:
-                self.buffer.add(frag, now)
-        return quarantined
-
-    def _quarantine(self, row_id: int, data: bytes, reason: str) -> None:
-        try:
-            path = self.durability.quarantine_inbox(row_id, data, reason)
-        except Exception:
-            log.exception("disk queue: could not quarantine inbox row %d (%s)", row_id, reason)
-            return
-        self.stats.quarantined += 1
-        log.error(
-            "disk queue: inbox row %d cannot be replayed (%s); moved to %s", row_id, reason, path
-        )
-
-    def _enqueue(
-        self,
-        payloads: list[Payload],
-        decided_trace_ids: list[bytes],
-        decisions: Sequence[Decision] = (),
-    ) -> None:
-        """Hand decided payloads to the forward queues, moving their traces from inbox to
-        outbox first. When the disk refuses that commit, the payloads travel in memory and
-        the inbox rows stay until every target has its copy (a crash before then replays
-        and re-judges the traces: duplicates at worst, never a loss)."""
-        rows = self._rows(payloads)
-        self.durability.commit(rows, decided_trace_ids, decisions)
-        for q, item in rows:
-            q.put(item)
+        """Re-buffer fragments persisted before a restart, quarantining those that cannot
+        be replayed (``storage/replay.py``); returns how many were quarantined."""
+        return replay.replay_inbox(rows, self.hold.buffer, self._now(), self.durability, self.stats)
 
     def close(self) -> None:
         """Stop the judging thread (after the last decision)."""
@@ -395,7 +329,7 @@ class Pipeline:
             )
         ids = trace.trace_ids()
         for tid in ids:
-            self.decided.put(tid, outcome.decision)
+            self.hold.decided.put(tid, outcome.decision)
         self.stats.traces_decided += len(ids)
         if trace.members:
             self.stats.conversations_decided += 1
@@ -411,7 +345,7 @@ class Pipeline:
             self.stats.verdict(v)
             for o in self.observers:
                 o.add(v, decided_at)
-            if not self.sinks:
+            if not self.fanout.sinks:
                 continue  # the JSON form is only for verdict sinks
             rec = v.to_dict()
             rec["decided_at"] = decided_at  # the gate's window (``tracejudge gate --window``)
@@ -440,10 +374,7 @@ class Pipeline:
         an accepted trace is never left behind in a batch."""
         if not traces:
             return
-        for t in traces:
-            for tid in t.trace_ids():
-                self._inflight.setdefault(tid, [])
-            self._inflight_bytes += t.nbytes
+        self.hold.begin(traces)
         job = BatchJob(self.decider.decide_safely, traces, _CHUNK, _LEAD)
         self.worker.start(job, max(t.spans for t in traces))
         start = 0
@@ -457,7 +388,9 @@ class Pipeline:
         finally:
             job.stop()
             self._judging_since = math.inf
-            self._park(traces[start:])  # settled ones are skipped: none left unless parked
+            self.hold.park(
+                traces[start:], self._now()
+            )  # settled ones are skipped: none left unless parked
 
     def _decide_chunk(
         self,
@@ -487,7 +420,7 @@ class Pipeline:
                 judged = outcomes[n]
                 outcome = judged if isinstance(judged, Outcome) else self.decider.failed(t, judged)
                 items = payloads_for(outcome.pieces, ready_at, self.config.max_batch_bytes)
-                held = [f for tid in t.trace_ids() for f in self._inflight.get(tid, [])]
+                held = self.hold.late(t)
                 items.extend(
                     Payload(self._late_payload(f.data, outcome.decision), f.spans, 0) for f in held
                 )
@@ -498,10 +431,7 @@ class Pipeline:
             if parked:
                 break
             size += need
-            ids = t.trace_ids()
-            for tid in ids:
-                self._inflight.pop(tid, None)
-            self._inflight_bytes -= t.nbytes
+            ids = self.hold.release(t)
             records.extend(self.settle(t, outcome))
             if self.on_decided is not None:
                 self.on_decided.decided(t, outcome.verdicts)
@@ -510,9 +440,8 @@ class Pipeline:
             self.stats.count("late", sum(f.spans for f in held))
             decided.extend(ids)
             decisions.extend([outcome.decision] * len(ids))
-        self._enqueue(payloads, decided, decisions)
-        for sink in self.sinks:
-            sink.emit(records)
+        self.fanout.commit(payloads, decided, decisions)
+        self.fanout.emit(records)
         if self.graders is not None:
             for t, verdicts in graded:
                 self.graders.decided(t, verdicts)
@@ -521,7 +450,7 @@ class Pipeline:
     def _blocked(self, need: int, alone: bool) -> bool:
         """True (and decisions wait) when ``need`` more bytes do not fit a forward queue;
         ``alone``: nothing else is on its way to the queues in this commit."""
-        full = self._room(need, alone)
+        full = self.fanout.room(need, alone)
         if full is None:
             self._blocked_need = 0
             return False
@@ -529,38 +458,12 @@ class Pipeline:
         self._blocked_reason = f"forward queue for {full.target.url} full"
         return True
 
-    def _park(self, traces: Sequence[PendingTrace]) -> None:
-        """Put undecided traces back in the buffer (with spans that arrived meanwhile)."""
-        now = self._now()
-        for t in traces:
-            if t.trace_ids()[0] not in self._inflight:
-                continue  # settled already
-            self._inflight_bytes -= t.nbytes
-            if t.members and self.held is not None:
-                self.held.put_back(t)
-                for tid in t.members:
-                    for frag in self._inflight.pop(tid, []):
-                        self.held.add(frag, now)
-                continue
-            held = self._inflight.pop(t.trace_id, [])
-            self.buffer.put_back(t)
-            for frag in held:
-                self.buffer.add(frag, now)
-
     async def tick(self) -> None:
         """Decide every trace whose deadline has passed (while the forward queues have
         room for them)."""
         if self._blocked_need and self._blocked(self._blocked_need, True):
             return  # still no room: leave the due traces in the buffer, untouched
-        now = self._now()
-        due = self.buffer.due(now)
-        held = self.held
-        if held is not None:
-            # Traces of a conversation join it (moving its deadline) before its own
-            # deadline is read, so a conversation is never judged without a turn that
-            # finished in the same tick.
-            due = held.take(due, now) if due else due
-            due.extend(held.due(now))
+        due = self.hold.due(self._now())
         if due:
             await self.decide_batch(due, {})
         if self.shadow is not None:
@@ -570,18 +473,14 @@ class Pipeline:
         """Shutdown: decide every pending trace now. With a disk queue the queue limits
         still hold (what does not fit stays in the inbox for the next start); without one,
         everything is decided, since it is delivered now or lost anyway."""
-        traces = self.buffer.drain()
         now = self._now()
-        held = self.held
-        if held is not None:  # held conversations are judged now, with their last turns
-            traces = held.take(traces, now)
-            traces.extend(held.drain())
+        traces = self.hold.drain(now)
         await self.decide_batch(
             traces, {t.trace_id: now for t in traces}, limited=self.durability.durable
         )
         if self.shadow is not None:
             self.shadow.close(self.clock.wall())
-        left = len(self.buffer.traces) + self.buffer.held_traces
+        left = self.hold.undecided()
         if left:
             log.warning(
                 "shutdown: %d traces left undecided in the disk queue (forward queues full)",
@@ -590,7 +489,7 @@ class Pipeline:
 
     def deciding(self, trace_id: bytes) -> bool:
         """True while ``trace_id`` is taken from the buffer and not yet decided."""
-        return trace_id in self._inflight
+        return self.hold.deciding(trace_id)
 
     def decisions_waiting(self) -> bool:
         """True while decisions wait for room in a forward queue."""
@@ -598,8 +497,4 @@ class Pipeline:
 
     def queue_depth(self) -> int:
         """Spans waiting in all forward queues."""
-        return sum(q.spans for q in self.queues)
-
-
-def _valid_trace_id(tid: bytes) -> bool:
-    return len(tid) == 16 and tid != bytes(16)
+        return self.fanout.queue_depth()

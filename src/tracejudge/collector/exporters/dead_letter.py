@@ -50,7 +50,7 @@ class DeadLetterFile:
         self.path = path
         self.file_mode = file_mode
         self.scrub = scrub
-        """Scrubs the backend's reason text (the collector sets its redactor)."""
+        """Scrubs the backend's reason text (the collector gives it its scrubber's ``text``)."""
         # Opened now: a file that cannot be written fails the start (``ConfigError`` naming
         # the key), not the first refusal.
         self._fh: IO[bytes] | None = open_for_append(path, "dead_letter", file_mode, binary=True)

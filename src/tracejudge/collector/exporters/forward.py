@@ -369,7 +369,7 @@ class TargetQueue:
         self.target = target
         self.scrub: Callable[[str], str] = (lambda s: s) if scrub is None else scrub
         """Scrubs ``last_error`` (a backend's answer may quote a secret): the collector
-        sets its scrubber's ``text``, the one its logs and the dead-letter reason get."""
+        gives it its scrubber's ``text``, the one its logs and the dead-letter reason get."""
         self.name = target.url if name is None else name
         self.dead_letter = dead_letter
         self.dead_lettered = 0

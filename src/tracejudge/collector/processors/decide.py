@@ -69,6 +69,8 @@ class Decider:
         durability: Durability,
         stats: Stats,
         max_judge_time: float | None = None,
+        *,
+        rules_version: str = "",
     ) -> None:
         self.judge = judge
         self.max_judge_time = max_judge_time or None
@@ -80,8 +82,8 @@ class Decider:
         self.mode = mode
         self.durability = durability
         self.stats = stats
-        self.rules_version = ""
-        """Stamped on verdicts that do not carry one (set once the rules are loaded)."""
+        self.rules_version = rules_version
+        """Stamped on verdicts that do not carry one (the rule set's version)."""
 
     def _judge(self, trace: PendingTrace, fragments: list[ResourceSpans]) -> list[Verdict]:
         try:

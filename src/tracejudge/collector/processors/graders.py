@@ -42,7 +42,7 @@ import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
@@ -50,11 +50,13 @@ from tracejudge import semconv as sc
 from tracejudge.collector.clock import Clock
 from tracejudge.collector.codec.otlp import to_records
 from tracejudge.collector.config import CollectorConfig, ConfigError
+from tracejudge.collector.exporters.forward import TargetQueue
 from tracejudge.collector.exporters.grader_spans import GraderSpans
 from tracejudge.collector.exporters.targets import OUTPUT_NAME
 from tracejudge.collector.processors.buffer import PendingTrace
 from tracejudge.collector.processors.grader_budget import CallBudget, TokenBudget
 from tracejudge.collector.processors.logs_intake import LogsIntake
+from tracejudge.collector.processors.redact import Scrubber
 from tracejudge.engine.verdict import RuleOutcome, Verdict
 from tracejudge.graders.apply import GraderRule, apply_graders, not_graded, picked_ids
 from tracejudge.graders.grade import Grader
@@ -64,9 +66,6 @@ from tracejudge.model.build import build_runs
 from tracejudge.model.conversation import merge_conversations
 from tracejudge.model.log_events import join_serialized_logs
 from tracejudge.model.run import Run
-
-if TYPE_CHECKING:
-    from tracejudge.collector.pipeline import Pipeline
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -400,25 +399,25 @@ def grader_stage(
     config: CollectorConfig,
     graders: Sequence[GraderRule],
     clock: Clock,
-    pipeline: Pipeline,
+    queues: Sequence[TargetQueue],
+    scrubber: Scrubber,
     logs: LogsIntake,
 ) -> GraderStage:
-    """The stage ``Collector.start`` hooks into ``pipeline`` (on the running loop): outcomes
-    to ``logs``' evaluation records, budgets from ``config``, and the calls' spans to the
-    forward queues (not ``output``) when ``grader_traces`` is on."""
+    """The stage the pipeline is given as its ``graders`` hook (built on the running loop,
+    before the pipeline: ``assembly.build_stages``): outcomes to ``logs``' evaluation
+    records, budgets from ``config``, verdicts scrubbed by the pipeline's ``scrubber``, and
+    the calls' spans to the forward ``queues`` (not ``output``) when ``grader_traces`` is on."""
     spans = None
     if config.grader_traces:
-        queues = [q for q in pipeline.queues if q.name != OUTPUT_NAME]
-        spans = GraderSpans(
-            queues, config.max_queue_bytes, pipeline.scrubber, asyncio.get_running_loop()
-        )
+        forward = [q for q in queues if q.name != OUTPUT_NAME]
+        spans = GraderSpans(forward, config.max_queue_bytes, scrubber, asyncio.get_running_loop())
     if logs.queue is None:
         log.warning("grader outcomes go to forward_logs; without it they are counted only")
     return GraderStage(
         graders,
         clock,
         logs.evaluations,
-        pipeline.scrubber.verdict,
+        scrubber.verdict,
         config.grader_max_concurrent,
         config.grader_calls_per_minute,
         config.grader_tokens_per_minute,

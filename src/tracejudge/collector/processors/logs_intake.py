@@ -29,8 +29,9 @@ from tracejudge.collector.exporters.logs_forward import (
     evaluation_records,
     make_logs_target,
 )
-from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.processors.buffer import PendingTrace
+from tracejudge.collector.processors.hold import TraceHold
+from tracejudge.collector.processors.redact import Scrubber
 from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Verdict
 
@@ -58,48 +59,55 @@ class LogCounts:
 
 
 class LogsIntake:
-    """The receivers' ``LogsConsumer``, and the pipeline's ``DecidedHook``."""
+    """The receivers' ``LogsConsumer``, and the pipeline's ``DecidedHook`` (given to it as
+    ``Pipeline(on_decided=...)``, with the same ``hold``)."""
 
     def __init__(
         self,
-        pipeline: Pipeline,
+        config: CollectorConfig,
+        hold: TraceHold,
+        stats: Stats,
         queue: TargetQueue | None,
         content: LogContentFilter,
         *,
         evaluation_logs: bool = False,
     ) -> None:
-        self.pipeline = pipeline
+        self.config = config
+        self.hold = hold
+        """The pipeline's traces: records are held with theirs, and go out at once for a
+        trace decided or being decided."""
+        self.stats = stats
+        """The pipeline's counters (refused requests)."""
         self.queue = queue
         self.content = content
         self.evaluation_logs = evaluation_logs
         self.counts = LogCounts()
-        pipeline.on_decided = self
 
     # --- receivers ---------------------------------------------------------------------
 
     def check_capacity(self) -> None:
         """Raise ``Throttled`` when the assembler or the logs queue is full."""
-        cfg = self.pipeline.config
-        if self.pipeline.buffer.full():
+        cfg = self.config
+        if self.hold.buffer.full():
             raise Throttled("trace buffer full", cfg.retry_after_hint)
         if self.queue is not None and self.queue.nbytes >= cfg.max_queue_bytes:
             raise Throttled(f"forward queue for {self.queue.target.url} full", cfg.retry_after_hint)
 
     def throttled(self) -> None:
         """Count a refused request (the same counter as refused trace requests)."""
-        self.pipeline.throttled()
+        self.stats.requests_throttled += 1
 
     def ingest_logs(
         self, request: ExportLogsServiceRequest, decode_rejects: Sequence[str] = ()
     ) -> IngestResult:
         """Admit a logs request: hold each trace's records with it, forward the rest."""
         split = split_logs(request, decode_rejects)
-        p = self.pipeline
+        hold = self.hold
         held = []
         direct: list[bytes] = []
         late = 0
         for frag in split.fragments:
-            if p.decided.get(frag.trace_id) is not None or p.deciding(frag.trace_id):
+            if hold.decided.get(frag.trace_id) is not None or hold.deciding(frag.trace_id):
                 direct.append(frame(frag.data))
                 late += frag.records
             else:
@@ -107,8 +115,8 @@ class LogsIntake:
         if split.orphans:
             direct.append(split.orphans)
         incoming = sum(len(f.data) for f in held)
-        buf = p.buffer
-        cfg = p.config
+        buf = hold.buffer
+        cfg = self.config
         used = buf.used_bytes()  # held conversations count like buffered traces
         if incoming and used and used + incoming > buf.max_bytes:
             raise Throttled("trace buffer full", cfg.retry_after_hint)
@@ -116,15 +124,14 @@ class LogsIntake:
         q = self.queue
         if q is not None and q.nbytes and q.nbytes + out > cfg.max_queue_bytes:
             raise Throttled(f"forward queue for {q.target.url} full", cfg.retry_after_hint)
-        now = p.clock.now()
-        conversations = p.held
+        now = hold.clock.now()
+        conversations = hold.held
         for frag in held:
             if conversations is None or not conversations.add_logs(
                 frag.trace_id, frag.data, frag.records, now
             ):
                 buf.add_logs(frag.trace_id, frag.data, frag.records, now)
-        if buf.next_deadline() < p.wake_at:
-            p.wake.set()
+        hold.poke()
         self._send([self._filtered_frame(d) for d in direct], late + split.orphan_records)
         c = self.counts
         c.received += split.accepted
@@ -187,9 +194,12 @@ class LogsIntake:
         return out
 
 
-def logs_intake_for(config: CollectorConfig, pipeline: Pipeline) -> LogsIntake:
-    """The logs side for ``config``: a queue to ``forward_logs`` (in memory: its records
-    are not in the disk queue) with its own counters, or none."""
+def logs_intake_for(
+    config: CollectorConfig, hold: TraceHold, stats: Stats, scrubber: Scrubber
+) -> LogsIntake:
+    """The logs side for ``config``, over the pipeline's ``hold``, ``stats`` and
+    ``scrubber``: a queue to ``forward_logs`` (in memory: its records are not in the disk
+    queue) with its own counters, or none."""
     queue: TargetQueue | None = None
     if config.forward_logs is not None:
         queue = TargetQueue(
@@ -204,7 +214,7 @@ def logs_intake_for(config: CollectorConfig, pipeline: Pipeline) -> LogsIntake:
             retry_initial=config.retry_initial,
             retry_max=config.retry_max,
             name="logs",
-            scrub=pipeline.scrubber.text,
+            scrub=scrubber.text,
         )
-    content = LogContentFilter(config.drop_content, config.redact_attributes, pipeline.scrubber)
-    return LogsIntake(pipeline, queue, content, evaluation_logs=config.evaluation_logs)
+    content = LogContentFilter(config.drop_content, config.redact_attributes, scrubber)
+    return LogsIntake(config, hold, stats, queue, content, evaluation_logs=config.evaluation_logs)

@@ -23,9 +23,10 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.exporters.sinks import VerdictSink
+from tracejudge.collector.processors.redact import Scrubber
 from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.rules import RuleSet
 from tracejudge.engine.shadow import (
@@ -38,9 +39,6 @@ from tracejudge.engine.shadow import (
 from tracejudge.engine.trajectory import ArgRule
 from tracejudge.engine.verdict import Verdict
 from tracejudge.gate.recent import RecentVerdicts
-
-if TYPE_CHECKING:
-    from tracejudge.collector.pipeline import Pipeline
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -68,7 +66,7 @@ class ShadowPairs:
         self.max_pending = max_pending
         self.scrub = scrub
         """Applied to the explanations of shadow findings (they quote arguments), as the
-        pipeline scrubs verdicts: set by the collector to its scrubber's ``text``."""
+        pipeline scrubs verdicts: the pipeline's scrubber's ``text``."""
         self.gate = gate
         """The gate's window, given paired shadows (used with ``/v1/gate?shadow=include``)."""
         self._shadows: OrderedDict[str, list[tuple[Verdict, float]]] = OrderedDict()
@@ -160,27 +158,29 @@ class ShadowPairs:
             sink.emit([record])
 
 
-def attach_shadow_pairs(
-    pipeline: Pipeline, ruleset: RuleSet | None, gate: RecentVerdicts | None = None
+def shadow_pairs_for(
+    config: CollectorConfig,
+    stats: Stats,
+    sinks: Sequence[VerdictSink],
+    scrubber: Scrubber,
+    ruleset: RuleSet | None,
+    gate: RecentVerdicts | None = None,
 ) -> ShadowPairs:
-    """Pair the pipeline's shadow runs: an observer of its verdicts, reporting to its
-    sinks and stats, expired by its timer (``Pipeline.tick``) and closed at shutdown
-    (``Pipeline.decide_all``); findings scrubbed like verdicts (they quote arguments).
-    The argument allowances are those of the rule set's ``baseline`` rule, if any; paired
-    shadows go to ``gate`` as evidence the gate reads only when asked (``shadow=include``)."""
-    cfg = pipeline.config
-    pairs = ShadowPairs(
-        cfg.shadow_wait,
-        pipeline.stats,
-        pipeline.sinks,
+    """Pairing for a pipeline's shadow runs, given to it as ``Pipeline(shadow=...)``: an
+    observer of its verdicts, reporting to its ``sinks`` and ``stats``, expired by its timer
+    (``Pipeline.tick``) and closed at shutdown (``Pipeline.decide_all``); findings scrubbed
+    by its ``scrubber``, like verdicts (they quote arguments). The argument allowances are
+    those of the rule set's ``baseline`` rule, if any; paired shadows go to ``gate`` as
+    evidence the gate reads only when asked (``shadow=include``)."""
+    return ShadowPairs(
+        config.shadow_wait,
+        stats,
+        sinks,
         shadow_arguments(ruleset),
-        max_pending=cfg.shadow_max_pending,
-        scrub=pipeline.scrubber.text,
+        max_pending=config.shadow_max_pending,
+        scrub=scrubber.text,
         gate=gate,
     )
-    pipeline.observers.append(pairs)
-    pipeline.shadow = pairs
-    return pairs
 
 
 _FULL = "the shadow pairing table was full ({n} requests waiting); the oldest gave way"

@@ -1,0 +1,123 @@
+"""The collector's stages built from config, each given its collaborators when it is made.
+
+``Collector.start`` opens what touches the outside (the disk queue, the exporters, the
+dead-letter file) and builds the graph here, in the order the constructors need: one
+``Scrubber`` for everything that may quote span content (``pipeline.scrubber_for``, made
+first: the dead-letter file takes it too), the forward queues and verdict sinks, then one
+``TraceHold`` shared by the pipeline and the logs intake, shadow pairing, the logs intake,
+the graders (which send their outcomes through the logs intake), and the pipeline over
+all of them. Nothing is attached to a stage after it is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tracejudge.collector.clock import Clock
+from tracejudge.collector.config import CollectorConfig
+from tracejudge.collector.exporters.dead_letter import DeadLetterFile
+from tracejudge.collector.exporters.forward import ForwardTarget, TargetQueue
+from tracejudge.collector.exporters.sinks import JsonlSink, TextSink, VerdictSink, WebhookSink
+from tracejudge.collector.exporters.targets import TargetSpec
+from tracejudge.collector.pipeline import Pipeline
+from tracejudge.collector.processors.graders import GraderStage, grader_stage
+from tracejudge.collector.processors.hold import TraceHold
+from tracejudge.collector.processors.judge import Judge
+from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
+from tracejudge.collector.processors.redact import Scrubber
+from tracejudge.collector.processors.shadow import shadow_pairs_for
+from tracejudge.collector.storage.store import DiskStore
+from tracejudge.collector.telemetry.stats import Stats
+from tracejudge.gate.recent import RecentVerdicts
+from tracejudge.graders.apply import GraderRule
+
+__all__ = ["Stages", "build_stages", "forward_queues", "verdict_sinks"]
+
+
+@dataclass(slots=True)
+class Stages:
+    """What ``build_stages`` made: the receivers' consumers and the graders."""
+
+    pipeline: Pipeline
+    logs: LogsIntake
+    graders: GraderStage | None
+
+
+def forward_queues(
+    config: CollectorConfig,
+    targets: Sequence[ForwardTarget],
+    specs: Sequence[TargetSpec],
+    stats: Stats,
+    store: DiskStore | None,
+    dead_letter: DeadLetterFile | None,
+    scrubber: Scrubber,
+) -> list[TargetQueue]:
+    """One queue per forward target, named by its spec; a backend's error text may quote
+    span content, so what /metrics and /healthz show of it is scrubbed."""
+    return [
+        TargetQueue(
+            target,
+            stats=stats,
+            store=store,
+            max_batch_bytes=config.max_batch_bytes,
+            retry_initial=config.retry_initial,
+            retry_max=config.retry_max,
+            name=spec.name,
+            dead_letter=dead_letter,
+            scrub=scrubber.text,
+        )
+        for target, spec in zip(targets, specs, strict=True)
+    ]
+
+
+def verdict_sinks(config: CollectorConfig, stats: Stats) -> list[VerdictSink]:
+    """The verdict stream's sinks: JSON lines, one line per run, the webhook."""
+    sinks: list[VerdictSink] = []
+    if config.verdicts_jsonl:
+        sinks.append(JsonlSink(config.verdicts_jsonl, config.file_mode))
+    if config.verdict_lines:
+        sinks.append(TextSink())
+    if config.webhook:
+        sinks.append(WebhookSink(config.webhook, stats))
+    return sinks
+
+
+def build_stages(
+    config: CollectorConfig,
+    judge: Judge,
+    grader_rules: Sequence[GraderRule],
+    queues: Sequence[TargetQueue],
+    sinks: Sequence[VerdictSink],
+    *,
+    stats: Stats,
+    store: DiskStore | None,
+    clock: Clock,
+    recent: RecentVerdicts,
+    scrubber: Scrubber,
+) -> Stages:
+    """The pipeline and the stages around it, each built with its collaborators."""
+    ruleset = getattr(judge, "ruleset", None)
+    hold = TraceHold(config, clock)
+    shadow = shadow_pairs_for(config, stats, sinks, scrubber, ruleset, recent)
+    logs = logs_intake_for(config, hold, stats, scrubber)
+    graders = None
+    if grader_rules:
+        graders = grader_stage(config, grader_rules, clock, queues, scrubber, logs)
+    pipeline = Pipeline(
+        config,
+        judge,
+        queues,
+        sinks,
+        stats,
+        store,
+        clock,
+        [recent],
+        hold=hold,
+        scrubber=scrubber,
+        shadow=shadow,
+        on_decided=logs,
+        graders=graders,
+        rules_version=str(getattr(ruleset, "version", "")),
+    )
+    return Stages(pipeline, logs, graders)

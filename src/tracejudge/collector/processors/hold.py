@@ -1,0 +1,169 @@
+"""Where an admitted trace waits until it is settled, and when the decision timer wakes.
+
+A fresh fragment goes to one of three places (``add``): the spans held for a trace being
+decided (forwarded as late once it is), the conversation it belongs to
+(``--conversation-wait``, ``conversations.py``), or the tail buffer (``buffer.py``). The
+batch scheduler (``pipeline.py``) takes due traces from here (``due``, ``drain``), marks
+them in flight (``begin``), and either settles them (``release``) or puts them back
+(``park``). Decided traces are remembered (``decided``), so later spans get their verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+
+from tracejudge.collector.clock import Clock
+from tracejudge.collector.codec.otlp import TraceFragment
+from tracejudge.collector.config import CollectorConfig
+from tracejudge.collector.processors.buffer import DecisionCache, PendingTrace, TraceBuffer
+from tracejudge.collector.processors.conversations import ConversationBuffer
+
+__all__ = ["TraceHold"]
+
+
+class TraceHold:
+    """The pipeline's traces from admission to settling: buffered, held with their
+    conversation, in flight (being decided), decided."""
+
+    def __init__(self, config: CollectorConfig, clock: Clock) -> None:
+        self.config = config
+        self.clock = clock
+        self.buffer = TraceBuffer(
+            wait_after_root=config.decision_wait_after_root,
+            wait=config.decision_wait,
+            max_traces=config.max_traces,
+            max_bytes=config.max_buffered_bytes,
+            max_spans_per_trace=config.max_spans_per_trace,
+        )
+        self.held: ConversationBuffer | None = None
+        """Conversations held until they end (``--conversation-wait``; None: off)."""
+        if config.conversation_wait > 0:
+            self.held = ConversationBuffer(
+                self.buffer, config.conversation_wait, config.conversation_max_hold
+            )
+        self.decided = DecisionCache(config.decided_cache_size, config.decided_cache_bytes)
+        self._inflight: dict[bytes, list[TraceFragment]] = {}
+        """Traces taken from the buffer but not yet decided (the loop yields between chunks);
+        spans arriving for them are held here and forwarded as late after the decision."""
+        self.inflight_bytes = 0
+        """Bytes of traces taken from the buffer and not yet settled: they still count
+        against ``max_buffered_bytes``, so the limit holds while a batch is judged."""
+        self.wake = asyncio.Event()
+        """Set to run the decision timer now (a trace became due before ``wake_at``)."""
+        self.wake_at = math.inf
+
+    def arm_timer(self) -> float:
+        """Seconds until the decision timer should run ``tick`` next: the earliest
+        decision deadline, at most one ``tick`` away and at least 1 ms. Clears ``wake``;
+        ingest sets it when a trace becomes due before ``wake_at``, so the timer never
+        sleeps a whole tick past a deadline (traces waited a tick plus the batch before
+        them when it did)."""
+        now = self.clock.now()
+        delay = min(self.config.tick, max(0.001, self.next_deadline() - now))
+        self.wake.clear()
+        self.wake_at = now + delay
+        return delay
+
+    def next_deadline(self) -> float:
+        """The earliest decision deadline, buffered or held (infinity when none)."""
+        held = self.held
+        first = self.buffer.next_deadline()
+        return first if held is None else min(first, held.next_deadline())
+
+    def poke(self) -> None:
+        """Wake the timer now when a buffered trace became due before ``wake_at``."""
+        if self.buffer.next_deadline() < self.wake_at:
+            self.wake.set()
+
+    def add(self, frag: TraceFragment, now: float) -> None:
+        """Take an admitted fragment: held for its trace being decided, held with its
+        conversation, or buffered."""
+        held = self._inflight.get(frag.trace_id)
+        if held is not None:
+            held.append(frag)  # its trace is being decided: goes out late, once decided
+        elif self.held is None or not self.held.add(frag, now):
+            self.buffer.add(frag, now)
+
+    def over_traces(self, fresh: Sequence[TraceFragment]) -> bool:
+        """True when the new traces of ``fresh`` would take the buffer past ``max_traces``
+        (an empty buffer takes one request: the per-request limit keeps it within)."""
+        buffer = self.buffer
+        have = len(buffer.traces) + buffer.held_traces
+        if not have:
+            return False
+        known = buffer.traces
+        new = {f.trace_id for f in fresh if f.trace_id not in known}
+        return have + len(new) > buffer.max_traces
+
+    def over_bytes(self, incoming: int) -> bool:
+        """True when ``incoming`` more bytes would take buffered plus in-judging traces past
+        ``max_buffered_bytes`` (an empty collector takes one request of any size)."""
+        used = self.buffer.used_bytes() + self.inflight_bytes
+        return used > 0 and used + incoming > self.buffer.max_bytes
+
+    def due(self, now: float) -> list[PendingTrace]:
+        """Take every trace and conversation whose deadline has passed."""
+        due = self.buffer.due(now)
+        held = self.held
+        if held is not None:
+            # Traces of a conversation join it (moving its deadline) before its own
+            # deadline is read, so a conversation is never judged without a turn that
+            # finished in the same tick.
+            due = held.take(due, now) if due else due
+            due.extend(held.due(now))
+        return due
+
+    def drain(self, now: float) -> list[PendingTrace]:
+        """Shutdown: take every pending trace, held conversations with their last turns."""
+        traces = self.buffer.drain()
+        held = self.held
+        if held is not None:  # held conversations are judged now, with their last turns
+            traces = held.take(traces, now)
+            traces.extend(held.drain())
+        return traces
+
+    def undecided(self) -> int:
+        """Traces left buffered or held (after a shutdown that could not decide them)."""
+        return len(self.buffer.traces) + self.buffer.held_traces
+
+    def begin(self, traces: Sequence[PendingTrace]) -> None:
+        """Mark ``traces`` in flight: taken from the buffer, being decided."""
+        for t in traces:
+            for tid in t.trace_ids():
+                self._inflight.setdefault(tid, [])
+            self.inflight_bytes += t.nbytes
+
+    def late(self, trace: PendingTrace) -> list[TraceFragment]:
+        """Spans that arrived for ``trace`` while it was being decided."""
+        return [f for tid in trace.trace_ids() for f in self._inflight.get(tid, [])]
+
+    def release(self, trace: PendingTrace) -> list[bytes]:
+        """``trace`` is settled: no longer in flight. Returns the trace ids it decided."""
+        ids = trace.trace_ids()
+        for tid in ids:
+            self._inflight.pop(tid, None)
+        self.inflight_bytes -= trace.nbytes
+        return ids
+
+    def park(self, traces: Sequence[PendingTrace], now: float) -> None:
+        """Put undecided traces back in the buffer (with spans that arrived meanwhile)."""
+        for t in traces:
+            if t.trace_ids()[0] not in self._inflight:
+                continue  # settled already
+            self.inflight_bytes -= t.nbytes
+            if t.members and self.held is not None:
+                self.held.put_back(t)
+                for tid in t.members:
+                    for frag in self._inflight.pop(tid, []):
+                        self.held.add(frag, now)
+                continue
+            held = self._inflight.pop(t.trace_id, [])
+            self.buffer.put_back(t)
+            for frag in held:
+                self.buffer.add(frag, now)
+
+    def deciding(self, trace_id: bytes) -> bool:
+        """True while ``trace_id`` is taken from the buffer and not yet decided."""
+        return trace_id in self._inflight
