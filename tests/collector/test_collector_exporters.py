@@ -134,6 +134,7 @@ class Spool:
 class SpoolFactory:
     kind = "spool"
     schemes = ("spool",)
+    url_forms = ("spool:DIR",)
 
     def check_url(self, url: str) -> None:
         if url == "spool:":

@@ -52,6 +52,11 @@ class ExporterFactory(Protocol[C]):
         """The URL schemes whose targets this kind serves (``file`` for ``file:PATH``)."""
         ...
 
+    @property
+    def url_forms(self) -> tuple[str, ...]:
+        """How its URLs look, for error messages (``grpc://host:port``, ``file:PATH``)."""
+        ...
+
     def check_url(self, url: str) -> None:
         """Raise ``ValueError`` saying what is wrong with a target URL of this kind (checked
         when the config is validated, before anything starts)."""

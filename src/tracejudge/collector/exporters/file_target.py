@@ -105,6 +105,7 @@ class FileExporterFactory:
 
     kind = "file"
     schemes = ("file",)
+    url_forms = ("file:PATH",)
 
     def check_url(self, url: str) -> None:
         """``file:PATH`` (or ``file://PATH``) with a path."""

@@ -264,6 +264,7 @@ class _OtlpFactory:
 
     kind: str
     schemes: tuple[str, ...]
+    url_forms: tuple[str, ...]
 
     def check_url(self, url: str) -> None:
         """``scheme://host:port[/path]``; gRPC needs its port."""
@@ -296,6 +297,7 @@ class OtlpHttpFactory(_OtlpFactory):
 
     kind = "otlp_http"
     schemes = ("http", "https")
+    url_forms = ("http://host:port", "https://host:port")
 
     def create(self, config: OtlpExporterConfig) -> HttpTarget:
         """An ``HttpTarget``."""
@@ -307,6 +309,7 @@ class OtlpGrpcFactory(_OtlpFactory):
 
     kind = "otlp_grpc"
     schemes = ("grpc", "grpcs")
+    url_forms = ("grpc://host:port", "grpcs://host:port")
 
     def create(self, config: OtlpExporterConfig) -> GrpcTarget:
         """A ``GrpcTarget``."""

@@ -51,7 +51,11 @@ class ExporterRegistry:
             if scheme in factory.schemes:
                 return factory
         known = ", ".join(s for f in self.factories for s in f.schemes)
-        raise ValueError(f"no exporter for {scheme or url!r} URLs (known: {known})")
+        forms = [form for f in self.factories for form in f.url_forms]
+        said = ", ".join(forms[:-1]) + f" or {forms[-1]}" if len(forms) > 1 else forms[0]
+        raise ValueError(
+            f"no exporter for {scheme or url!r} URLs (known: {known}); a target is {said}"
+        )
 
     def build(self, url: str, config: CollectorConfig) -> Exporter:
         """The exporter for one configured target."""
