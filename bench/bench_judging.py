@@ -41,6 +41,12 @@ HEAVY = "run.tools.map(t, run.tools.filter(u, u.name + t.name == 'x').size()).si
 class InlineWorker:
     """Runs a batch on the event loop itself: the collector before judging moved off it."""
 
+    on_thread = False
+    moves = 0
+
+    def observe(self, seconds: float, spans: int = 1) -> None:
+        """Stays on the loop whatever a trace cost."""
+
     def start(self, job: BatchJob[Any, Any], spans: int = 0) -> None:
         """Judge everything now, on the loop."""
         job.run()
@@ -148,7 +154,7 @@ def _outcome(collector: Collector, body: bytes) -> Any:
     req = ExportTraceServiceRequest.FromString(body)
     frags = [rs.SerializeToString() for rs in req.resource_spans]
     t = PendingTrace(req.resource_spans[0].scope_spans[0].spans[0].trace_id, 0, 0, 0, frags)
-    return (frags, collector.pipeline.decide(t))
+    return (frags, collector.pipeline.decider.decide(t))
 
 
 if __name__ == "__main__":
