@@ -158,6 +158,8 @@ _BUILTIN: tuple[_Builtin, ...] = (
     _Builtin("anthropic", "tracejudge.instrumentation.anthropic", "AnthropicPatcher", "anthropic"),
     _Builtin("gemini", "tracejudge.instrumentation.gemini", "GeminiPatcher", "google.genai"),
     _Builtin("bedrock", "tracejudge.instrumentation.bedrock", "BedrockPatcher", "botocore"),
+    _Builtin("mistral", "tracejudge.instrumentation.mistral", "MistralPatcher", "mistralai"),
+    _Builtin("cohere", "tracejudge.instrumentation.cohere", "CoherePatcher", "cohere"),
     _Builtin(
         "openai-agents",
         "tracejudge.instrumentation.openai_agents",
