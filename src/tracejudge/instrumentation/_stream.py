@@ -18,7 +18,9 @@ helpers close the HTTP response directly when their ``with`` block exits, and th
 end the span right then, not at garbage collection. Where an SDK's metaclass defeats
 subclass ``isinstance`` (anthropic 0.3x-0.4x), the instance's ``_iterator``/``close``
 are wrapped instead. If neither is possible the call ends at once with what the request
-told us: no span leaks and the application's stream is untouched.
+told us: no span leaks and the application's stream is untouched. A stream that is its own
+iterator (the Speakeasy SDKs' ``EventStream``: mistralai's; ``__iter__`` returns the stream)
+is observed in ``__next__``/``__anext__`` alone.
 """
 
 from __future__ import annotations

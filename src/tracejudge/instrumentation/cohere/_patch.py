@@ -32,7 +32,7 @@ from tracejudge.instrumentation._shapes import get, parse_arguments, url_server
 from tracejudge.instrumentation.openai import _chat
 from tracejudge.instrumentation.openai._common import _INT, _NUMBER
 
-SUPPORTED: Final = SupportedVersions("5.11", "8")
+SUPPORTED: Final = SupportedVersions("5.8", "8")
 """cohere releases tracejudge is tested on (see docs/instrumentation.md)."""
 
 PROVIDER: Final = sc.GenAiProviderNameValues.COHERE

@@ -31,7 +31,7 @@ from tracejudge.instrumentation._shapes import get, url_server
 from tracejudge.instrumentation.openai import _chat
 from tracejudge.instrumentation.openai._common import _INT, _NUMBER, _STR
 
-SUPPORTED: Final = SupportedVersions("1.0", "4")
+SUPPORTED: Final = SupportedVersions("1.2.4", "4")
 """mistralai releases tracejudge is tested on (see docs/instrumentation.md)."""
 
 PROVIDER: Final = sc.GenAiProviderNameValues.MISTRAL_AI
