@@ -17,6 +17,9 @@ from __future__ import annotations
 import asyncio
 import importlib
 import importlib.metadata
+import subprocess
+import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,7 @@ except ImportError:  # 1.x (the oldest release claimed, scripts/sdk-matrix.sh)
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracejudge
+from tests.support.guards import PROCESS_S
 from tests.support.providers import (
     assert_an_unread_stream_ends_when_collected,
     assert_left_unpatched_outside_the_range,
@@ -557,3 +561,31 @@ def test_the_installed_release_picks_its_layout() -> None:
     assert mistral_patch.SPEC.stream_classes[0] == (
         "mistralai.client.utils.eventstreaming.EventStream"
     )
+
+
+def test_an_sdk_imported_after_instrument_is_patched_on_import() -> None:
+    """From mistralai 2.0 on, ``mistralai`` is a namespace package, which runs no code an
+    import hook could follow: ``instrument()`` waits for ``mistralai.client`` instead (for
+    1.x, ``mistralai``), so an application that imports the SDK after ``instrument()`` is
+    traced (a fresh interpreter: nothing imported the SDK before)."""
+    code = textwrap.dedent(
+        """
+        import importlib, sys
+        import tracejudge
+        from opentelemetry.sdk.trace import TracerProvider
+        tracejudge.instrument(tracer_provider=TracerProvider())
+        assert not any(m.startswith("mistralai.") for m in sys.modules)  # the SDK: not yet
+        from tracejudge.instrumentation.mistral._patch import installed_layout
+        chat = importlib.import_module(installed_layout().targets[0].module).Chat
+        print(hasattr(chat.complete, "__tracejudge_wrapped__"))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_S,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"

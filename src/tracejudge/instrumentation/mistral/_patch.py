@@ -24,7 +24,8 @@ from opentelemetry.util.types import AttributeValue
 
 from tracejudge import semconv as sc
 from tracejudge.instrumentation._genai import ModelCallTelemetry
-from tracejudge.instrumentation._integration import SupportedVersions, installed_version
+from tracejudge.instrumentation._integration import SupportedVersions
+from tracejudge.instrumentation._patcher import mistral_sdk_module
 from tracejudge.instrumentation._provider import Endpoint, ProviderPatcher, ProviderSpec, Target
 from tracejudge.instrumentation._runtime import Runtime
 from tracejudge.instrumentation._shapes import get, url_server
@@ -137,8 +138,7 @@ SPEC_1X: Final = spec_for("mistralai")
 
 def installed_layout() -> ProviderSpec:
     """``SPEC_1X`` when a mistralai 1.x is installed, else ``SPEC`` (2.0 and later)."""
-    version = installed_version("mistralai") or ""
-    return SPEC_1X if version.split(".", 1)[0] == "1" else SPEC
+    return SPEC_1X if mistral_sdk_module() == "mistralai" else SPEC
 
 
 class MistralPatcher(ProviderPatcher):
