@@ -604,6 +604,23 @@ def test_api_error_fails_the_span_and_reaches_the_caller(
     )
 
 
+def test_a_stream_that_fails_on_its_first_read_fails_the_span(
+    replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """``chat_stream`` sends its request when first read: an API error raised there (no
+    recording: 418) reaches the application from the loop and fails the span, with the
+    error's HTTP status as ``error.type``."""
+    c = client(replay("gemini/test_generate_content.yaml"))  # nothing at /v2/chat
+    stream = c.chat_stream(model="command", messages=PIRATE)
+    assert span_dicts(span_exporter) == []  # nothing was sent yet
+    with pytest.raises(cohere.core.ApiError):
+        next(iter(stream))
+    [span] = span_dicts(span_exporter)
+    assert span["status"] == "ERROR"
+    assert span["attributes"]["error.type"] == "418"
+    assert span["attributes"]["gen_ai.request.stream"] is True
+
+
 def test_a_telemetry_bug_never_reaches_the_application(
     replay: Replay,
     span_exporter: InMemorySpanExporter,
