@@ -501,6 +501,11 @@ class ScriptedModelServer:
         """``base_url`` for ``openai.OpenAI`` that plays ``script``."""
         return f"http://127.0.0.1:{self.port}/{script}/v1"
 
+    def mistral_server_url(self, script: str) -> str:
+        """``server_url`` for a ``mistralai`` client that plays ``script`` (Mistral's chat API
+        is OpenAI's Chat Completions; the SDK adds /v1/chat/completions)."""
+        return f"http://127.0.0.1:{self.port}/{script}"
+
     def bedrock_endpoint_url(self, script: str) -> str:
         """``endpoint_url`` for a boto3 ``bedrock-runtime`` client that plays ``script``."""
         return f"http://127.0.0.1:{self.port}/{script}"
