@@ -21,9 +21,14 @@
 # The Gemini and Bedrock providers' tests run on google-genai 1.30.0 and boto3/botocore
 # 1.34.162, the oldest each extra claims, in a second environment (.venv-sdk-oldest-providers):
 # google-genai needs httpx>=0.28, which the first environment holds back for anthropic 0.40.
+# The Mistral and Cohere providers' tests run in the first environment, on mistralai 1.2.4 (the
+# first whose chat.stream returns an EventStream, not a bare generator; it needs httpx<0.28;
+# 1.x keeps the SDK at mistralai, 2.x and later at mistralai.client) and cohere 5.8.0 (the
+# first with the v2 ClientV2).
 #
 # Versions can be overridden (OPENAI_OLDEST, ANTHROPIC_OLDEST, AGENTS_OLDEST,
-# LANGCHAIN_CORE_OLDEST, LANGGRAPH_OLDEST, LANGCHAIN_OPENAI_OLDEST, GENAI_OLDEST, BOTO_OLDEST). httpx is held below
+# LANGCHAIN_CORE_OLDEST, LANGGRAPH_OLDEST, LANGCHAIN_OPENAI_OLDEST, GENAI_OLDEST, BOTO_OLDEST,
+# MISTRAL_OLDEST, COHERE_OLDEST). httpx is held below
 # 0.28 because anthropic 0.40 predates it (0.28 removed the `proxies` argument clients
 # of that era pass). uv's cache makes a refresh take seconds after the first run.
 # openai 1.40 (the claim before) was measured to fail: no Responses API and
@@ -39,6 +44,8 @@ LANGGRAPH_OLDEST=${LANGGRAPH_OLDEST:-0.2.40}
 LANGCHAIN_OPENAI_OLDEST=${LANGCHAIN_OPENAI_OLDEST:-0.2.1}
 GENAI_OLDEST=${GENAI_OLDEST:-1.30.0}
 BOTO_OLDEST=${BOTO_OLDEST:-1.34.162}
+MISTRAL_OLDEST=${MISTRAL_OLDEST:-1.2.4}
+COHERE_OLDEST=${COHERE_OLDEST:-5.8.0}
 VENV=${SDK_MATRIX_VENV:-.venv-sdk-oldest}
 UV=.venv/bin/uv
 if [ ! -x "$UV" ]; then
@@ -63,6 +70,7 @@ fi
   "openai==$OPENAI_OLDEST" "anthropic==$ANTHROPIC_OLDEST" "openai-agents==$AGENTS_OLDEST" \
   "langchain-core==$LANGCHAIN_CORE_OLDEST" "langgraph==$LANGGRAPH_OLDEST" \
   "langchain-openai==$LANGCHAIN_OPENAI_OLDEST" \
+  "mistralai==$MISTRAL_OLDEST" "cohere==$COHERE_OLDEST" \
   "httpx<0.28" \
   "${TEST_TOOLS[@]}"
 
@@ -80,6 +88,11 @@ graph = importlib.metadata.version("langgraph")
 assert core == "$LANGCHAIN_CORE_OLDEST", core
 assert graph == "$LANGGRAPH_OLDEST", graph
 print(f"sdk-matrix: langchain-core {core}, langgraph {graph}")
+mistral = importlib.metadata.version("mistralai")
+cohere = importlib.metadata.version("cohere")
+assert mistral == "$MISTRAL_OLDEST", mistral
+assert cohere == "$COHERE_OLDEST", cohere
+print(f"sdk-matrix: mistralai {mistral}, cohere {cohere}")
 PY
 
 TESTS=()

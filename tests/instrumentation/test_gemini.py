@@ -10,9 +10,7 @@ checked against the pinned convention registry (``otel_traces``).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import gc
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -23,12 +21,9 @@ from inline_snapshot import snapshot
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import tracejudge
+from tests.support.providers import assert_left_unpatched_outside_the_range
 from tests.support.replay import ReplayServer
 from tests.support.spans import span_dicts
-from tracejudge.instrumentation import _patcher
-from tracejudge.instrumentation._integration import SupportedVersions
-from tracejudge.instrumentation._provider import ProviderPatcher
-from tracejudge.instrumentation._runtime import current_runtime
 from tracejudge.instrumentation.gemini import _convert as cv
 from tracejudge.instrumentation.gemini._patch import SPEC
 
@@ -556,18 +551,7 @@ def test_sdk_outside_the_supported_range_is_left_unpatched(
 ) -> None:
     """An SDK version outside the tested range: one warning naming the range, nothing
     patched (the application runs untraced rather than on guessed internals)."""
-    _patcher.reset_warnings()
-    runtime = current_runtime()
-    assert runtime is not None
-    patcher = ProviderPatcher(dataclasses.replace(SPEC, supported=SupportedVersions("0.1", "0.2")))
-    with caplog.at_level(logging.WARNING, logger="tracejudge.instrumentation"):
-        patcher.patch(runtime)
-        patcher.patch(runtime)
-    assert patcher._patches.originals == []
-    warnings = [r.getMessage() for r in caplog.records]
-    assert len(warnings) == 1
-    assert "outside the range tracejudge supports (>=0.1,<0.2)" in warnings[0]
-    assert warnings[0].startswith("tracejudge: google-genai ")
+    assert_left_unpatched_outside_the_range(SPEC, caplog)
 
 
 def test_no_content_keeps_only_the_requested_function_calls(

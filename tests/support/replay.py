@@ -99,6 +99,35 @@ def load_cassette(path: str | Path) -> list[tuple[str, str, RecordedResponse]]:
     return out
 
 
+def derived_cassette(
+    source: str | Path, into: Path, edits: Iterable[tuple[str, str]], *, drop_lines: str = ""
+) -> Path:
+    """A copy of a recorded cassette whose response bodies are edited: each ``(old, new)``
+    replaced (``old`` must occur), and, with ``drop_lines``, the SSE ``data:`` lines that
+    contain it removed. For the malformed responses no recording holds (invalid tool-call
+    JSON, an unknown finish reason, missing usage): the test says what it changed from
+    the real response, rather than inventing one. Written to ``into`` (a tmp_path)."""
+    p = Path(source)
+    if not p.is_absolute():
+        p = CASSETTE_ROOT / p
+    doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    for interaction in doc.get("interactions", []):
+        body = interaction["response"]["body"]
+        text = body["string"]
+        if not isinstance(text, str):
+            raise ValueError(f"{p.name}: only text bodies can be edited")
+        for old, new in edits:
+            if old not in text:
+                raise ValueError(f"{p.name}: {old!r} is not in the recorded body")
+            text = text.replace(old, new)
+        if drop_lines:
+            text = "\n".join(line for line in text.split("\n") if drop_lines not in line)
+        body["string"] = text
+    out = into / f"derived-{p.name}"
+    out.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    return out
+
+
 @dataclass(slots=True)
 class _Routes:
     table: dict[tuple[str, str], list[RecordedResponse]] = field(default_factory=dict)

@@ -9,7 +9,8 @@ HTTP endpoint that speaks their wire formats, so this module serves one: a stdli
   ``stream: true`` server-sent events),
 - ``POST /<script>/v1/messages`` (Anthropic Messages, with ``tool_use`` blocks and
   ``stream: true`` events),
-- ``POST /<script>/model/<modelId>/converse`` (Bedrock Converse, ``toolUse`` blocks), and
+- ``POST /<script>/model/<modelId>/converse`` (Bedrock Converse, ``toolUse`` blocks),
+- ``POST /<script>/v2/chat`` (Cohere v2 chat, tool calls; not streamed), and
 - ``POST /<script>/v1beta/models/<model>:generateContent`` (Gemini, function calls),
 
 from the ``Script`` named in the path. Point a client at ``server.openai_base_url(name)``,
@@ -298,6 +299,33 @@ def gemini_response(
     }
 
 
+def cohere_response(
+    script: Script, conversation: Conversation, reply: Reply, body: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Render ``reply`` as a Cohere v2 ``ChatResponse`` (its request has OpenAI's shapes)."""
+    message: dict[str, Any] = {"role": "assistant"}
+    if reply.text:
+        message["content"] = [{"type": "text", "text": reply.text}]
+    calls = _openai_message(script, conversation.turn, reply).get("tool_calls")
+    if calls:
+        message["tool_calls"] = calls
+    inputs, outputs = _tokens(body.get("messages")), _tokens(message)
+    return {
+        "id": _digest(script.name, conversation.turn)[:36],
+        "message": message,
+        "finish_reason": "TOOL_CALL" if reply.tool_calls else "COMPLETE",
+        "usage": {
+            "billed_units": {"input_tokens": inputs, "output_tokens": outputs},
+            "tokens": {"input_tokens": inputs, "output_tokens": outputs},
+        },
+    }
+
+
+def cohere_error(status: int, message: str) -> dict[str, Any]:
+    """The Cohere API error body."""
+    return {"message": message}
+
+
 def gemini_error(status: int, message: str) -> dict[str, Any]:
     """The Gemini API error body."""
     return {"error": {"code": status, "message": message, "status": "INVALID_ARGUMENT"}}
@@ -311,6 +339,7 @@ _PARSERS = {
     "anthropic": anthropic_conversation,
     "bedrock": bedrock_conversation,
     "gemini": gemini_conversation,
+    "cohere": openai_conversation,  # Cohere v2 messages have OpenAI's shapes
 }
 
 
@@ -350,6 +379,8 @@ class _Handler(BaseHTTPRequestHandler):
             flavour, error = "openai", openai_error
         elif route == "v1/messages":
             flavour, error = "anthropic", anthropic_error
+        elif route == "v2/chat":
+            flavour, error = "cohere", cohere_error
         elif route.startswith("model/") and route.endswith("/converse"):
             flavour, error = "bedrock", bedrock_error
         elif route.startswith("v1beta/models/") and route.endswith(":generateContent"):
@@ -386,6 +417,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, bedrock_response(script, conversation, reply, body))
         elif flavour == "gemini":
             self._send_json(200, gemini_response(script, conversation, reply, body, model))
+        elif flavour == "cohere":
+            self._send_json(200, cohere_response(script, conversation, reply, body))
         elif flavour == "anthropic" and body.get("stream"):
             self._send_events(anthropic_events(script, conversation, reply, body))
         elif flavour == "anthropic":
@@ -500,6 +533,16 @@ class ScriptedModelServer:
     def openai_base_url(self, script: str) -> str:
         """``base_url`` for ``openai.OpenAI`` that plays ``script``."""
         return f"http://127.0.0.1:{self.port}/{script}/v1"
+
+    def mistral_server_url(self, script: str) -> str:
+        """``server_url`` for a ``mistralai`` client that plays ``script`` (Mistral's chat API
+        is OpenAI's Chat Completions; the SDK adds /v1/chat/completions)."""
+        return f"http://127.0.0.1:{self.port}/{script}"
+
+    def cohere_base_url(self, script: str) -> str:
+        """``base_url`` for a ``cohere.ClientV2`` that plays ``script`` (the SDK adds
+        /v2/chat)."""
+        return f"http://127.0.0.1:{self.port}/{script}"
 
     def bedrock_endpoint_url(self, script: str) -> str:
         """``endpoint_url`` for a boto3 ``bedrock-runtime`` client that plays ``script``."""

@@ -10,6 +10,7 @@ and ``@tracejudge.tool`` on the tools; the model calls are traced by the one
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +45,14 @@ def current_trace_id() -> str | None:
     return format(context.trace_id, "032x") if context.is_valid else None
 
 
-def _complete(client: Any, model: str, messages: list[dict[str, Any]], stream: bool) -> Any:
+Complete = Callable[[Any, str, list[dict[str, Any]], bool], dict[str, Any]]
+"""One model call of an SDK with OpenAI's chat shapes: ``(client, model, messages,
+stream)`` → the assistant message as a dict (``content``, ``tool_calls``)."""
+
+
+def _complete(
+    client: Any, model: str, messages: list[dict[str, Any]], stream: bool
+) -> dict[str, Any]:
     """One model call; returns an assistant message dict (content, tool_calls)."""
     if not stream:
         response = client.chat.completions.create(
@@ -94,8 +102,10 @@ def run_refund_agent(
     request: str = USER_REQUEST,
     stream: bool = False,
     max_turns: int = 8,
+    complete: Complete = _complete,
 ) -> AgentResult:
-    """Run the refund agent once with an ``openai.OpenAI`` client and return its answer."""
+    """Run the refund agent once with an ``openai.OpenAI`` client and return its answer
+    (``complete``: the model call, for another SDK with OpenAI's chat shapes)."""
     world = world if world is not None else World()
     tools = build_tools(world)
     messages: list[dict[str, Any]] = [
@@ -111,7 +121,7 @@ def run_refund_agent(
     ) as run:
         trace_id = current_trace_id()
         for turn in range(1, max_turns + 1):
-            message = _complete(client, model, messages, stream)
+            message = complete(client, model, messages, stream)
             if not message["tool_calls"]:
                 del message["tool_calls"]
                 messages.append(message)

@@ -49,8 +49,10 @@ def error_type_of(exc: BaseException) -> str:
     (low-cardinality, what the conventions suggest for API errors), else the fully
     qualified exception class name."""
     status = getattr(exc, "status_code", None)
-    if isinstance(status, int):
+    if isinstance(status, int) and not isinstance(status, bool) and 400 <= status < 600:
         return str(status)
+    # (a 2xx an SDK could not read, mistralai's "Unexpected response received", is no
+    # HTTP error: its class names it)
     code = getattr(exc, "code", None)  # google-genai's APIError, urllib's HTTPError
     if not isinstance(code, int):  # botocore's ClientError: its parsed error response
         response = getattr(exc, "response", None)

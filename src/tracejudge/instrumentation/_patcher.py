@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.metadata
 import importlib.util
 import logging
 from collections.abc import Callable
@@ -149,8 +150,21 @@ class _Builtin:
     name: str
     module: str
     cls: str
-    sdk_module: str
+    sdk_module: str | Callable[[], str]
+    """The module whose import applies the patch, or a function naming it (read when
+    ``instrument()`` runs; nothing is imported to decide)."""
     integration: bool = False
+
+
+def mistral_sdk_module() -> str:
+    """The module the mistralai SDK lives in: ``mistralai`` for 1.x; from 2.0 on,
+    ``mistralai`` is a namespace package (no code runs when it is imported, so an import
+    hook on it never fires) and the SDK is ``mistralai.client``."""
+    try:
+        version = importlib.metadata.version("mistralai")
+    except importlib.metadata.PackageNotFoundError:
+        return "mistralai"
+    return "mistralai" if version.split(".", 1)[0] in ("0", "1") else "mistralai.client"
 
 
 _BUILTIN: tuple[_Builtin, ...] = (
@@ -158,6 +172,8 @@ _BUILTIN: tuple[_Builtin, ...] = (
     _Builtin("anthropic", "tracejudge.instrumentation.anthropic", "AnthropicPatcher", "anthropic"),
     _Builtin("gemini", "tracejudge.instrumentation.gemini", "GeminiPatcher", "google.genai"),
     _Builtin("bedrock", "tracejudge.instrumentation.bedrock", "BedrockPatcher", "botocore"),
+    _Builtin("mistral", "tracejudge.instrumentation.mistral", "MistralPatcher", mistral_sdk_module),
+    _Builtin("cohere", "tracejudge.instrumentation.cohere", "CoherePatcher", "cohere"),
     _Builtin(
         "openai-agents",
         "tracejudge.instrumentation.openai_agents",
@@ -210,7 +226,12 @@ def unregister_patcher(name: str) -> None:
 def iter_patcher_factories() -> list[Registration]:
     """Built-ins (imported lazily by dotted path) then registered ones."""
     out = [
-        Registration(b.name, b.sdk_module, _lazy_factory(b), optional=b.integration)
+        Registration(
+            b.name,
+            b.sdk_module() if callable(b.sdk_module) else b.sdk_module,
+            _lazy_factory(b),
+            optional=b.integration,
+        )
         for b in _BUILTIN
     ]
     out.extend(_extra)

@@ -81,6 +81,9 @@ class Target:
     optional: tuple[str, ...] = ()
     must_import: bool = True
     """False: a resource some SDK releases lack (a beta API); its absence is no error."""
+    async_suffix: str = ""
+    """The async methods' names are the sync ones' with this suffix (mistralai's
+    ``complete_async`` beside ``complete``, on the same class)."""
 
 
 class CallScope(Protocol):
@@ -178,10 +181,12 @@ class ProviderPatcher:
                 continue
             for cls_name, is_async in ((target.sync_class, False), (target.async_class, True)):
                 owner = getattr(module, cls_name)
-                for method in (*target.required, *target.optional):
+                suffix = target.async_suffix if is_async else ""
+                for name in (*target.required, *target.optional):
+                    method = name + suffix
                     current = owner.__dict__.get(method)
                     if current is None:
-                        if method not in target.required:
+                        if name not in target.required:
                             continue
                         current = getattr(owner, method)  # AttributeError: the SDK moved
                     foreign = wrapped_by_other_instrumentor(current, spec.sdk_module)

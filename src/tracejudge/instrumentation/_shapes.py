@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 RAW_RESPONSE_HEADER: Final = "X-Stainless-Raw-Response"
 """Header the Stainless SDKs set on ``with_raw_response`` ("true"/"raw") and
@@ -63,6 +64,22 @@ def server_of(resource: Any) -> tuple[str | None, int | None]:
     if not isinstance(port, int):
         port = 80 if getattr(url, "scheme", "https") == "http" else 443
     return host, port
+
+
+def url_server(url: Any) -> tuple[str | None, int | None]:
+    """``server.address``/``server.port`` of a base URL given as a string (the SDKs that
+    keep one: google-genai, botocore, mistralai, cohere); the port is the URL's, else the
+    scheme's default. ``(None, None)`` for anything that is not such a URL."""
+    if not isinstance(url, str) or not url:
+        return None, None
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None, None
+    if not parts.hostname:
+        return None, None
+    return parts.hostname, port if port is not None else (80 if parts.scheme == "http" else 443)
 
 
 def raw_mode(kwargs: Mapping[str, Any]) -> str | None:

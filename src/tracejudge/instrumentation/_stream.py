@@ -18,7 +18,9 @@ helpers close the HTTP response directly when their ``with`` block exits, and th
 end the span right then, not at garbage collection. Where an SDK's metaclass defeats
 subclass ``isinstance`` (anthropic 0.3x-0.4x), the instance's ``_iterator``/``close``
 are wrapped instead. If neither is possible the call ends at once with what the request
-told us: no span leaks and the application's stream is untouched.
+told us: no span leaks and the application's stream is untouched. A stream that is its own
+iterator (the Speakeasy SDKs' ``EventStream``: mistralai's; ``__iter__`` returns the stream)
+is observed in ``__next__``/``__anext__`` alone.
 """
 
 from __future__ import annotations
@@ -185,6 +187,46 @@ def _response_property() -> property:
     return property(fget, fset, doc="The HTTP response (closing it ends the span).")
 
 
+def _watched(obs: StreamObserver, inner: Iterator[Any]) -> Iterator[Any]:
+    """The stream's own iterator, reported to ``obs``. Only reading is watched: a
+    ``break`` closes this generator at ``yield``, but the stream itself can still be read
+    on (its end or its collection ends it)."""
+    while True:
+        obs.reading = True
+        try:
+            item = next(inner)
+        except StopIteration:
+            obs.reading = False
+            obs.complete()
+            return
+        except BaseException as exc:
+            obs.reading = False
+            obs.fail(exc)  # cancellation and interrupts: abandoned, not failed
+            raise
+        obs.reading = False
+        obs.on_item(item)
+        yield item
+
+
+async def _watched_async(obs: StreamObserver, inner: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """``_watched`` for an async stream."""
+    while True:
+        obs.reading = True
+        try:
+            item = await inner.__anext__()
+        except StopAsyncIteration:
+            obs.reading = False
+            obs.complete()
+            return
+        except BaseException as exc:
+            obs.reading = False
+            obs.fail(exc)
+            raise
+        obs.reading = False
+        obs.on_item(item)
+        yield item
+
+
 _SYNC_CLASSES: dict[type, type] = {}
 _ASYNC_CLASSES: dict[type, type] = {}
 
@@ -200,26 +242,9 @@ def _sync_subclass(base: type) -> type:
         def __iter__(self) -> Iterator[Any]:
             obs = _observer_of(self)
             inner = super().__iter__()
-            if obs is None:
-                yield from inner
-                return
-            # Only reading is watched: a ``break`` closes this generator at ``yield``, but
-            # the stream itself can still be read on (its end or its collection ends it).
-            while True:
-                obs.reading = True
-                try:
-                    item = next(inner)
-                except StopIteration:
-                    obs.reading = False
-                    obs.complete()
-                    return
-                except BaseException as exc:
-                    obs.reading = False
-                    obs.fail(exc)  # cancellation and interrupts: abandoned, not failed
-                    raise
-                obs.reading = False
-                obs.on_item(item)
-                yield item
+            if obs is None or inner is self:  # its own iterator: ``__next__`` observes
+                return inner  # type: ignore[no-any-return]
+            return _watched(obs, inner)
 
         def __next__(self) -> Any:
             obs = _observer_of(self)
@@ -259,28 +284,12 @@ def _async_subclass(base: type) -> type:
     class Traced(base):  # type: ignore[misc]
         response = _response_property()
 
-        async def __aiter__(self) -> AsyncIterator[Any]:
+        def __aiter__(self) -> AsyncIterator[Any]:
             obs = _observer_of(self)
             inner = super().__aiter__()
-            if obs is None:
-                async for item in inner:
-                    yield item
-                return
-            while True:  # as in the sync ``__iter__``: only reading is watched
-                obs.reading = True
-                try:
-                    item = await inner.__anext__()
-                except StopAsyncIteration:
-                    obs.reading = False
-                    obs.complete()
-                    return
-                except BaseException as exc:
-                    obs.reading = False
-                    obs.fail(exc)
-                    raise
-                obs.reading = False
-                obs.on_item(item)
-                yield item
+            if obs is None or inner is self:  # its own iterator: ``__anext__`` observes
+                return inner  # type: ignore[no-any-return]
+            return _watched_async(obs, inner)
 
         async def __anext__(self) -> Any:
             obs = _observer_of(self)

@@ -17,7 +17,6 @@ import functools
 import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from opentelemetry.util.types import AttributeValue
 
@@ -37,7 +36,7 @@ from tracejudge.instrumentation._provider import (
     watch,
 )
 from tracejudge.instrumentation._runtime import Runtime
-from tracejudge.instrumentation._shapes import get
+from tracejudge.instrumentation._shapes import get, url_server
 from tracejudge.instrumentation.bedrock import _convert as cv
 
 SUPPORTED: Final = SupportedVersions("1.34.162", "2")
@@ -50,17 +49,7 @@ _RESPONSE_KEYS: Final = frozenset({sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE
 
 def server_of(client: Any) -> tuple[str | None, int | None]:
     """``server.address``/``server.port`` of the client's endpoint URL."""
-    endpoint = getattr(getattr(client, "meta", None), "endpoint_url", None)
-    if not isinstance(endpoint, str) or not endpoint:
-        return None, None
-    try:
-        url = urlsplit(endpoint)
-        port = url.port
-    except ValueError:
-        return None, None
-    if not url.hostname:
-        return None, None
-    return url.hostname, port if port is not None else (80 if url.scheme == "http" else 443)
+    return url_server(getattr(getattr(client, "meta", None), "endpoint_url", None))
 
 
 def _start(

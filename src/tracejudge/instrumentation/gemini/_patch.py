@@ -3,12 +3,9 @@ stream methods, whose results are generators.
 
 Why an extension for streams: ``generate_content_stream`` is a generator function (the
 async one returns an async generator), and a generator's class cannot be swapped for an
-observed subclass as the Stainless SDKs' stream objects are. So the stream methods hand
-back our own generator around the SDK's, reporting to the one ``StreamObserver`` (the
-accumulator folds chunks into a response): exhaustion, an error, ``break``/``close()``
-(``GeneratorExit``) and garbage collection of a stream never read (a finaliser) all end
-the span exactly once. The span is current while each chunk is fetched, so the HTTP
-request the first read sends nests under it.
+observed subclass as the Stainless SDKs' stream objects are: the shared generator wrapper
+(``instrumentation._generator``) hands back our own generator around the SDK's, which
+ends the span exactly once however the stream ends.
 
 One span per public call: with automatic function calling the SDK may call the model
 several times inside one ``generate_content``; that is one span, as the application made
@@ -17,11 +14,8 @@ one call (``gen_ai.usage.*`` is the SDK's last response's).
 
 from __future__ import annotations
 
-import functools
-import weakref
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from opentelemetry.util.types import AttributeValue
 
@@ -29,19 +23,16 @@ from tracejudge import semconv as sc
 from tracejudge.instrumentation._content import to_jsonable
 from tracejudge.instrumentation._context import PendingToolCall, record_requested_tool_calls
 from tracejudge.instrumentation._genai import ModelCallTelemetry
+from tracejudge.instrumentation._generator import GeneratorMethod, GeneratorMethods
 from tracejudge.instrumentation._integration import SupportedVersions
-from tracejudge.instrumentation._patcher import MethodPatches
 from tracejudge.instrumentation._provider import (
     Endpoint,
     ProviderPatcher,
     ProviderSpec,
     Target,
-    begin,
-    live_runtime,
 )
 from tracejudge.instrumentation._runtime import Runtime
-from tracejudge.instrumentation._shapes import get
-from tracejudge.instrumentation._stream import StreamObserver
+from tracejudge.instrumentation._shapes import get, url_server
 from tracejudge.instrumentation.gemini import _convert as cv
 
 SUPPORTED: Final = SupportedVersions("1.30", "4")
@@ -62,17 +53,7 @@ def provider_of(resource: Any) -> str:
 def server_of(resource: Any) -> tuple[str | None, int | None]:
     """``server.address``/``server.port`` from the client's ``http_options.base_url``."""
     options = get(get(resource, "_api_client"), "_http_options")
-    base = get(options, "base_url")
-    if not isinstance(base, str) or not base:
-        return None, None
-    try:
-        url = urlsplit(base)
-        port = url.port
-    except ValueError:
-        return None, None
-    if not url.hostname:
-        return None, None
-    return url.hostname, port if port is not None else (80 if url.scheme == "http" else 443)
+    return url_server(get(options, "base_url"))
 
 
 def _start(
@@ -222,128 +203,6 @@ GENERATE: Final = Endpoint(start, finish)
 STREAM: Final = Endpoint(start_stream, finish, ChunkAccumulator)
 
 
-# --- streams ----------------------------------------------------------------------
-
-
-def _observed(call: ModelCallTelemetry, observer: StreamObserver, inner: Any) -> Iterator[Any]:
-    """The SDK's chunk generator, reported to ``observer``; the span current per read."""
-    try:
-        while True:
-            call.activate()
-            try:
-                item = next(inner)
-            except StopIteration:
-                call.deactivate()
-                observer.complete()
-                return
-            except BaseException as exc:
-                call.deactivate()
-                observer.fail(exc)  # cancellation and interrupts: abandoned, not failed
-                raise
-            call.deactivate()
-            observer.on_item(item)
-            yield item
-    finally:
-        observer.abandon()  # ``break``/``close()``: a no-op after an ending above
-        inner.close()
-
-
-async def _observed_async(
-    call: ModelCallTelemetry, observer: StreamObserver, inner: Any
-) -> AsyncIterator[Any]:
-    """``_observed`` for the async client's async generator."""
-    try:
-        while True:
-            call.activate()
-            try:
-                item = await inner.__anext__()
-            except StopAsyncIteration:
-                call.deactivate()
-                observer.complete()
-                return
-            except BaseException as exc:
-                call.deactivate()
-                observer.fail(exc)
-                raise
-            call.deactivate()
-            observer.on_item(item)
-            yield item
-    finally:
-        observer.abandon()
-        aclose = getattr(inner, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-
-def _observer(runtime: Runtime, call: ModelCallTelemetry) -> StreamObserver:
-    return StreamObserver(runtime, call, ChunkAccumulator())
-
-
-def _wrap_stream(runtime: Runtime) -> Callable[[Any], Any]:
-    def make(original: Any) -> Any:
-        @functools.wraps(original)
-        def generate_content_stream(self: Any, *args: Any, **kwargs: Any) -> Any:
-            rt = live_runtime(runtime)
-            call = begin(rt, STREAM, self, kwargs) if rt is not None else None
-            if call is None or rt is None:
-                return original(self, *args, **kwargs)
-            try:
-                inner = original(self, *args, **kwargs)
-            except BaseException as exc:
-                call.deactivate()
-                with rt.guard:
-                    call.fail(exc)
-                raise
-            call.deactivate()
-            observer = _observer(rt, call)
-            wrapped = _observed(call, observer, inner)
-            weakref.finalize(wrapped, observer.abandon)  # a stream never read
-            return wrapped
-
-        return generate_content_stream
-
-    return make
-
-
-def _wrap_stream_async(runtime: Runtime) -> Callable[[Any], Any]:
-    def make(original: Any) -> Any:
-        @functools.wraps(original)
-        async def generate_content_stream(self: Any, *args: Any, **kwargs: Any) -> Any:
-            rt = live_runtime(runtime)
-            call = begin(rt, STREAM, self, kwargs) if rt is not None else None
-            if call is None or rt is None:
-                return await original(self, *args, **kwargs)
-            try:
-                inner = await original(self, *args, **kwargs)
-            except BaseException as exc:
-                call.deactivate()
-                with rt.guard:
-                    call.fail(exc)
-                raise
-            call.deactivate()
-            observer = _observer(rt, call)
-            wrapped = _observed_async(call, observer, inner)
-            weakref.finalize(wrapped, observer.abandon)
-            return wrapped
-
-        return generate_content_stream
-
-    return make
-
-
-class _StreamMethods:
-    """``generate_content_stream`` on ``Models`` and ``AsyncModels``."""
-
-    def install(self, runtime: Runtime, patches: MethodPatches, spec: ProviderSpec) -> None:
-        from google.genai.models import AsyncModels, Models
-
-        patches.patch_method(Models, "generate_content_stream", _wrap_stream(runtime))
-        patches.patch_method(AsyncModels, "generate_content_stream", _wrap_stream_async(runtime))
-
-    def uninstall(self) -> None:
-        """Nothing beyond the recorded method patches."""
-
-
 SPEC: Final = ProviderSpec(
     name="gemini",
     sdk_module="google.genai",
@@ -352,7 +211,12 @@ SPEC: Final = ProviderSpec(
     ),
     # generate_content never returns a stream: the generator types never match its result
     stream_classes=("types.GeneratorType", "types.AsyncGeneratorType"),
-    extension=_StreamMethods,
+    extension=lambda: GeneratorMethods(
+        GeneratorMethod("google.genai.models", "Models", "generate_content_stream", STREAM, "sync"),
+        GeneratorMethod(
+            "google.genai.models", "AsyncModels", "generate_content_stream", STREAM, "awaitable"
+        ),
+    ),
     distribution="google-genai",
     supported=SUPPORTED,
 )

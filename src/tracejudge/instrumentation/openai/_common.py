@@ -81,10 +81,10 @@ def usage_extra(
     reasoning tokens), and both attributes are Recommended; only an absent count is left
     out."""
     extra: dict[str, AttributeValue] = {}
-    cached = getattr(getattr(usage, cached_path[0], None), cached_path[1], None)
+    cached = get(getattr(usage, cached_path[0], None), cached_path[1])  # an object or a dict
     if isinstance(cached, int) and not isinstance(cached, bool):
         extra[semconv.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = cached
-    reasoning = getattr(getattr(usage, reasoning_path[0], None), reasoning_path[1], None)
+    reasoning = get(getattr(usage, reasoning_path[0], None), reasoning_path[1])
     if isinstance(reasoning, int) and not isinstance(reasoning, bool):
         extra[semconv.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = reasoning
     return extra
