@@ -430,3 +430,42 @@ def test_a_failed_call_is_an_error_span_scrubbed_like_every_output(
     )
     assert secret not in span.SerializeToString().decode("utf-8", "replace")
     assert c.snapshot()["graders"]["not_evaluated"] == {"rate_limited": 1}
+
+
+def test_past_the_run_deadline_no_call_is_made_for_a_waiting_run(
+    lt: LoopThread, sink: Sink, logs_sink: LogsSink, tmp_path: Path
+) -> None:
+    """One grader thread and a 30 s run deadline. Run A's call is held; run B waits for the
+    thread. The collector's clock moves 40 s: when A's call is released (a 503), B is past
+    its deadline, so no call is made for it: its record says not_evaluated (deadline),
+    insufficient_evidence, never a pass. A call already open is not cut short."""
+    with JudgeServer([HOLD, openai_reply(_answer("yes"))]) as server:
+        rules = _rules(tmp_path, server)
+        c, clock = _start(
+            lt, sink, logs_sink, tmp_path, rules, grader_max_concurrent=1, grader_run_deadline=30
+        )
+        a, _ = _run(c)
+        advance(c, clock, 2.0)
+        wait_for(lambda: len(server.requests) == 1, what="A's judge call, held")
+        b, _ = _run(c)
+        advance(c, clock, 2.0)
+        wait_for(lambda: c.snapshot()["graders"]["waiting"] == 2, what="B waiting for the thread")
+        advance(c, clock, 40.0)
+        server.release()
+        wait_for(lambda: _graded(logs_sink, a) and _graded(logs_sink, b), what="both records")
+        (late,) = _graded(logs_sink, b)
+        assert late["gen_ai.evaluation.score.label"] == "insufficient_evidence"
+        assert late["gen_ai.evaluation.explanation"].endswith(
+            "(grader: not_evaluated) 1 of 1 samples not evaluated (deadline)"
+        )
+        assert len(server.requests) == 1
+        g = c.snapshot()["graders"]
+        assert g["not_evaluated"] == {"http_503": 1, "deadline": 1}
+        assert _root_events(sink, b)[0][sc.TRACEJUDGE_VERDICT] == "pass"
+        lt.run(c.stop(timeout=2.0))
+
+
+def test_a_negative_run_deadline_is_refused(tmp_path: Path, sink: Sink) -> None:
+    """0 turns the deadline off; below 0 is a config error naming the key."""
+    with pytest.raises(ConfigError, match="grader_run_deadline: must not be negative"):
+        config(sink, tmp_path, grader_run_deadline=-1.0).validate()

@@ -193,6 +193,10 @@ class CollectorConfig:
     """Tokens (input and output, as the providers report them) grader calls may use in any
     minute of the collector's clock, all graders together; a call while they are spent is
     not made (``not_evaluated``, reason ``budget``). 0 (the default): no token budget."""
+    grader_run_deadline: float = 300.0
+    """Seconds of the collector's clock from a run's verdict after which no grader call is
+    made for it (``not_evaluated``, reason ``deadline``): grades that come later than this
+    are stale. 0: no deadline. A call already open is bounded by its ``timeout_s``."""
     grader_traces: bool = False
     """Send each grader model call's ``chat`` span (a span of the collector's own service)
     to the ``forward`` targets; off, they are not made."""
@@ -328,6 +332,7 @@ class CollectorConfig:
 
 
 _DURATIONS = {
+    "grader_run_deadline",
     "decision_wait_after_root",
     "decision_wait",
     "conversation_wait",

@@ -158,7 +158,7 @@ _POSITIVE = (
 )
 
 
-_ZERO_IS_OFF = ("grader_tokens_per_minute",)
+_ZERO_IS_OFF = ("grader_tokens_per_minute", "grader_run_deadline")
 
 
 def _limits(cfg: CollectorConfig) -> Iterator[str]:

@@ -18,7 +18,11 @@ while grader calls are open. Budget, collector config keys (``grader_budget.py``
   beyond that is ``not_evaluated`` (``budget``) at once, without being rendered;
 - ``grader_tokens_per_minute`` (0, the default: none): while the calls that answered in the
   last 60 s used that many tokens (input and output, as the providers report them), a call
-  is not made either (``budget``).
+  is not made either (``budget``);
+- ``grader_run_deadline`` (300 s; 0: none): a run's samples are asked only within that long
+  of its settling on the collector's clock; a sample after it (a run that waited for a
+  thread, or whose earlier samples were slow) is ``not_evaluated`` with the reason
+  ``deadline``. A call already open is not cut short: its own ``timeout_s`` bounds it.
 
 With ``grader_traces`` each model call is a ``chat`` span of the collector's own service,
 sent to the forward targets (``exporters/grader_spans.py``); a call a budget refused is no
@@ -111,6 +115,9 @@ class _Budgeted:
         if stage.stopping.is_set():
             stage.count_missing("shutdown")
             raise ProviderError("shutdown")
+        if stage.past_deadline():
+            stage.count_missing("deadline")
+            raise ProviderError("deadline")
         over = "tokens" if stage.tokens.spent() else None if stage.budget.take() else "calls"
         if over is not None:
             stage.count_missing("budget")
@@ -131,6 +138,8 @@ class _Job:
     fragments: tuple[bytes, ...]
     logs: tuple[bytes, ...]
     verdicts: tuple[Verdict, ...]
+    due: float | None
+    """The collector clock's reading after which no call is made for these runs."""
 
 
 Emit = Callable[[Sequence[Verdict]], None]
@@ -150,8 +159,14 @@ class GraderStage:
         calls_per_minute: int,
         tokens_per_minute: int = 0,
         spans: GraderSpans | None = None,
+        run_deadline: float = 0.0,
     ) -> None:
         self.stopping = threading.Event()
+        self.clock = clock
+        self.run_deadline = run_deadline
+        """Seconds of the collector's clock from a run's settling after which no call is
+        made for it (``grader_run_deadline``; 0: none)."""
+        self._due = threading.local()
         self.budget = CallBudget(clock, calls_per_minute)
         self.tokens = TokenBudget(clock, tokens_per_minute)
         self.spans = spans
@@ -202,7 +217,8 @@ class GraderStage:
                 t.start()
                 self._threads.append(t)
         self._waiting += 1
-        self._jobs.put(_Job(tuple(trace.fragments), tuple(trace.logs), wanted))
+        due = self.clock.now() + self.run_deadline if self.run_deadline > 0 else None
+        self._jobs.put(_Job(tuple(trace.fragments), tuple(trace.logs), wanted, due))
 
     def _picks(self, v: Verdict) -> bool:
         ids = {o.rule_id for o in v.outcomes}
@@ -323,6 +339,11 @@ class GraderStage:
         ]
         return "\n".join(out) + "\n"
 
+    def past_deadline(self) -> bool:
+        """Whether the run this grader thread is grading is past its deadline."""
+        due: float | None = getattr(self._due, "at", None)
+        return due is not None and self.clock.now() > due
+
     def count_call(self) -> None:
         """One model call made (a grader thread)."""
         with self._lock:
@@ -348,6 +369,7 @@ class GraderStage:
             job = self._jobs.get()
             if job is None:
                 return
+            self._due.at = job.due
             try:
                 out, lost = self._grade(job)
             except Exception:  # a bug must not end the thread; the verdict is out already
@@ -422,6 +444,7 @@ def grader_stage(
         config.grader_calls_per_minute,
         config.grader_tokens_per_minute,
         spans,
+        config.grader_run_deadline,
     )
 
 
