@@ -19,6 +19,7 @@ from typing import Any
 from tracejudge._build import build_kind
 from tracejudge.collector.assembly import build_stages, forward_queues, verdict_sinks
 from tracejudge.collector.clock import Clock, SystemClock
+from tracejudge.collector.component import Processor
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.exporters.dead_letter import DeadLetterFile
 from tracejudge.collector.exporters.exporter import QueuedExporter
@@ -27,10 +28,12 @@ from tracejudge.collector.exporters.registry import EXPORTERS, ExporterRegistry
 from tracejudge.collector.exporters.targets import TargetSpec, split_forward, target_specs
 from tracejudge.collector.pipeline import Pipeline, scrubber_for
 from tracejudge.collector.processors.cost import RuleCost, check_budget, measure
+from tracejudge.collector.processors.decided import Decided
 from tracejudge.collector.processors.graders import GraderStage, graders_for
 from tracejudge.collector.processors.judge import Judge, load_judge
 from tracejudge.collector.processors.logs_intake import LogsIntake
 from tracejudge.collector.processors.redact import LogScrubber
+from tracejudge.collector.processors.registry import PROCESSORS, DecidedRegistry
 from tracejudge.collector.receivers.http_guard import GuardStats
 from tracejudge.collector.receivers.inflight import InflightBytes
 from tracejudge.collector.receivers.listeners import Listeners
@@ -71,6 +74,7 @@ class Collector:
         judge: Judge | None = None,
         clock: Clock | None = None,
         exporters: ExporterRegistry = EXPORTERS,
+        processors: DecidedRegistry = PROCESSORS,
     ) -> None:
         if judge is None:
             if config.rules is None:
@@ -81,6 +85,9 @@ class Collector:
         self.grader_rules = graders_for(config, judge)  # keys read now: fail fast
         self.graders: GraderStage | None = None
         self.exporters = exporters  # the kinds its targets are built from
+        self.processors = processors  # the decided edge's kinds, in their order
+        self.chain: list[Processor[Decided]] = []
+        """The decided edge's processors as built (``assembly.build_stages``)."""
         self.rule_cost: RuleCost | None = None
         """The rules' cost on the synthetic run (None for a judge that is not the engine)."""
         if isinstance(judge, Engine):
@@ -244,8 +251,10 @@ class Collector:
             clock=self.clock,
             recent=self.recent,
             scrubber=scrubber,
+            processors=self.processors,
         )
         self.pipeline, self.logs, self.graders = stages.pipeline, stages.logs, stages.graders
+        self.chain = stages.processors
         # Log lines can quote span content (exception texts, backend answers).
         self._log_filter = LogScrubber(scrubber)
         log.addFilter(self._log_filter)
@@ -253,6 +262,8 @@ class Collector:
         self.stats.queue_depth = self.pipeline.queue_depth
         if self.logs.queue is not None:
             self.logs.queue.start()
+        for processor in self.chain:
+            processor.start()
         if self.store is not None:
             # The store keeps each target's URL for `tracejudge queue`: never its credentials.
             shown = [TargetSpec(spec.name, display_url(spec.url)) for spec in specs]
@@ -326,6 +337,8 @@ class Collector:
         await self.listeners.abort()
         if self.pipeline is not None:
             self.pipeline.close()
+            for processor in self.chain:
+                processor.shutdown()
             for q in self.pipeline.queues:
                 await q.flush(0.0)
             for sink in self.pipeline.sinks:
@@ -386,8 +399,8 @@ class Collector:
         if p is not None:
             await p.decide_all()
             p.close()
-            if self.graders is not None:
-                self.graders.close()  # waiting runs: not_evaluated (shutdown), sent below
+            for processor in self.chain:  # graders: waiting runs not_evaluated, sent below
+                processor.shutdown()
             results = await asyncio.gather(
                 *(q.flush(max(0.1, end - loop.time())) for q in p.queues)
             )
