@@ -13,7 +13,7 @@ import contextlib
 import gc
 import logging
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tracejudge._build import build_kind
@@ -25,6 +25,7 @@ from tracejudge.collector.exporters.dead_letter import DeadLetterFile
 from tracejudge.collector.exporters.exporter import QueuedExporter
 from tracejudge.collector.exporters.forward import ForwardTarget
 from tracejudge.collector.exporters.registry import EXPORTERS, ExporterRegistry
+from tracejudge.collector.exporters.sinks import VerdictSink
 from tracejudge.collector.exporters.targets import TargetSpec, split_forward, target_specs
 from tracejudge.collector.pipeline import Pipeline, scrubber_for
 from tracejudge.collector.processors.cost import RuleCost, check_budget, measure
@@ -75,7 +76,10 @@ class Collector:
         clock: Clock | None = None,
         exporters: ExporterRegistry = EXPORTERS,
         processors: DecidedRegistry = PROCESSORS,
+        sinks: Sequence[VerdictSink] = (),
     ) -> None:
+        """``sinks``: verdict sinks beside those the config names (an embedding program's
+        own reader of the verdict stream), given to the graph when it is built."""
         if judge is None:
             if config.rules is None:
                 raise ValueError("Collector needs a rules file (config.rules) or a judge")
@@ -86,6 +90,7 @@ class Collector:
         self.graders: GraderStage | None = None
         self.exporters = exporters  # the kinds its targets are built from
         self.processors = processors  # the decided edge's kinds, in their order
+        self.extra_sinks = list(sinks)
         self.chain: list[Processor[Decided]] = []
         """The decided edge's processors as built (``assembly.build_stages``)."""
         self.rule_cost: RuleCost | None = None
@@ -105,7 +110,9 @@ class Collector:
                 otlp_metric_reader(config.metrics_otlp_endpoint, config.metrics_interval)
             )
         self.stats = Stats(
-            readers, MetricLabels(config.metrics_case_slices, config.metrics_max_label_values)
+            readers,
+            MetricLabels(config.metrics_case_slices, config.metrics_max_label_values),
+            gauges=self,  # its gauges read the graph built at start (``queue_depth``...)
         )
         self.store: DiskStore | None = None
         self.disk_room: Room | None = None
@@ -185,6 +192,15 @@ class Collector:
             auth=self.auth_stats.to_dict(),
         )
 
+    def queue_depth(self) -> int:
+        """Spans waiting in all forward queues (0 before ``start``); a ``Gauges`` read."""
+        return self.pipeline.queue_depth() if self.pipeline is not None else 0
+
+    def shadow_pending(self) -> int:
+        """Shadows waiting for their stable run (0 before ``start``); a ``Gauges`` read."""
+        p = self.pipeline
+        return p.shadow.pending() if p is not None and p.shadow is not None else 0
+
     @property
     def grpc_port(self) -> int:
         """The OTLP/gRPC port (0 before ``start``)."""
@@ -223,9 +239,8 @@ class Collector:
         cfg = self.config
         if cfg.queue_dir is not None:
             self.store, self.disk_room = open_for_serve(
-                cfg.queue_dir, cfg.max_disk_queue_bytes, cfg.file_mode
+                cfg.queue_dir, cfg.max_disk_queue_bytes, cfg.file_mode, cfg.decided_cache_size
             )
-            self.store.decided_keep = cfg.decided_cache_size
             log.info("disk queue %s: %s", cfg.queue_dir, self.disk_room.describe())
         for warning in cfg.security_warnings():
             log.warning("%s", warning)
@@ -245,7 +260,7 @@ class Collector:
             self.judge,
             self.grader_rules,
             queues,
-            verdict_sinks(cfg, self.stats),
+            [*verdict_sinks(cfg, self.stats), *self.extra_sinks],
             stats=self.stats,
             store=self.store,
             clock=self.clock,
@@ -259,7 +274,6 @@ class Collector:
         self._log_filter = LogScrubber(scrubber)
         log.addFilter(self._log_filter)
         self._server_log, self._server_errors = server_logger(scrubber, self.clock)
-        self.stats.queue_depth = self.pipeline.queue_depth
         if self.logs.queue is not None:
             self.logs.queue.start()
         for processor in self.chain:
