@@ -25,6 +25,7 @@ from tracejudge.collector.exporters.forward import ForwardTarget, TargetQueue
 from tracejudge.collector.exporters.sinks import JsonlSink, TextSink, VerdictSink, WebhookSink
 from tracejudge.collector.exporters.targets import TargetSpec
 from tracejudge.collector.pipeline import Pipeline
+from tracejudge.collector.processors.cost import RuleCost
 from tracejudge.collector.processors.decided import Context, Decided
 from tracejudge.collector.processors.graders import GraderStage
 from tracejudge.collector.processors.grading import Grading
@@ -112,6 +113,7 @@ def build_stages(
     recent: RecentVerdicts,
     scrubber: Scrubber,
     processors: DecidedRegistry = PROCESSORS,
+    rule_cost: RuleCost | None = None,
 ) -> Stages:
     """The pipeline and the stages around it, each built with its collaborators; the
     decided edge chains one processor of each kind of ``processors``, in its order."""
@@ -135,5 +137,6 @@ def build_stages(
         shadow=shadow,
         decided=chain[0] if chain else None,
         rules_version=str(getattr(ruleset, "version", "")),
+        rule_cost=rule_cost,
     )
     return Stages(pipeline, logs, chain)

@@ -47,12 +47,7 @@ from tracejudge.collector.telemetry.exposition import render as render_prometheu
 from tracejudge.collector.telemetry.health import degraded_reasons
 from tracejudge.collector.telemetry.metric_labels import MetricLabels
 from tracejudge.collector.telemetry.server_log import ServerErrors, server_logger
-from tracejudge.collector.telemetry.snapshot import (
-    disk_entry,
-    hold_entries,
-    judging_entry,
-    target_entries,
-)
+from tracejudge.collector.telemetry.snapshot import disk_entry, merge
 from tracejudge.collector.telemetry.stats import Stats, otlp_metric_reader
 from tracejudge.engine.engine import Engine
 from tracejudge.gate.recent import RecentVerdicts
@@ -150,10 +145,11 @@ class Collector:
         pipeline's scrubber exists (``server_log.py``)."""
 
     def snapshot(self) -> dict[str, Any]:
-        """Counts for ``/metrics`` (and ``/healthz``)."""
+        """``/metrics`` (and ``/healthz``): the sum of the components' snapshots (the
+        counters, the listeners, the pipeline, the disk queue and dead-letter file, the
+        decided edge's processors), with the status they add up to."""
         p = self.pipeline
         queues = p.queues if p is not None else []
-        targets = target_entries(queues)
         disk: dict[str, Any] | None = None
         if self.store is not None:
             disk = disk_entry(
@@ -163,34 +159,24 @@ class Collector:
                 self.removed_targets,
                 self.config.retry_after_hint,
             )
-        # A backend failing with data waiting for it, a disk queue refusing or failing.
-        reasons = degraded_reasons(targets, disk)
-        status = "stopping" if self._stopping else "degraded" if reasons else "ok"
-        return self.stats.snapshot(
-            status=status,
-            reasons=reasons,
-            build=build_kind(),
-            **hold_entries(p.hold if p is not None else None),
-            inflight_request_bytes={
-                "bytes": self.inflight.nbytes,
-                "max_bytes": self.inflight.limit,
-                "refused": self.inflight.refused,
-            },
-            judging=judging_entry(self.config, self.rule_cost, p),
-            decisions_waiting=p.decisions_waiting() if p else False,
-            targets=targets,
-            disk_queue=disk,
-            dead_letter=self.dead_letter.snapshot() if self.dead_letter is not None else None,
-            logs=self.logs.snapshot() if self.logs is not None else None,
-            graders=self.graders.snapshot() if self.graders is not None else None,
-            http_connections={
-                "open": sum(self.http_guard.clients.values()),
-                "timed_out": self.http_guard.timed_out,
-                "refused": self.http_guard.refused,
-                "tls_failed": self.http_guard.tls_failed,
-            },
-            auth=self.auth_stats.to_dict(),
+        parts = merge(
+            [
+                self.listeners.snapshot(),
+                p.snapshot() if p is not None else {},
+                {
+                    "disk_queue": disk,
+                    "dead_letter": (
+                        self.dead_letter.snapshot() if self.dead_letter is not None else None
+                    ),
+                },
+                *(processor.snapshot() for processor in self.chain),
+            ]
         )
+        # A backend failing with data waiting for it, a disk queue refusing or failing.
+        reasons = degraded_reasons(parts.get("targets", {}), disk)
+        status = "stopping" if self._stopping else "degraded" if reasons else "ok"
+        own = {"status": status, "reasons": reasons, "build": build_kind()}
+        return merge([self.stats.snapshot(), own, parts])
 
     def queue_depth(self) -> int:
         """Spans waiting in all forward queues (0 before ``start``); a ``Gauges`` read."""
@@ -267,6 +253,7 @@ class Collector:
             recent=self.recent,
             scrubber=scrubber,
             processors=self.processors,
+            rule_cost=self.rule_cost,
         )
         self.pipeline, self.logs, self.graders = stages.pipeline, stages.logs, stages.graders
         self.chain = stages.processors

@@ -35,7 +35,7 @@ from tracejudge.collector.exporters.payload import Payload, Piece
 from tracejudge.collector.exporters.sinks import VerdictObserver, VerdictSink
 from tracejudge.collector.processors.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.processors.conversations import ConversationBuffer, conversation_trace_ids
-from tracejudge.collector.processors.cost import CostWatch
+from tracejudge.collector.processors.cost import CostWatch, RuleCost
 from tracejudge.collector.processors.decide import Decider, Outcome, payloads_for
 from tracejudge.collector.processors.decided import Decided, DecidedTrace
 from tracejudge.collector.processors.hold import TraceHold
@@ -48,6 +48,7 @@ from tracejudge.collector.processors.worker import AdaptiveJudging, BatchJob
 from tracejudge.collector.storage import replay
 from tracejudge.collector.storage.durability import durability_for
 from tracejudge.collector.storage.store import DecidedRow, DiskStore
+from tracejudge.collector.telemetry.snapshot import judging_entry
 from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Verdict
 
@@ -90,6 +91,7 @@ class Pipeline:
         shadow: ShadowPairs | None = None,
         decided: Consumer[Decided] | None = None,
         rules_version: str = "",
+        rule_cost: RuleCost | None = None,
     ) -> None:
         """The collaborators after ``observers`` are built by the collector, which shares
         them with other stages (the logs intake holds its records in ``hold``); left out,
@@ -141,6 +143,9 @@ class Pipeline:
         """Deadline of the oldest due trace not yet judged (infinity when none)."""
         self.cost = CostWatch(config.max_rule_cost)
         """Judging time per run against the rule-cost budget."""
+        self.rule_cost = rule_cost
+        """What the rules cost on the synthetic run (measured by the collector; None for a
+        judge that is not the engine): ``/metrics`` ``judging.rule_cost_ms``."""
 
     @property
     def buffer(self) -> TraceBuffer:
@@ -486,3 +491,13 @@ class Pipeline:
     def queue_depth(self) -> int:
         """Spans waiting in all forward queues."""
         return self.fanout.queue_depth()
+
+    def snapshot(self) -> dict[str, Any]:
+        """Its ``/metrics`` entries: what waits in the hold, the judging side, whether
+        decisions wait for room, and each forward target by URL."""
+        return {
+            **self.hold.snapshot(),
+            "judging": judging_entry(self.config, self.rule_cost, self),
+            "decisions_waiting": self.decisions_waiting(),
+            "targets": {q.target.url: q.snapshot() for q in self.fanout.queues},
+        }

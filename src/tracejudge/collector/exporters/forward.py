@@ -18,7 +18,7 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -519,6 +519,20 @@ class TargetQueue:
             self.dead_lettered += spans
             self.dead_lettered_batches += 1
         self._done(batch, "dead_lettered" if kept else "dropped")
+
+    def snapshot(self) -> dict[str, Any]:
+        """Its entry under ``/metrics`` ``targets`` (keyed by its URL): queue and failures."""
+        return {
+            "name": self.name,
+            "queued_spans": self.spans,
+            "queued_bytes": self.nbytes,
+            "peak_bytes": self.peak_bytes,
+            "failures": self.failures,
+            "worker_restarts": self.restarts,
+            "dead_lettered": self.dead_lettered,
+            "dead_lettered_batches": self.dead_lettered_batches,
+            "last_error": self.last_error,
+        }
 
     async def flush(self, timeout: float) -> bool:
         """Stop after the queue drains or ``timeout`` passes; True when it drained."""
