@@ -121,10 +121,12 @@ class Lifecycle:
     ``shutdown`` report whether they changed anything, so a second call does nothing, and
     ``check`` refuses a batch after ``shutdown``."""
 
-    __slots__ = ("name", "started", "stopped")
+    __slots__ = ("name", "role", "started", "stopped")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, role: str = "processor") -> None:
         self.name = name
+        self.role = role
+        """What it is, for the refusal (``processor``, ``exporter``)."""
         self.started = False
         self.stopped = False
 
@@ -145,7 +147,7 @@ class Lifecycle:
     def check(self) -> None:
         """Raise ``ComponentStopped`` once shut down (a batch must not be lost silently)."""
         if self.stopped:
-            raise ComponentStopped(f"processor {self.name!r} is shut down: batch refused")
+            raise ComponentStopped(f"{self.role} {self.name!r} is shut down: batch refused")
 
 
 @dataclass(frozen=True)
