@@ -1,7 +1,10 @@
 """``tracejudge serve``: run the judging OTLP collector.
 
-Flags override the YAML config file; every value is checked before anything starts, so a
-typo fails at launch with the key's name rather than later with a lost trace.
+Settings come from, lowest precedence first: their defaults, the YAML config file
+(``--config``), ``TRACEJUDGE_<SECTION>_<KEY>`` environment variables, ``--set
+SECTION.KEY=VALUE`` and the explicit flags (``config_sources``). Every value is checked
+before anything starts, so a typo fails at launch with the key's name rather than later
+with a lost trace.
 
 A backend is optional: ``--output FILE`` keeps the judged traces as OTLP/JSON lines, and
 with neither ``--forward`` nor ``--output`` nor ``--verdicts-jsonl`` the verdicts are
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +27,23 @@ import click
 
 from tracejudge.cli.errors import InputError
 from tracejudge.collector.collector import Collector
-from tracejudge.collector.config import ConfigError, build_config, load_config_file
+from tracejudge.collector.config import TABLE, ConfigError, config_from, load_config_file
+from tracejudge.collector.config_sources import given, read_sources
 from tracejudge.collector.security.credentials import is_reference
 
-_NO_RULES = "rules: a rules file is required (--rules or rules: in --config)"
+_NO_RULES = "judge.rules: a rules file is required (--rules, or judge.rules in --config)"
 
 
 @click.command("serve")
 @click.option("--config", "config_file", type=click.Path(path_type=Path), help="YAML config file.")
+@click.option(
+    "sets",
+    "--set",
+    multiple=True,
+    metavar="SECTION.KEY=VALUE",
+    help="Any setting (docs/configuration.md), VALUE as YAML (8, 2s, [a, b]); repeatable. "
+    "Over the file and TRACEJUDGE_* variables, under the flags.",
+)
 @click.option("--rules", type=click.Path(path_type=Path), help="Rules file to judge runs with.")
 @click.option(
     "--baselines",
@@ -218,7 +231,7 @@ _NO_RULES = "rules: a rules file is required (--rules or rules: in --config)"
 @click.option("--grpc-max-connection-age", help="GOAWAY gRPC connections this old (default never).")
 @click.option("--metrics-otlp-endpoint", help="Export collector metrics over OTLP/HTTP here.")
 @click.option("-v", "--verbose", is_flag=True, help="Log at INFO level.")
-def serve(config_file: Path | None, verbose: bool, **flags: Any) -> None:
+def serve(config_file: Path | None, sets: tuple[str, ...], verbose: bool, **flags: Any) -> None:
     """Receive OTLP, judge each finished agent run, stamp verdicts, forward to backends."""
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
@@ -237,18 +250,17 @@ def serve(config_file: Path | None, verbose: bool, **flags: Any) -> None:
                     "in `ps`; pass env:VAR or file:PATH instead for a secret",
                     err=True,
                 )
-        no_rules = file_values.get("rules") is None and flags.get("rules") is None
+        items = read_sources(TABLE, file_values, flags, os.environ, sets)
+        told = given(items)
         try:
-            config = build_config(file_values, flags)
+            config = config_from(items)
         except ConfigError as exc:  # every problem at once, the missing rules file included
-            raise ConfigError(*exc.problems, *([_NO_RULES] if no_rules else [])) from exc
+            missing = [] if "rules" in told else [_NO_RULES]
+            raise ConfigError(*exc.problems, *missing) from exc
         if config.rules is None:
             raise ConfigError(_NO_RULES)
         if not config.forward and config.output is None and config.verdicts_jsonl is None:
             config.verdicts_jsonl = "-"  # no backend: the verdicts are the output
-        told = {k.replace("-", "_") for k in file_values} | {
-            k for k, v in flags.items() if v is not None
-        }
         if "verdict_lines" not in told:  # a human line per run, unless stdout has the JSON
             config.verdict_lines = config.verdicts_jsonl != "-"
         config.validate()

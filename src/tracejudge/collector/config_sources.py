@@ -10,8 +10,10 @@ the user wrote. What cannot be read at all (an unknown key, a bad ``--set``, a v
 under a section that has no such key) is a problem string, in the order it was met.
 
 Values of variables and ``--set`` are YAML scalars or flow values (``8``, ``2s``,
-``[grpc://a:4317, grpc://b:4317]``, ``{api-key: env:API_KEY}``). A problem never shows a
-value read from a variable or ``--set`` (it may be a secret): only its key and what is wrong.
+``[grpc://a:4317, grpc://b:4317]``, ``{api-key: env:API_KEY}``). Text that is no YAML
+value is reported by its key and YAML's complaint, never the text (it may hold a secret);
+values that parse are checked like the file's, whose messages never show a header's value
+or a URL's credentials (``access``, ``display_url``).
 Other ``TRACEJUDGE_*`` variables (``TRACEJUDGE_TOKEN``, ``TRACEJUDGE_CACHE_DIR``...), whose
 second word is no section, are not settings and are left alone.
 """
