@@ -96,7 +96,8 @@ def _section(section: str, value: Any, table: Table) -> list[Item]:
     if value is None:  # a section with every key commented out
         return []
     if not isinstance(value, Mapping):
-        return [f"{section}: expected a mapping of its keys ({table.keys_of(section)})"]
+        known = table.keys_of(section)
+        return [f"{section}: expected a mapping of its keys (known in {section}: {known})"]
     out: list[Item] = []
     for raw_key, item in value.items():
         found = table.sections[section].get(_norm(raw_key))
