@@ -114,12 +114,12 @@ class CollectorConfig:
         "refused at start, and each live run over it is counted and logged (null or 0: off).",
     )  # fmt: skip
     max_judge_time: float | None = setting(
-        10.0, D, "judge.max_judge_time",
+        10.0, D, "judge.max_time",
         "CPU time judging one trace may take; a run not judged by then gets verdict `error` "
         "and its spans are forwarded (null or 0: off).",
     )  # fmt: skip
     max_judge_lag: float = setting(
-        5.0, D, "judge.max_judge_lag",
+        5.0, D, "judge.max_lag",
         "Receivers push back (retry later) while the oldest due trace waits longer than this "
         "to be judged.",
     )  # fmt: skip
