@@ -20,10 +20,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tracejudge.collector.config import SETTINGS
-from tracejudge.collector.config_kinds import Kind, Setting
+from tracejudge.collector.config_kinds import format_value
 
 ROOT = Path(__file__).resolve().parents[3]
 PAGE = ROOT / "docs" / "configuration.md"
@@ -55,36 +53,6 @@ _HEADER = """\
 """
 
 
-def _seconds(value: float) -> str:
-    for unit, size in (("h", 3600.0), ("m", 60.0), ("s", 1.0)):
-        if value >= size and value % size == 0:
-            return f"{int(value // size)}{unit}"
-    if value == 0:
-        return "0s"
-    return f"{round(value * 1000)}ms" if value < 1 else f"{value:g}s"
-
-
-def _bytes(value: int) -> str:
-    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if value % size == 0:
-            return f"{value // size}{unit}"
-    return str(value)
-
-
-def shown(setting: Setting, value: Any) -> str:
-    """``value`` as the YAML a user writes for ``setting``: ``2s``, ``64MiB``, ``"0600"``."""
-    if value is None:
-        return "null"
-    if setting.kind is Kind.DURATION:
-        return _seconds(float(value))
-    if setting.kind is Kind.SIZE:
-        return _bytes(int(value))
-    if setting.kind is Kind.MODE:
-        return f'"{value:04o}"'
-    dumped = yaml.safe_dump(value, default_flow_style=True, width=1000).strip()
-    return dumped.removesuffix("\n...").removesuffix("...").strip()
-
-
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -97,7 +65,7 @@ def table() -> str:
     ]
     rows = [
         f"| {s.section} | `{s.key}` | `{s.name}` | {s.kind.value} | {s.unit} "
-        f"| `{shown(s, s.default)}` | `{s.env}` | {_cell(s.help)} |"
+        f"| `{format_value(s.kind, s.default)}` | `{s.env}` | {_cell(s.help)} |"
         for s in SETTINGS
     ]
     return "\n".join([BEGIN, *head, *rows, END])
@@ -121,10 +89,10 @@ def example_yaml() -> str:
             lines += ["", f"{section}:"]
         lines += textwrap.wrap(s.help, width=96, initial_indent="  # ", subsequent_indent="  # ")
         if s.name in EXAMPLE_VALUES:
-            value = shown(s, EXAMPLE_VALUES[s.name])
-            lines.append(f"  {s.key}: {value}  # default: {shown(s, s.default)}")
+            value = format_value(s.kind, EXAMPLE_VALUES[s.name])
+            lines.append(f"  {s.key}: {value}  # default: {format_value(s.kind, s.default)}")
         else:
-            lines.append(f"  # {s.key}: {shown(s, s.default)}")
+            lines.append(f"  # {s.key}: {format_value(s.kind, s.default)}")
     return "\n".join(lines) + "\n"
 
 

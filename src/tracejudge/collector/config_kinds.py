@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import yaml
+
 from tracejudge.collector.security import access
 
 
@@ -142,6 +144,37 @@ def _settings(cls: type[Any]) -> Iterator[Setting]:
         else:
             raise TypeError(f"{cls.__name__}.{f.name}: a setting needs a default")
         yield Setting(f.name, meta.section, meta.key, meta.kind, meta.help, meta.unit, default)
+
+
+def _seconds(value: float) -> str:
+    for unit, size in (("h", 3600.0), ("m", 60.0), ("s", 1.0)):
+        if value >= size and value % size == 0:
+            return f"{int(value // size)}{unit}"
+    if value == 0:
+        return "0s"
+    return f"{round(value * 1000)}ms" if value < 1 else f"{value:g}s"
+
+
+def _bytes(value: int) -> str:
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if value % size == 0:
+            return f"{value // size}{unit}"
+    return str(value)
+
+
+def format_value(kind: Kind, value: Any) -> str:
+    """``value`` as the YAML a user writes for a setting of ``kind``: ``2s``, ``64MiB``,
+    ``"0600"`` (the docs' defaults, the example file's, the flags' help)."""
+    if value is None:
+        return "null"
+    if kind is Kind.DURATION:
+        return _seconds(float(value))
+    if kind is Kind.SIZE:
+        return _bytes(int(value))
+    if kind is Kind.MODE:
+        return f'"{value:04o}"'
+    dumped = yaml.safe_dump(value, default_flow_style=True, width=1000).strip()
+    return dumped.removesuffix("\n...").removesuffix("...").strip()
 
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?\s*$")
