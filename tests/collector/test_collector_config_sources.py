@@ -279,3 +279,38 @@ def test_serve_flags_win_over_set_and_the_environment(tmp_path: Path) -> None:
     assert "TRACEJUDGE_DECISION_WAIT_AFTER_ROOT must not exceed decision.wait" in done.output
     done = CliRunner().invoke(main, [*args, "--decision-wait-after-root", "3s"], env=env)
     assert "decision_wait_after_root must not exceed decision.wait" in done.output
+
+
+def test_each_flag_is_generated_from_its_setting() -> None:
+    """``serve``'s flags are the ``COMMON`` settings' (name, type by kind, help with the
+    nested key and default), and each sets its setting, over every other layer."""
+    from tracejudge.cli.serve import serve
+    from tracejudge.cli.serve_flags import COMMON
+
+    params = {p.name for p in serve.params}
+    assert set(COMMON) <= params
+    assert params - set(COMMON) == {"config_file", "sets", "health_port", "verbose"}
+    args = [
+        "--forward-header", "x-tenant=acme", "--keep-content", "--no-strict",
+        "--grpc-port", "1", "--decision-wait", "3s", "--redact-pattern", "a+",
+        "--redact-pattern", "b+", "--health-port", "9", "--max-buffered-bytes", "1MiB",
+        "--forward", "grpc://a:4317", "--rules", str(RULES), "--file-mode", "0640",
+    ]  # fmt: skip
+    ctx = serve.make_context("serve", args)
+    flags = {k: (list(v) or None) if isinstance(v, tuple) else v for k, v in ctx.params.items()}
+    del flags["config_file"], flags["sets"], flags["verbose"]
+    cfg = build_config(
+        {"drop_content": True, "strict": True}, flags, sets=["receivers.grpc_port=2"]
+    )
+    assert (cfg.drop_content, cfg.strict, cfg.grpc_port, cfg.management_port) == (
+        False,
+        False,
+        1,
+        9,
+    )
+    assert (cfg.decision_wait, cfg.max_buffered_bytes, cfg.file_mode) == (3.0, 1024**2, 0o640)
+    assert cfg.redact_patterns == ["a+", "b+"]
+    assert cfg.forward_headers == {"x-tenant": "acme"}
+    assert cfg.forward == ["grpc://a:4317"]
+    helped = serve.get_help(ctx)
+    assert "[graders.traces; default false]" in " ".join(helped.split())

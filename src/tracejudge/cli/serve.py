@@ -57,9 +57,7 @@ def serve(config_file: Path | None, sets: tuple[str, ...], verbose: bool, **flag
     )
     try:
         file_values = load_config_file(config_file) if config_file else {}
-        flags["forward"] = list(flags["forward"]) or None
-        flags["redact_patterns"] = list(flags["redact_patterns"]) or None
-        flags["forward_headers"] = list(flags["forward_headers"]) or None
+        flags = {k: (list(v) or None) if isinstance(v, tuple) else v for k, v in flags.items()}
         for item in flags["forward_headers"] or ():
             name, _, value = item.partition("=")
             if value and not is_reference(value):
