@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tracejudge.collector import config_docs
-from tracejudge.collector.config import SETTINGS, TABLE, CollectorConfig, build_config
+from tracejudge.collector.config import SETTINGS, TABLE, CollectorConfig, ConfigError, build_config
 from tracejudge.collector.config_paths import resolve_config_paths
 
 _KEY_LINE = re.compile(r"^  # ([a-z_]+): (.*)$")
@@ -83,3 +83,19 @@ def test_check_mode_fails_on_a_stale_copy(
     assert config_docs.main(["--check"]) == 1
     assert config_docs.main([]) == 0
     assert config_docs.main(["--check"]) == 0
+
+
+def test_the_collector_page_shows_the_errors_serve_prints() -> None:
+    """docs/collector.md's example of a config with four mistakes is what serve says for it."""
+    page = (config_docs.ROOT / "docs" / "collector.md").read_text(encoding="utf-8")
+    shown = page.split("```\nError: 4 problems in the configuration:\n", 1)[1].split("```")[0]
+    values = {
+        "decision": {"wait": "soon", "tick": "5s"},
+        "exporters": {
+            "targets": ["http://127.0.0.1:4318", {"url": "https://b", "headers": {"bad name": "x"}}]
+        },
+        "receivers": {"grpc_port": 70000},
+    }
+    with pytest.raises(ConfigError) as err:
+        build_config(values, {})
+    assert str(err.value) == "4 problems in the configuration:\n" + shown.rstrip("\n")
