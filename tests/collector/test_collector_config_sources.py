@@ -314,3 +314,23 @@ def test_each_flag_is_generated_from_its_setting() -> None:
     assert cfg.forward == ["grpc://a:4317"]
     helped = serve.get_help(ctx)
     assert "[graders.traces; default false]" in " ".join(helped.split())
+
+
+def test_no_other_tracejudge_variable_falls_under_a_section() -> None:
+    """The variables the rest of the project reads (``TRACEJUDGE_TRACES_FILE``...) and the
+    deployment files set (``TRACEJUDGE_TOKEN``...) are not settings: none begins with a
+    section's prefix, or serve would refuse them as unknown settings."""
+    import re
+
+    settings = {s.env for s in SETTINGS}
+    prefixes = tuple(f"TRACEJUDGE_{section.upper()}_" for section in TABLE.sections)
+    found: set[str] = set()
+    for folder in ("src", "collector", "scripts", "examples"):
+        for path in (ROOT / folder).rglob("*"):
+            if path.suffix in (".py", ".yaml", ".yml", ".sh", ".tpl", ".md") and path.is_file():
+                found |= set(re.findall(r"\bTRACEJUDGE_[A-Z][A-Z0-9_]*", path.read_text("utf-8")))
+    code = (ROOT / "src" / "tracejudge" / "semconv.py").read_text(encoding="utf-8")
+    names = {v for v in found if not re.search(rf"^{v}\b", code, re.M)} - settings
+    assert "TRACEJUDGE_TRACES_FILE" in names
+    assert "TRACEJUDGE_TOKEN" in names
+    assert [v for v in names if v.startswith(prefixes)] == []
