@@ -334,3 +334,33 @@ def test_no_other_tracejudge_variable_falls_under_a_section() -> None:
     assert "TRACEJUDGE_TRACES_FILE" in names
     assert "TRACEJUDGE_TOKEN" in names
     assert [v for v in names if v.startswith(prefixes)] == []
+
+
+def test_one_setting_written_twice_in_one_file_is_a_mistake() -> None:
+    """Nested and flat, or a former name and the new one, in one file: which was meant? The
+    second is reported, as written; across layers a later one simply wins."""
+    problems = _problems({"decision": {"wait": "3s"}, "decision_wait": "4s", "health_port": 1, "management_port": 2})  # fmt: skip
+    assert problems == [
+        "decision_wait: given twice (also as decision.wait)",
+        "management_port: given twice (also as health_port)",
+    ]
+    assert _problems({"health_port": 70000}) == ["health_port: 70000 is not a port number"]
+    cfg = build_config({"decision_wait": "4s"}, {}, sets=["decision.wait=5s"])
+    assert cfg.decision_wait == 5.0
+
+
+def test_a_literal_header_in_set_is_warned_about_and_never_printed() -> None:
+    """``--set exporters.headers`` is argv, like ``--forward-header``: a literal value is
+    visible in ``ps``, so serve warns, naming the header, not its value."""
+    done = CliRunner().invoke(
+        main,
+        [
+            "serve", "--rules", str(RULES), "--set", "exporters.headers={api-key: s3cret, x-b: env:B}",
+            "--set", "decision.tick=5s",
+        ],
+    )  # fmt: skip
+    assert done.exit_code == 2, done.output
+    assert "warning: --set exporters.headers api-key: the value is visible" in done.output
+    assert "exporters.headers x-b" not in done.output
+    assert "s3cret" not in done.output
+    assert "decision.tick: must be in (0, 1s]" in done.output

@@ -30,7 +30,8 @@ from tracejudge.cli.errors import InputError
 from tracejudge.cli.serve_flags import setting_flags
 from tracejudge.collector.collector import Collector
 from tracejudge.collector.config import TABLE, ConfigError, config_from, load_config_file
-from tracejudge.collector.config_sources import given, read_sources
+from tracejudge.collector.config_kinds import Kind
+from tracejudge.collector.config_sources import Item, Written, given, read_sources
 from tracejudge.collector.security.credentials import is_reference
 
 _NO_RULES = "judge.rules: a rules file is required (--rules, or judge.rules in --config)"
@@ -67,6 +68,12 @@ def serve(config_file: Path | None, sets: tuple[str, ...], verbose: bool, **flag
                     err=True,
                 )
         items = read_sources(TABLE, file_values, flags, os.environ, sets)
+        for label, name in _literal_headers(items):
+            click.echo(
+                f"warning: {label} {name}: the value is visible to every user in `ps`; "
+                "pass env:VAR or file:PATH instead for a secret",
+                err=True,
+            )
         told = given(items)
         try:
             config = config_from(items)
@@ -97,6 +104,21 @@ def serve(config_file: Path | None, sets: tuple[str, ...], verbose: bool, **flag
             else "--queue-dir DIR keeps undelivered spans on disk until the backend is back"
         )
         raise click.ClickException(f"{lost} accepted spans were lost; {keep}")
+
+
+def _literal_headers(items: list[Item]) -> list[tuple[str, str]]:
+    """``(label, header)`` for each literal header value given by ``--set`` (argv): as
+    ``--forward-header``'s, it is visible in ``ps``."""
+    out: list[tuple[str, str]] = []
+    for item in items:
+        if not isinstance(item, Written) or not item.label.startswith("--set "):
+            continue
+        if TABLE.by_name[item.name].kind is Kind.HEADERS and isinstance(item.value, dict):
+            literal = [
+                k for k, v in item.value.items() if isinstance(v, str) and not is_reference(v)
+            ]
+            out += [(item.label, str(k)) for k in literal]
+    return out
 
 
 def _announce(line: str) -> None:

@@ -88,7 +88,22 @@ def from_mapping(values: Mapping[str, Any], table: Table) -> list[Item]:
         if found is None:
             out.append(f"unknown key {raw_key!r} (known: {table.known()})")
         else:
-            out.append(Written(found.name, found.name, value))
+            out.append(Written(found.name, key, value))
+    return _once(out)
+
+
+def _once(items: list[Item]) -> list[Item]:
+    """``items`` with a second value for one setting in one layer made a problem
+    (``decision.wait`` and ``decision_wait`` in one file: which did the author mean?)."""
+    seen: dict[str, str] = {}
+    out: list[Item] = []
+    for item in items:
+        if isinstance(item, Written) and item.value is not None:
+            if item.name in seen:
+                out.append(f"{item.label}: given twice (also as {seen[item.name]})")
+                continue
+            seen[item.name] = item.label
+        out.append(item)
     return out
 
 
