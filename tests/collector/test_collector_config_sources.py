@@ -364,3 +364,14 @@ def test_a_literal_header_in_set_is_warned_about_and_never_printed() -> None:
     assert "exporters.headers x-b" not in done.output
     assert "s3cret" not in done.output
     assert "decision.tick: must be in (0, 1s]" in done.output
+
+
+def test_a_nested_config_reads_its_findings_in_nested_keys() -> None:
+    """A finding over a key the file did not write names it the way the file writes keys:
+    nested for a nested file, flat for a flat one."""
+    assert _problems({"exporters": {"evaluation_logs": True}}) == [
+        "exporters.evaluation_logs: needs exporters.logs (a logs endpoint)"
+    ]
+    assert _problems({"evaluation_logs": True}) == [
+        "evaluation_logs: needs forward_logs (a logs endpoint)"
+    ]

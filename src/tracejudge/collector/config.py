@@ -550,6 +550,8 @@ def config_from(items: Sequence[Item]) -> CollectorConfig:
             merged[item.name] = value
         labels[item.name] = item.label
     config = CollectorConfig(**merged)
+    if any("." in label for label in labels.values()):  # the nested style: name keys so
+        labels = {s.name: s.path for s in SETTINGS} | labels
     found.extend(relabel(config_checks.problems(config, frozenset(failed)), labels))
     if found:
         raise ConfigError(*found)
