@@ -1,9 +1,9 @@
 # The two commands of the README's quickstart. Both set everything up from scratch.
 #   make demo   - the main job: the refund agent judged by an embedded collector
-#   make test   - semconv, content-docs and rules-schema freshness, lint, strict types and the whole
+#   make test   - semconv, content-docs, config-docs and rules-schema freshness, lint, strict types and the whole
 #                 test suite, end-to-end tests against real Jaeger, the OpenTelemetry Collector and
 #                 Prometheus included
-.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check content-docs content-docs-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-langgraph bench-engine bench-decode bench-collector bench-scaleout bench-accuracy bench-frameworks dev-labels dev-labels-check
+.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check content-docs content-docs-check config-docs config-docs-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-langgraph bench-engine bench-decode bench-collector bench-collector-graders bench-scaleout bench-accuracy bench-frameworks dev-labels dev-labels-check
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -33,6 +33,14 @@ content-docs: bootstrap
 
 content-docs-check: bootstrap
 	$(PY) scripts/gen_content_docs.py --check
+
+# docs/configuration.md's settings table and collector/tracejudge.example.yaml, from the
+# settings declared in src/tracejudge/collector/config.py.
+config-docs: bootstrap
+	$(PY) -m tracejudge.collector.config_docs
+
+config-docs-check: bootstrap
+	$(PY) -m tracejudge.collector.config_docs --check
 
 # The shipped rules JSON Schema, generated from the check declarations (CheckSpec).
 rules-schema: bootstrap
@@ -92,6 +100,11 @@ bench-decode: bootstrap compiled
 
 bench-collector: bootstrap compiled backends
 	$(PY) bench/bench_collector.py --anchor
+
+# The deterministic verdicts' rate with a grader on every run, its judge held or answering,
+# next to none (issue 21: graders run off the decision path); builds and modes alternating.
+bench-collector-graders: bootstrap compiled
+	$(PY) bench/bench_collector.py --graders off,held,answering --rounds 2 --throughput-only
 
 # Sizing (docs/deployment.md#sizing): one instance alone, then the shipped load balancer (the
 # real OTel Collector) in front of 2 and 3 instances; CPU per 1,000 spans of each process.

@@ -10,11 +10,18 @@ pure-Python build (``.venv``) side by side:
 - p50/p99 time from a trace being finished (its decision deadline) to its forward being
   acknowledged, at half the sustained rate,
 - memory per buffered span against its wire size (RSS growth while holding traces),
-- optionally the OpenTelemetry Collector with tail_sampling as an anchor (``--anchor``).
+- optionally the OpenTelemetry Collector with tail_sampling as an anchor (``--anchor``),
+- optionally the same with a grader rule on every run (``--graders off,held,answering``):
+  ``held``, the judge model never answers during the window (every grader thread waits on
+  it); ``answering``, it answers at once, within the default call budget. The deterministic
+  verdicts' rate must not move: graders run off the decision path. No language model can
+  run here, so the judge is the tests' scripted loopback server (``tests/support``).
 
 Run: ``make bench-collector`` (builds ``.venv-compiled`` first) or
 ``.venv/bin/python bench/bench_collector.py [--seconds 10] [--builds compiled,pure]
-[--anchor]``. The collector is pinned to CPU 0; the load generator and the sink share CPU 1.
+[--anchor] [--graders off,held,answering]``; ``make bench-collector-graders`` runs the
+graders comparison. The collector is pinned to CPU 0; the load generator and the sink share
+CPU 1.
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ class SinkThread:
         self.port = free_port()
         self.bytes = 0
         self.requests = 0
+        self.log_requests = 0
         self.loop = asyncio.new_event_loop()
 
         async def post(request: web.Request) -> web.Response:
@@ -70,9 +78,15 @@ class SinkThread:
             self.requests += 1
             return web.Response(body=b"", content_type="application/x-protobuf")
 
+        async def logs(request: web.Request) -> web.Response:
+            await request.read()
+            self.log_requests += 1
+            return web.Response(body=b"", content_type="application/x-protobuf")
+
         async def start() -> None:
             app = web.Application(client_max_size=1 << 30)
             app.router.add_post("/v1/traces", post)
+            app.router.add_post("/v1/logs", logs)  # grader outcomes (--graders)
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
             await web.TCPSite(runner, "127.0.0.1", self.port).start()
@@ -116,13 +130,53 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def write_rules(tmp: Path) -> Path:
-    """The engine benchmark's rule set as a rules file."""
+def write_rules(tmp: Path, extra: str = "", name: str = "rules.yaml") -> Path:
+    """The engine benchmark's rule set as a rules file, ``extra`` rules appended."""
     from bench_engine import EXTRA_RULES
 
-    path = tmp / "rules.yaml"
-    path.write_text((ROOT / "examples" / "refund" / "rules.yaml").read_text() + EXTRA_RULES)
+    path = tmp / name
+    rules = (ROOT / "examples" / "refund" / "rules.yaml").read_text() + EXTRA_RULES + extra
+    path.write_text(rules)
     return path
+
+
+GRADER_RULE = """
+  - id: bench-claims-backed
+    layer: outcome
+    severity: warn
+    check:
+      type: grader
+      model: judge-1
+      when: always
+      timeout_s: 600
+      base_url: {base_url}
+      api_key_file: judge-key.txt
+      properties:
+        - id: claims_backed
+          question: Every action the agent says it took is backed by a successful tool result.
+"""
+"""A grader on every run (``when: always``), so every verdict queues a model call."""
+GRADER_MODES = ("off", "held", "answering")
+
+
+def judge_server(mode: str) -> Any:
+    """The scripted judge for ``mode`` (started), from the tests' support code."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests.support.judge_server import HOLD, JudgeServer, openai_reply
+
+    answer = {"properties": [{"id": "claims_backed", "answer": "insufficient_evidence",
+                              "span_ids": [], "reason": "bench"}]}  # fmt: skip
+    reply = HOLD if mode == "held" else openai_reply(json.dumps(answer))
+    return JudgeServer([reply]).__enter__()
+
+
+def grader_summary(m: dict[str, Any]) -> dict[str, Any] | None:
+    """What the graders did, from a /metrics snapshot (None: no graders)."""
+    g = m.get("graders")
+    if not g:
+        return None
+    return {k: g.get(k) for k in ("runs", "waiting", "calls", "not_evaluated", "over_budget")}
 
 
 class Serve:
@@ -130,6 +184,8 @@ class Serve:
 
     rules: Path
     build = "compiled"
+    graders = "off"
+    """Which grader mode the rules file was written for (``GRADER_MODES``)."""
     stdout: int | None = None
     """Where the process's verdict lines go (None: this process's stdout)."""
 
@@ -171,13 +227,17 @@ def loadgen(target: str, templates: list[Path], *args: str) -> subprocess.Popen[
 
 
 def throughput(sink: SinkThread, templates: list[Path], transport: str, seconds: float,
-               wait: str) -> dict[str, Any]:  # fmt: skip
-    """Closed-loop load; rates over the window after a warm-up of a quarter of it."""
+               wait: str, judge: Any = None) -> dict[str, Any]:  # fmt: skip
+    """Closed-loop load; rates over the window after a warm-up of a quarter of it. ``judge``:
+    the grader mode's judge server, whose held calls are let go before the collector stops."""
     # A small buffer makes back-pressure engage within the warm-up, so the window measures
     # the steady state (received = judged = forwarded), not a buffer filling up.
+    # With graders, their outcomes go to the sink as log records, as a deployment sends them.
+    logs = () if Serve.graders == "off" else ("--forward-logs", f"http://127.0.0.1:{sink.port}")
     serve = Serve(
-        sink, "--decision-wait-after-root", wait, "--decision-wait", "30s", "--max-traces", "2000"
-    )
+        sink, "--decision-wait-after-root", wait, "--decision-wait", "30s", "--max-traces", "2000",
+        *logs,
+    )  # fmt: skip
     try:
         port = serve.grpc if transport == "grpc" else serve.http
         scheme = "grpc" if transport == "grpc" else "http"
@@ -194,6 +254,7 @@ def throughput(sink: SinkThread, templates: list[Path], transport: str, seconds:
         spans_per_trace = sent["sent_spans"] / max(1, sent["sent_traces"])
         return {
             "build": Serve.build,
+            "graders": Serve.graders,
             "transport": transport,
             "received_spans_per_s": round((m1["spans"]["received"] - m0["spans"]["received"]) / dt),
             "judged_traces_per_s": round((m1["traces_decided"] - m0["traces_decided"]) / dt),
@@ -216,9 +277,12 @@ def throughput(sink: SinkThread, templates: list[Path], transport: str, seconds:
             # where judging ran at the end of the window and how often it moved (adaptive
             # judging; absent in builds before it)
             "judging": {k: m1.get("judging", {}).get(k) for k in ("on", "moves")},
+            "grader_activity": grader_summary(m1),
             "loadgen": sent,
         }
     finally:
+        if judge is not None:
+            judge.release()
         serve.stop()
 
 
@@ -355,6 +419,12 @@ def main() -> int:
         "--rounds", type=int, default=1, help="repeat the throughput phase, builds alternating"
     )
     parser.add_argument("--throughput-only", action="store_true", help="skip latency and memory")
+    parser.add_argument(
+        "--graders",
+        default="off",
+        help="comma-separated grader modes for the throughput phase: off (no grader rule), "
+        "held (a grader on every run; the judge never answers), answering (it answers at once)",
+    )
     args = parser.parse_args()
     for extra in args.extra_build:
         name, _, path = extra.partition("=")
@@ -365,21 +435,35 @@ def main() -> int:
     report: dict[str, Any] = {"cpus": os.cpu_count(), "loadavg": os.getloadavg()}
     with tempfile.TemporaryDirectory() as tmp:
         templates = record_templates(Path(tmp))
-        Serve.rules = write_rules(Path(tmp))
+        Serve.rules = base_rules = write_rules(Path(tmp))
+        modes = [m for m in args.graders.split(",") if m]
+        if any(m not in GRADER_MODES for m in modes) or not modes:
+            parser.error(f"--graders {args.graders!r}: expected some of {', '.join(GRADER_MODES)}")
+        (Path(tmp) / "judge-key.txt").write_text("sk-bench-judge-key-0123456789\n")
         builds = [b for b in args.builds.split(",") if b]
         for b in builds:
             if not BUILDS[b].exists():
                 parser.error(f"{BUILDS[b]} is missing (make compiled / make bootstrap)")
         if not args.anchor_only:
             report["throughput"] = []
+            configs = [(b, m) for b in builds for m in modes]
             for r in range(args.rounds):
                 # alternate the order each round, so drifting load hits every build alike
-                for b in builds if r % 2 == 0 else builds[::-1]:
-                    Serve.build = b
+                for b, mode in configs if r % 2 == 0 else configs[::-1]:
+                    Serve.build, Serve.graders = b, mode
                     for t in ("grpc", "http"):
-                        report["throughput"].append(
-                            throughput(sink, templates, t, args.seconds, args.wait)
-                        )
+                        judge = None if mode == "off" else judge_server(mode)
+                        if judge is not None:
+                            extra = GRADER_RULE.format(base_url=judge.base_url)
+                            Serve.rules = write_rules(Path(tmp), extra, f"rules-{mode}.yaml")
+                        try:
+                            report["throughput"].append(
+                                throughput(sink, templates, t, args.seconds, args.wait, judge)
+                            )
+                        finally:
+                            Serve.rules = base_rules
+                            if judge is not None:
+                                judge.__exit__(None, None, None)
                         print(json.dumps(report["throughput"][-1], indent=1), flush=True)
             if args.throughput_only:
                 print(json.dumps(report, indent=1))

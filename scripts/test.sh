@@ -7,7 +7,7 @@
 # helm and kube-check for the Helm chart: scripts/build-tools.sh). So:
 #   1. scripts/build-backends.sh starts in the background at once (a no-op when they are built);
 #   2. meanwhile, in order: venv, the browser for the report's test (Debian's chromium),
-#      semconv, content-docs and rules-schema freshness, ruff, mypy --strict, every test not
+#      semconv, content-docs, config-docs and rules-schema freshness, ruff, mypy --strict, every test not
 #      marked e2e (pytest-xdist, one worker per core), the mypyc-compiled wheel, the judging
 #      suites on it;
 #   3. then it waits for the backends and runs the e2e tests on both builds.
@@ -95,7 +95,7 @@ fi
 step "venv" bash scripts/bootstrap.sh
 # Debian's chromium and chromedriver for the HTML report's browser test (a no-op when installed)
 step "browser" bash scripts/install-browser.sh
-step "semconv, content docs, rules schema, lint, types" make --no-print-directory -s semconv-check content-docs-check rules-schema-check lint typecheck
+step "semconv, content docs, config docs, rules schema, lint, types" make --no-print-directory -s semconv-check content-docs-check config-docs-check rules-schema-check lint typecheck
 if [ -z "$backends" ]; then
   step "tests, pure Python" "$PY" -m pytest "${XDIST[@]}"
   step "compiled wheel" bash scripts/build-compiled.sh

@@ -322,6 +322,9 @@ TRACEJUDGE_GRADER_PROMPT_HASH: Final = "tracejudge.grader.prompt_hash"
 TRACEJUDGE_GRADER_RENDERING_VERSION: Final = "tracejudge.grader.rendering_version"
 """Version of the rendering that turned the run into the evidence the model was shown. [tracejudge; string]"""
 
+TRACEJUDGE_GRADER_JUDGED_RUN: Final = "tracejudge.grader.judged_run"
+"""On a link of a grader model call's chat span, the judged run the link points to - run for a single-run grader, baseline or candidate for a pairwise comparison (the model is not told which is which). [tracejudge; string]"""
+
 TRACEJUDGE_GRADER_SAMPLES: Final = "tracejudge.grader.samples"
 """Answers asked of the model for this run; each property is decided by their majority. [tracejudge; int]"""
 

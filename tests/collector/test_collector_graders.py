@@ -227,6 +227,45 @@ def test_over_the_call_budget_a_run_is_not_evaluated_never_passed(
         lt.run(c.stop(timeout=2.0))
 
 
+def test_a_runs_calls_are_taken_when_it_is_settled_all_or_none(
+    lt: LoopThread, sink: Sink, logs_sink: LogsSink, tmp_path: Path
+) -> None:
+    """Two samples a run, three calls a minute: run A takes two and is graded; run B, settled
+    with one call left, is refused whole, not_evaluated (budget) at once, both its samples
+    counted over the call budget, and no call is made for it. Calls used to be taken one
+    sample at a time on the grader thread, after the run had been rebuilt from its spans and
+    rendered: B made one call whose answer could not decide (one of two samples), and a
+    spent budget still cost that work for every run (CPU the deterministic verdicts need,
+    ``make bench-collector-graders``)."""
+    with JudgeServer([openai_reply(_answer("yes"))]) as server:
+        rules = _rules(tmp_path, server)
+        text = rules.read_text("utf-8")
+        rules.write_text(
+            text.replace("      when: always\n", "      when: always\n      samples: 2\n"
+                         "      temperature: 0.5\n"),
+            "utf-8",
+        )  # fmt: skip
+        c, clock = _start(lt, sink, logs_sink, tmp_path, rules, grader_calls_per_minute=3)
+        a, _ = _run(c)
+        advance(c, clock, 2.0)
+        wait_for(lambda: _graded(logs_sink, a), what="A's record")
+        assert _graded(logs_sink, a)[0]["gen_ai.evaluation.score.label"] == "pass"
+        b, _ = _run(c)
+        advance(c, clock, 2.0)
+        wait_for(lambda: _graded(logs_sink, b), what="B's record")
+        (rec,) = _graded(logs_sink, b)
+        assert rec["gen_ai.evaluation.score.label"] == "insufficient_evidence"
+        assert rec["gen_ai.evaluation.explanation"].endswith("(grader: not_evaluated) budget")
+        assert len(server.requests) == 2
+        g = c.snapshot()["graders"]
+        assert (g["calls"], g["not_evaluated"], g["over_budget"]) == (
+            2,
+            {"budget": 2},
+            {"calls": 2},
+        )
+        lt.run(c.stop(timeout=2.0))
+
+
 def test_stop_leaves_held_calls_and_says_what_was_not_graded(
     lt: LoopThread, sink: Sink, logs_sink: LogsSink, tmp_path: Path
 ) -> None:

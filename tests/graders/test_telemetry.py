@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracer, NoOpTracerProvider
 
-from tests.graders.grader_support import BOOKING, KEY, ROOT, airline_run
+from tests.graders.grader_support import AIRLINE, BOOKING, KEY, ROOT, airline_run
 from tests.support import judge_server as judge
 from tests.support.guards import WAIT_S
 from tests.support.judge_server import JudgeServer, Scripted, openai_reply
@@ -32,10 +32,12 @@ from tracejudge.cli.graders import build_graders
 from tracejudge.content import is_content_key
 from tracejudge.engine.rules import load_rules
 from tracejudge.graders.grade import Grader
+from tracejudge.graders.pairwise import PairwiseGrader
 from tracejudge.graders.prompt import SYSTEM, identity
 from tracejudge.graders.providers import AnthropicProvider, OpenAIProvider
 from tracejudge.graders.spec import GraderSpec
 from tracejudge.graders.telemetry import judge_runtime, traced
+from tracejudge.report.loading import load_runs
 
 PROMPT_TEXT = "book_reservation"
 """A word of the evidence the judge is shown (a tool the run called)."""
@@ -117,10 +119,15 @@ def _rules_file(tmp: Path, server: JudgeServer, extra: str) -> Path:
     return path
 
 
-def _links(exporter: InMemorySpanExporter) -> list[tuple[str, str]]:
+def _links(exporter: InMemorySpanExporter) -> list[tuple[str, str, dict[str, Any]]]:
     (span,) = exporter.get_finished_spans()
     return [
-        (f"{link.context.trace_id:032x}", f"{link.context.span_id:016x}") for link in span.links
+        (
+            f"{link.context.trace_id:032x}",
+            f"{link.context.span_id:016x}",
+            dict(link.attributes or {}),
+        )
+        for link in span.links
     ]
 
 
@@ -156,7 +163,9 @@ def test_a_call_is_a_chat_span_with_the_graders_identity_and_no_content(
         }
     ]
     run = airline_run()
-    assert _links(exporter) == [(run.trace_id, run.root_span_id)]
+    assert _links(exporter) == [
+        (run.trace_id, run.root_span_id, {"tracejudge.grader.judged_run": "run"})
+    ]
     (span,) = exporter.get_finished_spans()
     attrs = span.attributes or {}
     assert not [k for k in attrs if is_content_key(k)]
@@ -348,3 +357,37 @@ def test_a_telemetry_fault_never_costs_the_answer(caplog: pytest.LogCaptureFixtu
     assert votes[0].label == "yes"
     assert len(server.requests) == 1
     assert "a tracer bug" in caplog.text
+
+
+def test_a_pairwise_call_links_both_runs_whichever_was_shown_first(otel_traces: Otel) -> None:
+    """A pairwise comparison is one model call about two runs: its span links the
+    baseline's root and the candidate's, each link saying which, in that order whether the
+    model was shown the candidate first or not (the order is drawn per pair; the links are
+    telemetry, never shown to the model)."""
+    runs = {str(r.run_id): r for r in load_runs([AIRLINE]).runs}
+    baseline, candidate = runs["0-0"], runs["0-1"]
+    spec = _spec()
+    shown: set[bool] = set()
+    for seed in ("seed-0", "seed-1", "seed-2", "seed-3", "seed-4", "seed-5"):
+        otel_traces[1].clear()
+        with JudgeServer([openai_reply(json.dumps({"properties": []}))]) as server:
+            runtime = judge_runtime(otel_traces[0], NoOpMeterProvider(), None)
+            provider = OpenAIProvider(KEY, server.base_url, spec.timeout_s)
+            pairwise = PairwiseGrader(spec, traced(provider, spec, runtime), seed)
+            shown.add(pairwise.compare(baseline, candidate).candidate_first)
+            prompt = json.dumps(server.requests[0])
+        assert _links(otel_traces[1]) == [
+            (
+                baseline.trace_id,
+                baseline.root_span_id,
+                {"tracejudge.grader.judged_run": "baseline"},
+            ),
+            (
+                candidate.trace_id,
+                candidate.root_span_id,
+                {"tracejudge.grader.judged_run": "candidate"},
+            ),
+        ]
+        assert "baseline" not in prompt
+        assert "candidate" not in prompt
+    assert shown == {True, False}

@@ -1,4 +1,11 @@
-"""Collector settings: one dataclass, loaded from YAML and overridden by flags.
+"""Collector settings: one dataclass, each setting declared once on its field.
+
+Every field of ``CollectorConfig`` that users can set is a :func:`setting` with its kind,
+its section and key (``graders.max_concurrent``), its unit and its meaning
+(``config_kinds``); the parsers, the nested YAML sections, ``TRACEJUDGE_*`` variables,
+``--set``, the docs table and the example file are derived from those declarations
+(``config_sources``, ``config_docs``). The code reads the flat attributes
+(``cfg.grader_max_concurrent``); a config file may write either form.
 
 Bad configuration must stop the collector at start with a message naming the key, not
 surface hours later as a dropped trace, so every value is parsed and range-checked here.
@@ -6,9 +13,7 @@ surface hours later as a dropped trace, so every value is parsed and range-check
 
 from __future__ import annotations
 
-import dataclasses
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,6 +22,17 @@ from urllib.parse import urlsplit
 import yaml
 
 from tracejudge.collector import config_checks
+from tracejudge.collector.config_kinds import (
+    ConfigError,
+    Kind,
+    coerce,
+    declared,
+    parse_duration,
+    parse_size,
+    setting,
+    setting_factory,
+)
+from tracejudge.collector.config_sources import Item, Table, read_sources, relabel
 from tracejudge.collector.security import access
 from tracejudge.collector.security.credentials import display_url
 from tracejudge.collector.security.tls import ServerTls, TargetOptions
@@ -25,69 +41,22 @@ from tracejudge.collector.storage.files import DEFAULT_FILE_MODE
 if TYPE_CHECKING:
     from tracejudge.collector.exporters.registry import ExporterRegistry
 
-
-class ConfigError(ValueError):
-    """Configuration values that are missing, unknown or out of range: ``problems`` lists
-    every one found, each starting with its key path (``forward[1].headers: ...``)."""
-
-    def __init__(self, *problems: str) -> None:
-        super().__init__(*problems)
-        self.problems: tuple[str, ...] = problems
-
-    def __str__(self) -> str:
-        if len(self.problems) == 1:
-            return self.problems[0]
-        lines = "\n".join(f"  {p}" for p in self.problems)
-        return f"{len(self.problems)} problems in the configuration:\n{lines}"
-
+__all__ = [
+    "SETTINGS",
+    "CollectorConfig",
+    "ConfigError",
+    "build_config",
+    "check_forward_url",
+    "check_otlp_url",
+    "config_from",
+    "load_config_file",
+    "parse_duration",
+    "parse_size",
+]
 
 T = TypeVar("T")
-
-
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?\s*$")
-_SIZE = re.compile(r"^\s*([0-9]+)\s*(B|KiB|MiB|GiB|KB|MB|GB)?\s*$", re.IGNORECASE)
-_SIZE_UNITS = {
-    "b": 1,
-    "kib": 1024,
-    "mib": 1024**2,
-    "gib": 1024**3,
-    "kb": 1000,
-    "mb": 1000**2,
-    "gb": 1000**3,
-}
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(key: str, value: Any) -> float:
-    """Seconds from ``2s``, ``200ms``, ``1m`` or a bare number of seconds."""
-    if isinstance(value, bool):
-        raise ConfigError(f"{key}: expected a duration like '2s' or '200ms', got {value!r}")
-    if isinstance(value, int | float):
-        seconds = float(value)
-    else:
-        m = _DURATION.match(str(value))
-        if not m:
-            raise ConfigError(f"{key}: expected a duration like '2s' or '200ms', got {value!r}")
-        seconds = float(m.group(1)) * _DURATION_UNITS[m.group(2) or "s"]
-    if seconds < 0:
-        raise ConfigError(f"{key}: must not be negative, got {value!r}")
-    return seconds
-
-
-def parse_size(key: str, value: Any) -> int:
-    """Bytes from ``16MiB``, ``512KB`` or a bare integer."""
-    if isinstance(value, bool):
-        raise ConfigError(f"{key}: expected a size like '16MiB', got {value!r}")
-    if isinstance(value, int):
-        size = value
-    else:
-        m = _SIZE.match(str(value))
-        if not m:
-            raise ConfigError(f"{key}: expected a size like '16MiB', got {value!r}")
-        size = int(m.group(1)) * _SIZE_UNITS[(m.group(2) or "b").lower()]
-    if size <= 0:
-        raise ConfigError(f"{key}: must be positive, got {value!r}")
-    return size
+D, Z, N, B = Kind.DURATION, Kind.SIZE, Kind.INT, Kind.BOOL
+P, S, U = Kind.PATH, Kind.STR, Kind.URL
 
 
 def check_forward_url(url: str, exporters: ExporterRegistry | None = None) -> str:
@@ -119,187 +88,376 @@ def check_otlp_url(url: str) -> str:
 class CollectorConfig:
     """Everything ``tracejudge serve`` can be told. Durations are seconds, sizes bytes."""
 
-    rules: Path | None = None
-    """Rules file; required unless a judge object is handed to ``Collector`` directly."""
-    forward: list[str] = field(default_factory=list)
-    """Backends to forward judged traces to, ``URL`` or ``NAME=URL``; none is allowed (see
-    ``output``). Disk-queue rows follow the name (``targets.py``), not the URL."""
-    forward_logs: str | None = None
-    """Where received OTLP log records go after their trace is judged (``http://`` or
-    ``grpc://``; Jaeger takes no logs, so this is apart from ``forward``). None: they are
-    used for judging and counted as not kept."""
-    evaluation_logs: bool = False
-    """Also send each rule outcome to ``forward_logs`` as a ``gen_ai.evaluation.result``
-    log record (the span-event copy stays)."""
-    output: Path | None = None
-    """File to append the judged traces to as OTLP/JSON lines (``tracejudge eval`` reads it);
-    with no ``forward`` and no ``output`` the judged spans are not kept, only verdicts."""
-    baselines: Path | None = None
-    """Baselines directory (as ``tracejudge eval --baselines``) for the baseline rules."""
-    cases: Path | None = None
-    """Cases file (as ``tracejudge eval --cases``): runs are judged against their case."""
-    strict: bool = False
-    """Undecided findings take their rule's severity (as ``tracejudge eval --strict``)."""
-    host: str = "127.0.0.1"
-    """Listen address. Loopback by default: spans carry prompts, so exposing them is opt-in."""
-    grpc_port: int = 4317
-    http_port: int = 4318
-    management_port: int | None = None
-    """A separate listener for ``/healthz``, ``/metrics`` and ``/v1/gate``; when set, the
-    OTLP/HTTP port serves ``/v1/traces`` only (``health_port`` is its former name)."""
-    management_host: str | None = None
-    """The management listener's address (None: ``host``)."""
-    auth_token_file: Path | None = None
-    """Bearer tokens, one per line, that every request must present (``/healthz`` aside)."""
-    auth_token_env: str | None = None
-    """Name of an environment variable holding a bearer token (as ``auth_token_file``)."""
-    insecure_no_auth: bool = False
-    """Allow a non-loopback address without tokens or client certificates (refused
-    otherwise: anyone who can reach the port could send spans and read ``/metrics``)."""
-    tls_cert: Path | None = None
-    """PEM certificate (chain) for both receivers and the management listener."""
-    tls_key: Path | None = None
-    tls_client_ca: Path | None = None
-    """Require client certificates signed by this CA (mutual TLS; authenticates clients)."""
-    forward_headers: dict[str, str] = field(default_factory=dict)
-    """Headers sent to every backend; values ``env:NAME``, ``file:PATH`` or literal."""
-    forward_ca_file: Path | None = None
-    """CA bundle to verify ``https://`` / ``grpcs://`` backends (default: system store)."""
-    forward_client_cert: Path | None = None
-    forward_client_key: Path | None = None
-    forward_insecure_skip_verify: bool = False
-    """Do not verify https backends' certificates (explicit only; not for grpcs)."""
+    # --- judge: what runs are judged with ---
+    rules: Path | None = setting(
+        None, P, "judge.rules", "Rules file every finished run is judged with (required by serve)."
+    )
+    baselines: Path | None = setting(
+        None,
+        P,
+        "judge.baselines",
+        "Baselines directory (as `eval --baselines`) for baseline rules.",
+    )
+    cases: Path | None = setting(
+        None,
+        P,
+        "judge.cases",
+        "Cases file (as `eval --cases`): runs are judged against their case.",
+    )
+    strict: bool = setting(
+        False, B, "judge.strict",
+        "Undecided findings take their rule's severity (as `eval --strict`).",
+    )  # fmt: skip
+    max_rule_cost: float | None = setting(
+        0.1, D, "judge.max_rule_cost",
+        "Budget for judging one run: a rules file costing more on the synthetic 10-span run is "
+        "refused at start, and each live run over it is counted and logged (null or 0: off).",
+    )  # fmt: skip
+    max_judge_time: float | None = setting(
+        10.0, D, "judge.max_time",
+        "CPU time judging one trace may take; a run not judged by then gets verdict `error` "
+        "and its spans are forwarded (null or 0: off).",
+    )  # fmt: skip
+    max_judge_lag: float = setting(
+        5.0, D, "judge.max_lag",
+        "Receivers push back (retry later) while the oldest due trace waits longer than this "
+        "to be judged.",
+    )  # fmt: skip
+
+    # --- receivers: where OTLP comes in ---
+    host: str = setting(
+        "127.0.0.1", S, "receivers.host",
+        "Listen address; loopback by default (spans carry prompts), 0.0.0.0 to expose (needs "
+        "auth or tls.client_ca, or auth.insecure_no_auth).",
+    )  # fmt: skip
+    grpc_port: int = setting(
+        4317, N, "receivers.grpc_port", "OTLP/gRPC port (0: any free).", unit="port"
+    )
+    http_port: int = setting(
+        4318, N, "receivers.http_port",
+        "OTLP/HTTP port: /v1/traces, /v1/logs (and /healthz, /metrics, /v1/gate unless "
+        "management.port is set; 0: any free).",
+        unit="port",
+    )  # fmt: skip
+    max_request_bytes: int = setting(
+        4 * 1024**2, Z, "receivers.max_request_bytes",
+        "Largest request after decompression (the default gRPC limit, as Jaeger, Tempo and "
+        "otelcol).",
+    )  # fmt: skip
+    max_inflight_request_bytes: int = setting(
+        32 * 1024**2, Z, "receivers.max_inflight_request_bytes",
+        "OTLP request bodies being read at once (HTTP and gRPC); beyond it 503 + Retry-After "
+        "/ UNAVAILABLE.",
+    )  # fmt: skip
+    max_traces_per_request: int = setting(
+        10_000, N, "receivers.max_traces_per_request",
+        "Traces one request may bring; spans of the others are refused with partial success.",
+        unit="traces",
+    )  # fmt: skip
+    retry_after_hint: float = setting(
+        1.0, D, "receivers.retry_after_hint",
+        "Retry-After sent to clients when the collector throttles them.",
+    )  # fmt: skip
+    grpc_max_concurrent_streams: int = setting(
+        4, N, "receivers.grpc_max_concurrent_streams",
+        "OTLP/gRPC calls in flight per connection (more wait at the client).",
+        unit="streams",
+    )  # fmt: skip
+    grpc_bdp_probe: bool = setting(
+        False, B, "receivers.grpc_bdp_probe",
+        "grpc-core's BDP probing: grow each stream's flow-control window (clients on "
+        "high-latency links; off: 64 KiB windows, unread messages wait at the client).",
+    )  # fmt: skip
+    grpc_keepalive_time: float = setting(
+        60.0, D, "receivers.grpc_keepalive_time", "Ping a gRPC connection idle this long..."
+    )
+    grpc_keepalive_timeout: float = setting(
+        20.0, D, "receivers.grpc_keepalive_timeout",
+        "...and drop it when the ping is not answered this soon.",
+    )  # fmt: skip
+    grpc_max_connection_idle: float | None = setting(
+        300.0, D, "receivers.grpc_max_connection_idle",
+        "Close a gRPC connection with no call this long (null: never).",
+    )  # fmt: skip
+    grpc_max_connection_age: float | None = setting(
+        None, D, "receivers.grpc_max_connection_age",
+        "Send a GOAWAY to gRPC connections this old (null: never, as otelcol).",
+    )  # fmt: skip
+    grpc_max_connection_age_grace: float = setting(
+        10.0, D, "receivers.grpc_max_connection_age_grace",
+        "Time calls in flight get after that GOAWAY.",
+    )  # fmt: skip
+    grpc_handshake_timeout: float = setting(
+        10.0, D, "receivers.grpc_handshake_timeout",
+        "A gRPC connection must finish its HTTP/2 handshake this soon.",
+    )  # fmt: skip
+    http_idle_timeout: float = setting(
+        60.0, D, "receivers.http_idle_timeout",
+        "An OTLP/HTTP connection must start a request this soon after opening or after its "
+        "previous answer (the keep-alive timeout too).",
+    )  # fmt: skip
+    http_header_timeout: float = setting(
+        10.0, D, "receivers.http_header_timeout",
+        "A request head must be complete this soon after its first byte (slowloris).",
+    )  # fmt: skip
+    http_body_timeout: float = setting(
+        30.0, D, "receivers.http_body_timeout",
+        "A request body must be complete this soon after its head (408 otherwise).",
+    )  # fmt: skip
+    http_max_connections_per_client: int = setting(
+        256, N, "receivers.http_max_connections_per_client",
+        "Open OTLP/HTTP connections one client address may hold; more are refused.",
+        unit="connections",
+    )  # fmt: skip
+
+    # --- management: /healthz, /metrics, /v1/gate on a listener of their own ---
+    management_port: int | None = setting(
+        None, N, "management.port",
+        "A separate listener for /healthz, /metrics and /v1/gate; the OTLP/HTTP port then "
+        "serves /v1/traces only (formerly health_port).",
+        unit="port",
+    )  # fmt: skip
+    management_host: str | None = setting(
+        None, S, "management.host", "The management listener's address (null: receivers.host)."
+    )
+
+    # --- auth and tls: who may send, and over what ---
+    auth_token_file: Path | None = setting(
+        None, P, "auth.token_file",
+        "Bearer tokens, one per line, that every request must present (/healthz aside).",
+    )  # fmt: skip
+    auth_token_env: str | None = setting(
+        None, S, "auth.token_env",
+        "Name of an environment variable holding a bearer token (as auth.token_file).",
+    )  # fmt: skip
+    insecure_no_auth: bool = setting(
+        False, B, "auth.insecure_no_auth",
+        "Allow a non-loopback address without tokens or client certificates (loud warning).",
+    )  # fmt: skip
+    tls_cert: Path | None = setting(
+        None, P, "tls.cert",
+        "PEM certificate (chain): TLS on both receivers and the management listener.",
+    )  # fmt: skip
+    tls_key: Path | None = setting(None, P, "tls.key", "PEM key of tls.cert.")
+    tls_client_ca: Path | None = setting(
+        None, P, "tls.client_ca",
+        "Require client certificates signed by this CA (mutual TLS; authenticates clients).",
+    )  # fmt: skip
+
+    # --- exporters: where judged traces go ---
+    forward: list[str] = setting_factory(
+        list, Kind.TARGETS, "exporters.targets",
+        "Backends judged traces are forwarded to: URL, NAME=URL, a mapping with url, name, "
+        "headers and TLS keys, or a mapping of names to URLs (grpc://, grpcs://, http://, "
+        "https://, file:); each has its own queue, and disk-queue rows follow the name.",
+    )  # fmt: skip
+    forward_headers: dict[str, str] = setting_factory(
+        dict, Kind.HEADERS, "exporters.headers",
+        "Headers sent to every backend; values env:NAME, file:PATH or literal.",
+    )  # fmt: skip
+    forward_ca_file: Path | None = setting(
+        None, P, "exporters.ca_file",
+        "CA bundle to verify https:// and grpcs:// backends (null: the system store).",
+    )  # fmt: skip
+    forward_client_cert: Path | None = setting(
+        None, P, "exporters.client_cert", "Client certificate for backends that want mutual TLS."
+    )
+    forward_client_key: Path | None = setting(None, P, "exporters.client_key", "Its key.")
+    forward_insecure_skip_verify: bool = setting(
+        False, B, "exporters.insecure_skip_verify",
+        "Do not verify https backends' certificates (testing only; not for grpcs).",
+    )  # fmt: skip
     forward_target_options: dict[str, TargetOptions] = field(default_factory=dict)
-    """Per-target headers and TLS, from ``forward:`` entries written as mappings."""
-    decision_wait_after_root: float = 2.0
-    decision_wait: float = 30.0
-    conversation_wait: float = 0.0
-    """Hold finished traces whose runs carry ``gen_ai.conversation.id`` (or ``session.id``)
-    until their conversation has been quiet this long, then judge its traces as one run
-    (as ``tracejudge eval`` does). 0 (the default): off, every trace is judged alone."""
-    conversation_max_hold: float = 600.0
-    """Judge a held conversation at the latest this long after its first trace was held."""
-    shadow_wait: float = 300.0
-    """How long a decided shadow run waits for the stable run of its request (and a stable
-    run that names a request id for its shadows) before it is reported unpaired."""
-    shadow_max_pending: int = 10_000
-    """Requests kept waiting for a partner, per side; the oldest gives way beyond it."""
-    grader_max_concurrent: int = 4
-    """Grader rules' model calls open at once (grader threads; ``processors/graders.py``)."""
-    grader_calls_per_minute: int = 60
-    """Grader model calls in any minute of the collector's clock, all graders together;
-    a call over it is not made (``not_evaluated``, reason ``budget``)."""
-    grader_tokens_per_minute: int = 0
-    """Tokens (input and output, as the providers report them) grader calls may use in any
-    minute of the collector's clock, all graders together; a call while they are spent is
-    not made (``not_evaluated``, reason ``budget``). 0 (the default): no token budget."""
-    grader_run_deadline: float = 300.0
-    """Seconds of the collector's clock from a run's verdict after which no grader call is
-    made for it (``not_evaluated``, reason ``deadline``): grades that come later than this
-    are stale. 0: no deadline. A call already open is bounded by its ``timeout_s``."""
-    grader_traces: bool = False
-    """Send each grader model call's ``chat`` span (a span of the collector's own service)
-    to the ``forward`` targets; off, they are not made."""
-    tick: float = 0.02
-    """How often the decision timer runs; latency beyond the waits is at most one tick."""
-    drop_content: bool = False
-    """Strip message and tool content from forwarded spans, and the values explanations
-    quote (after judging: the rules see everything)."""
-    redact_attributes: bool = False
-    """Also redact secrets in every string attribute of forwarded spans (explanations,
-    verdict lines, webhooks and logs are always scrubbed)."""
-    redact_patterns: list[str] = field(default_factory=list)
-    """Extra regular expressions to redact, besides the shared secret detectors."""
-    passthrough: bool = False
-    verdicts_jsonl: str | None = None
-    verdict_lines: bool = False
-    """One human line per judged run on stdout (``serve`` turns it on unless the verdicts
-    already go to stdout as JSON lines)."""
-    webhook: str | None = None
-    queue_dir: Path | None = None
-    dead_letter: Path | None = None
-    """File for batches a target refused permanently (OTLP/JSON lines with the target, status
-    and reason); None: they are dropped and counted, as before."""
-    max_traces: int = 100_000
-    max_buffered_bytes: int = 64 * 1024**2
-    """Span bytes buffered until their traces are decided (with those being judged)."""
-    max_spans_per_trace: int = 20_000
-    """A trace is judged early at this many spans; one request may bring no more of a
-    trace (the rest are refused with partial success)."""
-    max_traces_per_request: int = 10_000
-    """Traces one request may bring (at most ``max_traces`` too); spans of the others are
-    refused with partial success naming the limit."""
-    max_request_bytes: int = 4 * 1024**2
-    """4 MiB, the default gRPC message limit that Jaeger, Tempo and otelcol also use."""
-    max_queue_bytes: int = 64 * 1024**2
-    """Per backend, in memory; held exactly (decisions wait while a queue lacks room)."""
-    max_inflight_request_bytes: int = 32 * 1024**2
-    """OTLP request bodies being read at once (HTTP and gRPC); beyond it 503 + Retry-After
-    / UNAVAILABLE."""
-    grpc_max_concurrent_streams: int = 4
-    """OTLP/gRPC calls in flight per connection (more wait at the client). Each may hold a
-    message of up to ``max_request_bytes`` in grpc-core before the collector reads it; 4
-    took no throughput in ``bench/bench_memory.py`` (docs/collector.md, Memory)."""
-    grpc_bdp_probe: bool = False
-    """grpc-core's BDP probing, which grows each stream's flow-control window so a client
-    can send whole messages before they are read. Off, a stream has a 64 KiB window and
-    unread messages wait at the client; turn it on for clients on high-latency links."""
-    max_disk_queue_bytes: int | None = None
-    """Cap on the disk queue's database file (SQLite ``max_page_count``); None: what it
-    holds plus half its volume's free space at start (``headroom.py``)."""
-    file_mode: int = DEFAULT_FILE_MODE
-    """Mode of every file the collector creates (disk queue, ``output``, ``dead_letter``,
-    ``verdicts_jsonl``); the umask still applies. 0600: the owner only."""
-    max_batch_bytes: int = 4 * 1024**2
-    decided_cache_size: int = 100_000
-    """Most decisions remembered for late spans (in memory, and in the disk queue)."""
-    decided_cache_bytes: int = 8 * 1024**2
-    """Memory the remembered decisions may take (estimated per entry, see
-    ``buffer.decision_bytes``); the oldest are forgotten beyond it or ``decided_cache_size``."""
-    max_judge_lag: float = 5.0
-    """Receivers push back ("retry later") while the oldest due trace waits longer than
-    this to be judged: judging has fallen behind the arrivals."""
-    max_rule_cost: float | None = 0.1
-    """Budget for judging one run: a rules file costing more on the synthetic 10-span run
-    is refused at start, and each live run over it is counted and logged (None or 0: off)."""
-    max_judge_time: float | None = 10.0
-    """CPU time judging one trace may take (the rules engine's); a run not judged by then
-    gets verdict ``error`` saying so and its spans are forwarded (None or 0: off)."""
-    forward_timeout: float = 10.0
-    retry_initial: float = 0.2
-    retry_max: float = 10.0
-    retry_after_hint: float = 1.0
-    """Retry-After sent to clients when the collector throttles them."""
-    shutdown_timeout: float = 10.0
-    http_idle_timeout: float = 60.0
-    """An OTLP/HTTP connection must start a request this soon after opening or after its
-    previous answer (aiohttp's keep-alive timeout too)."""
-    http_header_timeout: float = 10.0
-    """A request head must be complete this soon after its first byte (slowloris)."""
-    http_body_timeout: float = 30.0
-    """A request body must be complete this soon after its head (408 otherwise)."""
-    http_max_connections_per_client: int = 256
-    """Open OTLP/HTTP connections one client address may hold; more are refused."""
-    grpc_keepalive_time: float = 60.0
-    """The gRPC server pings a connection idle this long..."""
-    grpc_keepalive_timeout: float = 20.0
-    """...and drops it when the ping is not answered this soon."""
-    grpc_max_connection_idle: float | None = 300.0
-    """A gRPC connection with no call this long is closed (None: never)."""
-    grpc_max_connection_age: float | None = None
-    """A gRPC connection older than this gets a GOAWAY (None: never, as otelcol)."""
-    grpc_max_connection_age_grace: float = 10.0
-    """Time calls in flight get after that GOAWAY."""
-    grpc_handshake_timeout: float = 10.0
-    """A gRPC connection must finish its HTTP/2 handshake this soon."""
-    metrics_otlp_endpoint: str | None = None
-    metrics_interval: float = 10.0
-    metrics_case_slices: dict[str, list[str]] = field(default_factory=dict)
-    """Case-slice label of the verdict metrics: slice name -> case-id globs (first match in
-    order; unmatched ids are ``other``). Case ids themselves are never a label."""
-    metrics_max_label_values: int = 100
-    """Distinct values kept per verdict-metric label (agent, variant, version, failure
-    code); later new values are counted as ``_overflow``."""
+    """Per-target headers and TLS, from ``forward:`` entries written as mappings (internal:
+    set from ``exporters.targets``)."""
+    output: Path | None = setting(
+        None, P, "exporters.output",
+        "File to append judged traces to as OTLP/JSON lines (eval reads it); with no targets "
+        "and no output the judged spans are not kept, only verdicts.",
+    )  # fmt: skip
+    forward_logs: str | None = setting(
+        None, U, "exporters.logs",
+        "Where received OTLP log records go after their trace is judged (http:// or grpc://; "
+        "null: used for judging and counted as not kept).",
+    )  # fmt: skip
+    evaluation_logs: bool = setting(
+        False, B, "exporters.evaluation_logs",
+        "Also send each rule outcome to exporters.logs as a gen_ai.evaluation.result log record.",
+    )  # fmt: skip
+    passthrough: bool = setting(
+        False, B, "exporters.passthrough",
+        "Forward spans at once and add a verdict span when the trace is decided.",
+    )  # fmt: skip
+    forward_timeout: float = setting(10.0, D, "exporters.timeout", "Per export call.")
+    retry_initial: float = setting(
+        0.2, D, "exporters.retry_initial",
+        "First backoff (exponential, jittered; Retry-After and RetryInfo win).",
+    )  # fmt: skip
+    retry_max: float = setting(10.0, D, "exporters.retry_max", "Longest backoff.")
+    max_queue_bytes: int = setting(
+        64 * 1024**2, Z, "exporters.max_queue_bytes",
+        "Per backend, in memory, before back-pressure on the receivers.",
+    )  # fmt: skip
+    max_batch_bytes: int = setting(
+        4 * 1024**2, Z, "exporters.max_batch_bytes",
+        "Largest forwarded request (big traces are split at fragments).",
+    )  # fmt: skip
+    shutdown_timeout: float = setting(
+        10.0, D, "exporters.shutdown_timeout",
+        "On SIGTERM: decide everything, flush this long, persist the rest.",
+    )  # fmt: skip
+
+    # --- storage: what survives a restart ---
+    queue_dir: Path | None = setting(
+        None, P, "storage.queue_dir", "Disk queue (SQLite WAL), replayed on start."
+    )
+    max_disk_queue_bytes: int | None = setting(
+        None, Z, "storage.max_disk_queue_bytes",
+        "Cap on the disk queue's database file (503 beyond it; null: what it holds plus half "
+        "its volume's free space at start).",
+    )  # fmt: skip
+    dead_letter: Path | None = setting(
+        None, P, "storage.dead_letter",
+        "File for batches a target refused for good (OTLP/JSON lines with target, status and "
+        "reason); null: they are dropped and counted.",
+    )  # fmt: skip
+    file_mode: int = setting(
+        DEFAULT_FILE_MODE, Kind.MODE, "storage.file_mode",
+        "Mode of every file serve creates (queue, output, dead letter, verdict lines); 0640 "
+        "lets the group read them; the umask still applies.",
+    )  # fmt: skip
+
+    # --- decision: when a trace is judged ---
+    decision_wait_after_root: float = setting(
+        2.0, D, "decision.wait_after_root",
+        "Judge a trace this long after its last span once its root is in.",
+    )  # fmt: skip
+    decision_wait: float = setting(
+        30.0, D, "decision.wait", "...and at the latest this long after its first span."
+    )
+    tick: float = setting(
+        0.02, D, "decision.tick",
+        "How often the decision timer runs; latency beyond the waits is at most one tick.",
+    )  # fmt: skip
+    conversation_wait: float = setting(
+        0.0, D, "decision.conversation_wait",
+        "Hold finished traces whose runs carry gen_ai.conversation.id (or session.id) until "
+        "the conversation is quiet this long, then judge them as one run (0: off).",
+    )  # fmt: skip
+    conversation_max_hold: float = setting(
+        600.0, D, "decision.conversation_max_hold",
+        "Judge a held conversation at the latest this long after its first trace was held.",
+    )  # fmt: skip
+    shadow_wait: float = setting(
+        300.0, D, "decision.shadow_wait",
+        "How long a decided shadow run waits for the stable run of its request before it is "
+        "reported unpaired.",
+    )  # fmt: skip
+    shadow_max_pending: int = setting(
+        10_000, N, "decision.shadow_max_pending",
+        "Requests kept waiting for a partner, per side; the oldest gives way beyond it.",
+        unit="requests",
+    )  # fmt: skip
+
+    # --- buffer: traces held until they are decided ---
+    max_traces: int = setting(
+        100_000, N, "buffer.max_traces",
+        "Traces buffered at once before back-pressure (503 / UNAVAILABLE).",
+        unit="traces",
+    )  # fmt: skip
+    max_buffered_bytes: int = setting(
+        64 * 1024**2, Z, "buffer.max_bytes",
+        "Span bytes buffered until their traces are decided (those being judged included).",
+    )  # fmt: skip
+    max_spans_per_trace: int = setting(
+        20_000, N, "buffer.max_spans_per_trace",
+        "A trace is judged early at this many spans; one request may bring no more of a "
+        "trace (the rest are refused with partial success).",
+        unit="spans",
+    )  # fmt: skip
+    decided_cache_size: int = setting(
+        100_000, N, "buffer.decided_cache_size",
+        "Decisions remembered to stamp late spans (in memory, and in the disk queue).",
+        unit="decisions",
+    )  # fmt: skip
+    decided_cache_bytes: int = setting(
+        8 * 1024**2, Z, "buffer.decided_cache_bytes",
+        "Memory the remembered decisions may take; the oldest are forgotten beyond it.",
+    )  # fmt: skip
+
+    # --- graders: model graders after the verdict ---
+    grader_max_concurrent: int = setting(
+        4, N, "graders.max_concurrent", "Grader model calls open at once.", unit="calls"
+    )
+    grader_calls_per_minute: int = setting(
+        60, N, "graders.calls_per_minute",
+        "Grader model calls in any minute of the collector's clock, all graders together; a "
+        "call over it is not made (not_evaluated, reason budget).",
+        unit="calls/min",
+    )  # fmt: skip
+    grader_tokens_per_minute: int = setting(
+        0, N, "graders.tokens_per_minute",
+        "Tokens (input and output) grader calls may use in any minute of the collector's "
+        "clock; a call while they are spent is not made (0: no token budget).",
+        unit="tokens/min",
+    )  # fmt: skip
+    grader_run_deadline: float = setting(
+        300.0, D, "graders.run_deadline",
+        "Time from a run's verdict after which no grader call is made for it (not_evaluated, "
+        "reason deadline; 0: none); an open call is bounded by its timeout_s.",
+    )  # fmt: skip
+    grader_traces: bool = setting(
+        False, B, "graders.traces",
+        "Send each grader model call's chat span (service tracejudge) to exporters.targets.",
+    )  # fmt: skip
+
+    # --- content: what forwarded spans keep ---
+    drop_content: bool = setting(
+        False, B, "content.drop",
+        "Strip message and tool content from forwarded spans, and the values explanations "
+        "quote (after judging: the rules see everything).",
+    )  # fmt: skip
+    redact_attributes: bool = setting(
+        False, B, "content.redact_attributes",
+        "Also redact secrets in every string attribute of forwarded spans (explanations, "
+        "verdict lines, webhooks and logs are always scrubbed).",
+    )  # fmt: skip
+    redact_patterns: list[str] = setting_factory(
+        list, Kind.REGEXES, "content.redact_patterns",
+        "Extra regular expressions to redact, besides the shared secret detectors.",
+    )  # fmt: skip
+
+    # --- verdicts: the verdict stream ---
+    verdicts_jsonl: str | None = setting(
+        None, Kind.PATH_OR_STDOUT, "verdicts.jsonl",
+        "Write each verdict as a JSON line to this file, or - for stdout (serve's default "
+        "with no targets and no output).",
+    )  # fmt: skip
+    verdict_lines: bool = setting(
+        False, B, "verdicts.lines",
+        "One human line per judged run on stdout (serve turns it on unless the verdicts go "
+        "to stdout as JSON lines).",
+    )  # fmt: skip
+    webhook: str | None = setting(
+        None, U, "verdicts.webhook", "POST each verdict as JSON here (retried, never blocks)."
+    )
+
+    # --- metrics: the collector's own ---
+    metrics_otlp_endpoint: str | None = setting(
+        None, U, "metrics.otlp_endpoint", "Export the tracejudge.* metrics over OTLP/HTTP here."
+    )
+    metrics_interval: float = setting(10.0, D, "metrics.interval", "OTLP metrics export period.")
+    metrics_case_slices: dict[str, list[str]] = setting_factory(
+        dict, Kind.SLICES, "metrics.case_slices",
+        "Case-slice label of the verdict metrics: slice name to case-id globs (first match; "
+        "unmatched ids are other); case ids themselves are never a label.",
+    )  # fmt: skip
+    metrics_max_label_values: int = setting(
+        100, N, "metrics.max_label_values",
+        "Distinct values kept per verdict-metric label (agent, variant, version, failure "
+        "code); later new values are counted as _overflow.",
+        unit="values",
+    )  # fmt: skip
 
     def tokens(self) -> list[str]:
         """The configured bearer tokens, read from their file and variable now."""
@@ -331,54 +489,13 @@ class CollectorConfig:
         return self
 
 
-_DURATIONS = {
-    "grader_run_deadline",
-    "decision_wait_after_root",
-    "decision_wait",
-    "conversation_wait",
-    "conversation_max_hold",
-    "shadow_wait",
-    "tick",
-    "forward_timeout",
-    "retry_initial",
-    "retry_max",
-    "retry_after_hint",
-    "shutdown_timeout",
-    "metrics_interval",
-    "http_idle_timeout",
-    "http_header_timeout",
-    "http_body_timeout",
-    "grpc_keepalive_time",
-    "grpc_keepalive_timeout",
-    "grpc_max_connection_idle",
-    "grpc_max_connection_age",
-    "grpc_max_connection_age_grace",
-    "grpc_handshake_timeout",
-    "max_judge_lag",
-    "max_rule_cost",
-    "max_judge_time",
-}
-_SIZES = {"max_buffered_bytes", "max_request_bytes", "max_queue_bytes", "max_batch_bytes"}
-_SIZES |= {"max_disk_queue_bytes", "decided_cache_bytes", "max_inflight_request_bytes"}
-_INTS = {"grpc_port", "http_port", "management_port", "max_traces", "max_spans_per_trace"}
-_INTS |= {"decided_cache_size", "http_max_connections_per_client", "metrics_max_label_values"}
-_INTS |= {"grpc_max_concurrent_streams", "max_traces_per_request"}
-_BOOLS = {"drop_content", "passthrough", "redact_attributes", "insecure_no_auth"}
-_BOOLS |= {"forward_insecure_skip_verify", "grpc_bdp_probe"}
-_STRS = {"host", "verdicts_jsonl", "webhook", "metrics_otlp_endpoint", "management_host"}
-_STRS |= {"auth_token_env"}
-_BOOLS |= {"evaluation_logs", "verdict_lines", "strict"}
-_STRS |= {"forward_logs"}
-_INTS |= {"shadow_max_pending", "grader_max_concurrent", "grader_calls_per_minute"}
-_INTS |= {"grader_tokens_per_minute"}
-_BOOLS |= {"grader_traces"}
-_PATHS = {"rules", "queue_dir", "baselines", "cases", "output", "dead_letter"}
-_PATHS |= {"auth_token_file", "tls_cert", "tls_key", "tls_client_ca", "forward_ca_file"}
-_PATHS |= {"forward_client_cert", "forward_client_key"}
-_RENAMED = {"health_port": "management_port"}
-"""Former key names still accepted."""
-_INTERNAL = {"forward_target_options"}
-"""Fields set from other keys, not settable themselves."""
+SETTINGS = declared(CollectorConfig)
+"""Every setting, in declaration order (the docs table's and the example file's)."""
+TABLE = Table(SETTINGS, renamed={"health_port": "management_port"})
+"""The settings by flat key, by section and key, by variable; ``health_port`` is
+``management_port``'s former name."""
+_EMPTY_MEANS_UNSET = frozenset({Kind.TARGETS, Kind.REGEXES, Kind.HEADERS})
+"""Kinds whose empty value (a flag not repeated) leaves the layer below in place."""
 
 
 def _access(check: Callable[[CollectorConfig], T], cfg: CollectorConfig) -> T:
@@ -389,115 +506,53 @@ def _access(check: Callable[[CollectorConfig], T], cfg: CollectorConfig) -> T:
         raise ConfigError(*exc.problems) from exc
 
 
-def _coerce(key: str, value: Any) -> Any:
-    if value is None:
-        return None
-    if key == "forward_headers":
-        try:
-            return access.parse_headers(key, value)
-        except access.AccessError as exc:
-            raise ConfigError(*exc.problems) from exc
-    if key in _DURATIONS:
-        return parse_duration(key, value)
-    if key in _SIZES:
-        return parse_size(key, value)
-    if key in _INTS:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{key}: expected an integer, got {value!r}")
-        return value
-    if key in _BOOLS:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key}: expected true or false, got {value!r}")
-        return value
-    if key in _STRS:
-        if not isinstance(value, str):
-            raise ConfigError(f"{key}: expected a string, got {value!r}")
-        return value
-    if key in _PATHS:
-        if not isinstance(value, str | Path):
-            raise ConfigError(f"{key}: expected a path, got {value!r}")
-        return Path(value)
-    if key == "redact_patterns":
-        items = [value] if isinstance(value, str) else value
-        if not isinstance(items, list | tuple) or not all(isinstance(p, str) for p in items):
-            raise ConfigError(f"redact_patterns: expected a list of regexes, got {value!r}")
-        for pattern in items:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ConfigError(f"redact_patterns: {pattern!r} is not a regex: {exc}") from exc
-        return list(items)
-    if key == "metrics_case_slices":
-        return _case_slices(value)
-    if key == "file_mode":
-        return _file_mode(value)
-    raise ConfigError(f"unknown key {key!r}")
+def build_config(
+    file_values: Mapping[str, Any],
+    overrides: Mapping[str, Any],
+    *,
+    env: Mapping[str, str] | None = None,
+    sets: Sequence[str] = (),
+) -> CollectorConfig:
+    """Merge a config file's mapping, ``TRACEJUDGE_*`` variables (``env``; none unless
+    given), ``--set`` items and flag overrides (``None`` = not given), and validate.
 
-
-def _file_mode(value: Any) -> int:
-    """An octal mode: ``"0640"`` or ``"640"`` (flags and quoted YAML), or the number YAML
-    reads from an unquoted ``0640``."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"0?o?[0-7]{3}", value.strip()):
-        return int(value.strip().lstrip("0o") or "0", 8)
-    raise ConfigError(f"file_mode: expected an octal mode like '0600' or '0640', got {value!r}")
-
-
-def _case_slices(value: Any) -> dict[str, list[str]]:
-    """``{slice: glob | [glob, ...]}``; a slice named ``other`` would merge with the unmatched."""
-    if not isinstance(value, dict):
-        raise ConfigError(
-            f"metrics_case_slices: expected a mapping of slice name to case-id globs, got {value!r}"
-        )
-    out: dict[str, list[str]] = {}
-    for name, globs in value.items():
-        items = [globs] if isinstance(globs, str) else globs
-        if not isinstance(name, str) or not name or name == "other":
-            raise ConfigError(f"metrics_case_slices: {name!r} is not a usable slice name")
-        if not isinstance(items, list) or not items or not all(isinstance(g, str) for g in items):
-            raise ConfigError(
-                f"metrics_case_slices.{name}: expected a glob or a list of globs, got {globs!r}"
-            )
-        out[name] = list(items)
-    return out
-
-
-def build_config(file_values: dict[str, Any], overrides: dict[str, Any]) -> CollectorConfig:
-    """Merge a config file's mapping with flag overrides (``None`` = not given) and validate.
-
-    Keys may use ``-`` or ``_``. Unknown keys fail, so a typo never silently keeps a default.
-    Every problem is collected, parse errors and rule findings alike, and raised as one
-    ``ConfigError``; a rule over a key that failed to parse is skipped (``config_checks``).
+    Precedence: defaults < file < environment < ``--set`` < flags. Keys may use ``-`` or
+    ``_``; a file writes them nested or flat (``config_sources``). Unknown keys fail, so a
+    typo never silently keeps a default. Every problem is collected, parse errors and rule
+    findings alike, each naming the key as written, and raised as one ``ConfigError``; a
+    rule over a key that failed to parse is skipped (``config_checks``).
     """
-    known = {f.name for f in dataclasses.fields(CollectorConfig)} - _INTERNAL
+    return config_from(read_sources(TABLE, file_values, overrides, env, sets))
+
+
+def config_from(items: Sequence[Item]) -> CollectorConfig:
+    """The config the read layers describe (``read_sources``), or one ``ConfigError``."""
     merged: dict[str, Any] = {}
     found: list[str] = []
     failed: set[str] = set()
-    empty_means_unset = ("forward", "redact_patterns", "forward_headers")
-    for source in (file_values, overrides):
-        for raw_key, value in source.items():
-            key = raw_key.replace("-", "_")
-            key = _RENAMED.get(key, key)
-            if key not in known:
-                found.append(f"unknown key {raw_key!r} (known: {', '.join(sorted(known))})")
-                continue
-            if value is None or (key in empty_means_unset and value in ((), [], {})):
-                continue
-            try:
-                if key == "forward":
-                    try:
-                        entries = access.forward_entries(value)
-                    except access.AccessError as exc:
-                        raise ConfigError(*exc.problems) from exc
-                    merged["forward"], merged["forward_target_options"] = entries
-                else:
-                    merged[key] = _coerce(key, value)
-            except ConfigError as exc:
-                found.extend(exc.problems)
-                failed.add(key)
+    labels: dict[str, str] = {}
+    for item in items:
+        if isinstance(item, str):
+            found.append(item)
+            continue
+        kind = TABLE.by_name[item.name].kind
+        if item.value is None or (kind in _EMPTY_MEANS_UNSET and item.value in ((), [], {})):
+            continue
+        try:
+            value = coerce(kind, item.label, item.value)
+        except ConfigError as exc:
+            found.extend(exc.problems)
+            failed.add(item.name)
+            continue
+        if kind is Kind.TARGETS:
+            merged["forward"], merged["forward_target_options"] = value
+        else:
+            merged[item.name] = value
+        labels[item.name] = item.label
     config = CollectorConfig(**merged)
-    found.extend(config_checks.problems(config, frozenset(failed)))
+    if any("." in label for label in labels.values()):  # the nested style: name keys so
+        labels = {s.name: s.path for s in SETTINGS} | labels
+    found.extend(relabel(config_checks.problems(config, frozenset(failed)), labels))
     if found:
         raise ConfigError(*found)
     return config
@@ -516,4 +571,4 @@ def load_config_file(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(doc, dict):
         raise ConfigError(f"config {path}: expected a mapping at the top level")
-    return resolve_config_paths(doc, path.parent, _PATHS)
+    return resolve_config_paths(doc, path.parent, TABLE)

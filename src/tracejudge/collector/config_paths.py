@@ -6,9 +6,11 @@ entrypoint, ``tracejudge serve --config deploy/serve.yaml``), those names must s
 the files beside it, as in every tool that reads a config file. Flags stay relative to
 the working directory, like any command-line path.
 
-Resolved here: every path key, ``verdicts_jsonl`` (``-`` is stdout), the ``file:PATH``
-secret references of ``forward_headers``, and the TLS files and header references of the
-targets ``forward:`` writes as mappings.
+Resolved here, by the kind each setting declares (``config_kinds``), whether the file
+writes it nested (``judge: {rules: rules.yaml}``) or flat (``rules: rules.yaml``): every
+path, ``verdicts.jsonl`` (``-`` is stdout), the ``file:PATH`` secret references of
+``exporters.headers``, and the TLS files and header references of the targets
+``exporters.targets`` writes as mappings.
 """
 
 from __future__ import annotations
@@ -16,26 +18,40 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tracejudge.collector.config_kinds import Kind, Setting
+from tracejudge.collector.config_sources import Table
 from tracejudge.collector.security.credentials import FILE_PREFIX
 
 _TARGET_FILES = ("ca_file", "client_cert", "client_key")
 
 
-def resolve_config_paths(values: dict[str, Any], base: Path, path_keys: set[str]) -> dict[str, Any]:
+def resolve_config_paths(values: dict[str, Any], base: Path, table: Table) -> dict[str, Any]:
     """``values`` of a config file in ``base`` with its relative paths made relative to
-    ``base`` (keys may be written with ``-`` or ``_``; anything malformed is left for
-    the config's own checks to report)."""
+    ``base`` (keys may be written with ``-`` or ``_``, nested or flat; anything malformed
+    is left for the config's own checks to report)."""
     out: dict[str, Any] = {}
     for raw_key, value in values.items():
         key = str(raw_key).replace("-", "_")
-        if key in path_keys or (key == "verdicts_jsonl" and value != "-"):
-            value = _path(base, value)
-        elif key == "forward_headers":
-            value = _headers(base, value)
-        elif key == "forward":
-            value = _forward(base, value)
-        out[raw_key] = value
+        section = table.sections.get(key)
+        if section is not None and isinstance(value, dict):
+            out[raw_key] = {
+                sub: _resolve(section.get(str(sub).replace("-", "_")), base, item)
+                for sub, item in value.items()
+            }
+        else:
+            out[raw_key] = _resolve(table.flat(key), base, value)
     return out
+
+
+def _resolve(setting: Setting | None, base: Path, value: Any) -> Any:
+    kind = None if setting is None else setting.kind
+    if kind is Kind.PATH or (kind is Kind.PATH_OR_STDOUT and value != "-"):
+        return _path(base, value)
+    if kind is Kind.HEADERS:
+        return _headers(base, value)
+    if kind is Kind.TARGETS:
+        return _forward(base, value)
+    return value
 
 
 def _path(base: Path, value: Any) -> Any:

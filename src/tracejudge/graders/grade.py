@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from tracejudge.graders.answer import Answer, not_evaluated, parse_answer
 from tracejudge.graders.cache import AnswerCache, cache_key
 from tracejudge.graders.prompt import SYSTEM, Identity, identity, user_message
-from tracejudge.graders.providers import Completion, JudgeRequest, Provider, ProviderError
+from tracejudge.graders.providers import (
+    Completion,
+    JudgedRun,
+    JudgeRequest,
+    Provider,
+    ProviderError,
+)
 from tracejudge.graders.rendering import Evidence, RenderPolicy, render
 from tracejudge.graders.spec import GraderSpec
 from tracejudge.graders.vote import PropertyVote, vote
@@ -55,7 +61,7 @@ class Grader:
             user_message(self.spec, evidence),
             self.spec.temperature,
             self.spec.max_tokens,
-            (run.trace_id, run.root_span_id),
+            (JudgedRun(run.trace_id, run.root_span_id),),
         )
         answers: list[Answer] = []
         cached = 0

@@ -20,7 +20,7 @@ from typing import Literal, TypeAlias
 from tracejudge.graders.answer import REASON_MAX, strip_fence
 from tracejudge.graders.grade import unreadable
 from tracejudge.graders.prompt import Identity, identity
-from tracejudge.graders.providers import JudgeRequest, Provider, ProviderError
+from tracejudge.graders.providers import JudgedRun, JudgeRequest, Provider, ProviderError
 from tracejudge.graders.rendering import RenderPolicy, render
 from tracejudge.graders.spec import GraderSpec
 from tracejudge.model.run import Run
@@ -100,7 +100,15 @@ class PairwiseGrader:
             ]
         )
         request = JudgeRequest(
-            self.spec.model, PAIR_SYSTEM, user, self.spec.temperature, self.spec.max_tokens
+            self.spec.model,
+            PAIR_SYSTEM,
+            user,
+            self.spec.temperature,
+            self.spec.max_tokens,
+            (
+                JudgedRun(baseline.trace_id, baseline.root_span_id, "baseline"),
+                JudgedRun(candidate.trace_id, candidate.root_span_id, "candidate"),
+            ),
         )
         samples: list[dict[str, tuple[Pick, str]]] = []
         for _ in range(self.spec.samples):

@@ -30,6 +30,16 @@ Server = tuple[str | None, int | None]
 
 
 @dataclass(frozen=True, slots=True)
+class JudgedRun:
+    """A run a judge call is about: its trace id and root span id (hex), and its role
+    (``run`` for a single-run grader; ``baseline`` or ``candidate`` in a pairwise call)."""
+
+    trace_id: str
+    root_span_id: str
+    role: str = "run"
+
+
+@dataclass(frozen=True, slots=True)
 class JudgeRequest:
     """One question to a judge model."""
 
@@ -38,9 +48,9 @@ class JudgeRequest:
     user: str
     temperature: float
     max_tokens: int
-    about: tuple[str, str] | None = None
-    """The judged run's trace id and root span id (hex): what the call's span links to.
-    Never sent to the model."""
+    about: tuple[JudgedRun, ...] = ()
+    """The runs the call judges (one; or a pairwise comparison's baseline and candidate):
+    what the call's span links to. Never sent to the model."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,9 @@ name ``chat {model}``, kind CLIENT, ``gen_ai.provider.name``, ``gen_ai.request.m
 ``gen_ai.usage.input_tokens`` / ``.output_tokens``, and on failure status ERROR,
 ``error.type`` and the ``exception`` event), with the grader's identity
 (``tracejudge.grader.provider``, ``.model``, ``.prompt_hash``, ``.rendering_version``) and
-a link to the judged run's root span: the call is a trace of its own, not a span of the run.
+a link to each judged run's root span, with ``tracejudge.grader.judged_run`` saying which
+(``run``; a pairwise call's two are ``baseline`` and ``candidate``): the call is a trace of
+its own, not a span of the run.
 A call a budget refused is no call and has no span.
 
 Content: none by default. The instructions, the rendered evidence and the answer go on the
@@ -31,7 +33,13 @@ from opentelemetry.util.types import AttributeValue
 
 from tracejudge import semconv as sc
 from tracejudge.graders.prompt import identity
-from tracejudge.graders.providers import Completion, JudgeRequest, Provider, ProviderError
+from tracejudge.graders.providers import (
+    Completion,
+    JudgedRun,
+    JudgeRequest,
+    Provider,
+    ProviderError,
+)
 from tracejudge.graders.spec import GraderSpec
 from tracejudge.instrumentation import (
     CaptureMode,
@@ -136,10 +144,11 @@ class TracedProvider:
             )
         if call is None:
             return None
-        with rt.guard:  # the span stands without its link or content
-            link = _run_context(request.about)
-            if link is not None:
-                call.span.add_link(link)
+        with rt.guard:  # the span stands without its links or content
+            for judged in request.about:
+                link = _run_context(judged)
+                if link is not None:
+                    call.span.add_link(link, {sc.TRACEJUDGE_GRADER_JUDGED_RUN: judged.role})
             if rt.capture_any:
                 call.set_input(
                     [message("user", [text_part(request.user)])], [text_part(request.system)]
@@ -153,12 +162,10 @@ def traced(provider: Provider, spec: GraderSpec, runtime: Runtime | None) -> Pro
     return provider if runtime is None else TracedProvider(provider, spec, runtime)
 
 
-def _run_context(about: tuple[str, str] | None) -> SpanContext | None:
-    """The judged run's root span as a link target; None when its ids are not valid."""
-    if about is None:
-        return None
+def _run_context(judged: JudgedRun) -> SpanContext | None:
+    """A judged run's root span as a link target; None when its ids are not valid."""
     try:
-        trace_id, span_id = int(about[0], 16), int(about[1], 16)
+        trace_id, span_id = int(judged.trace_id, 16), int(judged.root_span_id, 16)
     except ValueError:
         return None
     if not (0 < trace_id < 2**128 and 0 < span_id < 2**64):

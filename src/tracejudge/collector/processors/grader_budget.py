@@ -1,6 +1,8 @@
 """The graders' budgets in ``tracejudge serve``, in any minute of the collector's clock and
 shared by every grader thread: model calls (``grader_calls_per_minute``) and the tokens
-those calls used (``grader_tokens_per_minute``, off at 0).
+those calls used (``grader_tokens_per_minute``, off at 0). A run's calls (its graders'
+samples) are taken from the call budget when it is settled, all or none, before any work is
+done for it; a run refused is never rebuilt or rendered.
 
 A call over either is not made; its sample is ``not_evaluated`` with the reason ``budget``
 (``processors/graders.py``). A call's tokens are known only once it has answered (the
@@ -30,15 +32,18 @@ class CallBudget:
         self._calls: collections.deque[float] = collections.deque()
         self._lock = threading.Lock()
 
-    def take(self) -> bool:
-        """Take one call now; False when the window's calls are spent."""
+    def _expire(self, now: float) -> None:
+        while self._calls and self._calls[0] <= now - WINDOW_S:
+            self._calls.popleft()
+
+    def take(self, n: int = 1) -> bool:
+        """Take ``n`` calls now, all or none; False when fewer are left in the window."""
         with self._lock:
             now = self.clock.now()
-            while self._calls and self._calls[0] <= now - WINDOW_S:
-                self._calls.popleft()
-            if len(self._calls) >= self.per_minute:
+            self._expire(now)
+            if len(self._calls) + n > self.per_minute:
                 return False
-            self._calls.append(now)
+            self._calls.extend([now] * n)
             return True
 
 

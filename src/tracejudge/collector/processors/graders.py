@@ -13,9 +13,12 @@ while grader calls are open. Budget, collector config keys (``grader_budget.py``
 
 - ``grader_max_concurrent`` threads, so at most that many model calls are open at once;
 - ``grader_calls_per_minute`` model calls in any 60 s of the collector's clock, shared by
-  every grader; a call over it is not made and its sample is ``not_evaluated`` with the
-  reason ``budget``; runs waiting for a thread are bounded by the same number, and a run
-  beyond that is ``not_evaluated`` (``budget``) at once, without being rendered;
+  every grader. A run's calls (the samples of the graders that pick it) are taken when it
+  is settled, all or none: a run they do not fit is ``not_evaluated`` with the reason
+  ``budget`` at once, as is a run settled while the minute's tokens are spent or while as
+  many runs as the minute's calls wait for a thread. A refused run is never rebuilt from
+  its spans or rendered: that work, for calls that would not be made, took the CPU the
+  deterministic verdicts need (``make bench-collector-graders``, docs/performance.md);
 - ``grader_tokens_per_minute`` (0, the default: none): while the calls that answered in the
   last 60 s used that many tokens (input and output, as the providers report them), a call
   is not made either (``budget``);
@@ -114,10 +117,9 @@ class _Budgeted:
         if stage.past_deadline():
             stage.count_missing("deadline")
             raise ProviderError("deadline")
-        over = "tokens" if stage.tokens.spent() else None if stage.budget.take() else "calls"
-        if over is not None:
+        if stage.tokens.spent():  # the calls were taken when the run was settled
             stage.count_missing("budget")
-            stage.count_over(over)
+            stage.count_over("tokens")
             raise ProviderError("budget")
         stage.count_call()
         try:
@@ -196,15 +198,23 @@ class GraderStage:
 
     def decided(self, trace: PendingTrace, verdicts: Sequence[Verdict]) -> None:
         """A trace was settled (its verdict is on its way): grade the runs a grader picks."""
-        wanted = tuple(v for v in verdicts if self._picks(v))
+        picked = [(v, self._picking(v)) for v in verdicts]
+        wanted = tuple(v for v, graders in picked if graders)
         if not wanted:
             return
+        calls = sum(g.grader.spec.samples for _, graders in picked for g in graders)
         self.counts.runs += len(wanted)
         if self.stopping.is_set():
             self._not_graded(wanted, "shutdown")
             return
         if self._waiting >= self.max_waiting:
-            self._not_graded(wanted, "budget")
+            self._not_graded(wanted, "budget", "waiting")
+            return
+        if self.tokens.spent():
+            self._not_graded(wanted, "budget", "tokens")
+            return
+        if not self.budget.take(calls):
+            self._not_graded(wanted, "budget", "calls")
             return
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
@@ -216,23 +226,29 @@ class GraderStage:
         due = self.clock.now() + self.run_deadline if self.run_deadline > 0 else None
         self._jobs.put(_Job(tuple(trace.fragments), tuple(trace.logs), wanted, due))
 
-    def _picks(self, v: Verdict) -> bool:
+    def _picking(self, v: Verdict) -> list[GraderRule]:
+        """The graders whose ``when`` picks ``v``'s run."""
         ids = {o.rule_id for o in v.outcomes}
-        return any(
-            g.rule.id in ids
-            and picked_ids(g.grader.spec, g.rule.id, v.trace_id, v.root_span_id, v) is None
+        return [
+            g
             for g in self.graders
-        )
+            if g.rule.id in ids
+            and picked_ids(g.grader.spec, g.rule.id, v.trace_id, v.root_span_id, v) is None
+        ]
 
-    def _not_graded(self, verdicts: Sequence[Verdict], reason: str) -> None:
+    def _not_graded(
+        self, verdicts: Sequence[Verdict], reason: str, over: str | None = None
+    ) -> None:
+        """Send ``verdicts``' grader outcomes as ``not_evaluated`` for ``reason``; ``over``:
+        the budget that refused them (``GraderCounts.over_budget``)."""
         out = []
         for v in verdicts:
             outcomes = not_graded(v, self.graders, reason)
             for g in self.graders:
                 if any(o.rule_id == g.rule.id for o in outcomes):
                     self.count_missing(reason, g.grader.spec.samples)
-                    if reason == "budget":
-                        self.count_over("waiting", g.grader.spec.samples)
+                    if over is not None:
+                        self.count_over(over, g.grader.spec.samples)
             out.append(_only(v, outcomes))
         self._send(out)
 

@@ -222,12 +222,13 @@ def _entry_path(path: str, item: dict[str, Any], key: str) -> Path | None:
     return None if value is None else Path(value).expanduser()
 
 
-def forward_entries(value: Any) -> tuple[list[str], dict[str, TargetOptions]]:
+def forward_entries(value: Any, key: str = "forward") -> tuple[list[str], dict[str, TargetOptions]]:
     """``forward:`` as the config file may write it, as entries (``URL`` or ``NAME=URL``)
     and the per-URL transport options: a URL; a list of URLs, ``NAME=URL`` strings or
     mappings (``url``, optional ``name``, the target's own ``headers`` and TLS keys); or a
     mapping of names to a URL or to such a mapping. Every bad entry is reported, each with
-    its path: ``forward[1].headers`` in a list, ``forward.audit.headers`` in a mapping."""
+    its path: ``forward[1].headers`` in a list, ``forward.audit.headers`` in a mapping
+    (``key``: the key as the user wrote it, ``exporters.targets`` when nested)."""
     items: list[tuple[str, Any]] = []
     if isinstance(value, dict):
         for name, item in value.items():
@@ -235,14 +236,14 @@ def forward_entries(value: Any) -> tuple[list[str], dict[str, TargetOptions]]:
                 item = f"{name}={item}"
             elif isinstance(item, dict):
                 item = {**item, "name": name}
-            items.append((f"forward.{name}", item))
+            items.append((f"{key}.{name}", item))
     elif isinstance(value, str):
-        items = [("forward", value)]
+        items = [(key, value)]
     elif isinstance(value, list | tuple):
-        items = [(f"forward[{i}]", item) for i, item in enumerate(value)]
+        items = [(f"{key}[{i}]", item) for i, item in enumerate(value)]
     else:
         raise AccessError(
-            f"forward: expected a URL, a list of URLs or a mapping of names to URLs, got {value!r}"
+            f"{key}: expected a URL, a list of URLs or a mapping of names to URLs, got {value!r}"
         )
     entries: list[str] = []
     options: dict[str, TargetOptions] = {}
