@@ -54,8 +54,7 @@ def test_late_span_after_a_restart_gets_the_verdict_from_before(
 
 def test_remembered_decisions_are_bounded(tmp_path: Path) -> None:
     """The table keeps the newest ``decided_cache_size`` decisions, like the memory cache."""
-    store = DiskStore(tmp_path / "q")
-    store.decided_keep = 100
+    store = DiskStore(tmp_path / "q", decided_keep=100)
     try:
         for batch in range(30):
             rows = [(bytes([batch, n]) * 8, "pass", "{}") for n in range(100)]

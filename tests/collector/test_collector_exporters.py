@@ -31,6 +31,7 @@ from tests.collector.collector_support import (
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector, CollectorConfig
 from tracejudge.collector.clock import ManualClock
+from tracejudge.collector.component import ComponentStopped
 from tracejudge.collector.config import ConfigError
 from tracejudge.collector.exporters.exporter import Exporter, QueuedExporter
 from tracejudge.collector.exporters.file_target import FileExporterFactory, FileTarget
@@ -85,6 +86,36 @@ def test_each_kind_has_a_default_config_the_collector_fills_in(tmp_path: Path) -
     assert file_cfg == replace(FileExporterFactory().default_config(), path=out, file_mode=0o640)
     with pytest.raises(dataclasses.FrozenInstanceError):
         file_cfg.path = None  # type: ignore[misc]
+
+
+CONTRACT_URLS = {
+    "otlp_http": "http://127.0.0.1:9",
+    "otlp_grpc": "grpc://127.0.0.1:9",
+    "file": "file:{tmp}/out.jsonl",
+}
+"""A target URL of each registered kind (a kind registered without one here fails below)."""
+
+
+@pytest.mark.parametrize("kind", EXPORTERS.kinds())
+def test_every_registered_exporter_obeys_the_contract(kind: str, tmp_path: Path) -> None:
+    """For each kind: ``start`` and ``shutdown`` idempotent, and a batch after ``shutdown``
+    refused, naming the exporter, instead of reopening what ``shutdown`` closed (the
+    ``file`` kind: no line written, the file not reopened)."""
+    url = CONTRACT_URLS[kind].format(tmp=tmp_path)
+    exporter = EXPORTERS.build(url, CollectorConfig())
+    _, payload = _request()
+
+    async def go() -> None:
+        await exporter.start()
+        await exporter.start()
+        await exporter.shutdown()
+        await exporter.shutdown()
+        with pytest.raises(ComponentStopped, match=r"exporter '.+' is shut down: batch refused"):
+            await exporter.consume(payload)
+
+    asyncio.run(go())
+    if kind == "file":
+        assert (tmp_path / "out.jsonl").read_text() == ""
 
 
 def test_the_file_kind_writes_what_eval_reads_back(tmp_path: Path) -> None:

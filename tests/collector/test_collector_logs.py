@@ -24,10 +24,13 @@ from tests.collector.test_collector_timing import ListSink, drive
 from tracejudge import semconv as sc
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.clock import ManualClock
+from tracejudge.collector.component import Discard
 from tracejudge.collector.consumer import Throttled
 from tracejudge.collector.pipeline import Pipeline, scrubber_for
+from tracejudge.collector.processors.decided import Decided
 from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
+from tracejudge.collector.processors.logs_join import LogsJoin
 from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.spans import SpanRecord
@@ -64,8 +67,9 @@ def _setup(
     hold = TraceHold(cfg, clock)  # shared, as the collector shares it (assembly.build_stages)
     scrubber = scrubber_for(cfg)
     logs = logs_intake_for(cfg, hold, stats, scrubber)
+    join = LogsJoin(logs, Discard[Decided]())  # the decided edge's logs join, alone
     p = Pipeline(
-        cfg, judge, [], [sink], stats, None, clock, hold=hold, scrubber=scrubber, on_decided=logs
+        cfg, judge, [], [sink], stats, None, clock, hold=hold, scrubber=scrubber, decided=join
     )
     p.arm_timer()
     return p, logs, sink, judge

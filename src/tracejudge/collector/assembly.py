@@ -5,8 +5,11 @@ dead-letter file) and builds the graph here, in the order the constructors need:
 ``Scrubber`` for everything that may quote span content (``pipeline.scrubber_for``, made
 first: the dead-letter file takes it too), the forward queues and verdict sinks, then one
 ``TraceHold`` shared by the pipeline and the logs intake, shadow pairing, the logs intake,
-the graders (which send their outcomes through the logs intake), and the pipeline over
-all of them. Nothing is attached to a stage after it is built.
+the processors of the decided edge in their declared order (``processors/registry.py``:
+the logs join, the graders, which send their outcomes through the logs intake), each
+created with the next, and the pipeline over all of them. Observers (the gate's window,
+shadow pairing, verdict sinks) are given to the stage that tells them when it is built:
+nothing is attached to a stage after it is built.
 """
 
 from __future__ import annotations
@@ -15,17 +18,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tracejudge.collector.clock import Clock
+from tracejudge.collector.component import Discard, Processor
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.exporters.dead_letter import DeadLetterFile
 from tracejudge.collector.exporters.forward import ForwardTarget, TargetQueue
 from tracejudge.collector.exporters.sinks import JsonlSink, TextSink, VerdictSink, WebhookSink
 from tracejudge.collector.exporters.targets import TargetSpec
 from tracejudge.collector.pipeline import Pipeline
-from tracejudge.collector.processors.graders import GraderStage, grader_stage
+from tracejudge.collector.processors.cost import RuleCost
+from tracejudge.collector.processors.decided import Context, Decided
+from tracejudge.collector.processors.graders import GraderStage
+from tracejudge.collector.processors.grading import Grading
 from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.judge import Judge
 from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
 from tracejudge.collector.processors.redact import Scrubber
+from tracejudge.collector.processors.registry import PROCESSORS, DecidedRegistry
 from tracejudge.collector.processors.shadow import shadow_pairs_for
 from tracejudge.collector.storage.store import DiskStore
 from tracejudge.collector.telemetry.stats import Stats
@@ -37,11 +45,20 @@ __all__ = ["Stages", "build_stages", "forward_queues", "verdict_sinks"]
 
 @dataclass(slots=True)
 class Stages:
-    """What ``build_stages`` made: the receivers' consumers and the graders."""
+    """What ``build_stages`` made: the receivers' consumers and the processors of the
+    decided edge, in order."""
 
     pipeline: Pipeline
     logs: LogsIntake
-    graders: GraderStage | None
+    processors: list[Processor[Decided]]
+
+    @property
+    def graders(self) -> GraderStage | None:
+        """The grader threads, when the rules file has graders."""
+        for p in self.processors:
+            if isinstance(p, Grading):
+                return p.stage
+        return None
 
 
 def forward_queues(
@@ -95,15 +112,17 @@ def build_stages(
     clock: Clock,
     recent: RecentVerdicts,
     scrubber: Scrubber,
+    processors: DecidedRegistry = PROCESSORS,
+    rule_cost: RuleCost | None = None,
 ) -> Stages:
-    """The pipeline and the stages around it, each built with its collaborators."""
+    """The pipeline and the stages around it, each built with its collaborators; the
+    decided edge chains one processor of each kind of ``processors``, in its order."""
     ruleset = getattr(judge, "ruleset", None)
     hold = TraceHold(config, clock)
     shadow = shadow_pairs_for(config, stats, sinks, scrubber, ruleset, recent)
     logs = logs_intake_for(config, hold, stats, scrubber)
-    graders = None
-    if grader_rules:
-        graders = grader_stage(config, grader_rules, clock, queues, scrubber, logs)
+    context = Context(clock, stats, scrubber, queues, logs, grader_rules)
+    chain = processors.chain(config, context, Discard[Decided]())
     pipeline = Pipeline(
         config,
         judge,
@@ -116,8 +135,8 @@ def build_stages(
         hold=hold,
         scrubber=scrubber,
         shadow=shadow,
-        on_decided=logs,
-        graders=graders,
+        decided=chain[0] if chain else None,
         rules_version=str(getattr(ruleset, "version", "")),
+        rule_cost=rule_cost,
     )
-    return Stages(pipeline, logs, graders)
+    return Stages(pipeline, logs, chain)

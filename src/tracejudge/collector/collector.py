@@ -13,24 +13,28 @@ import contextlib
 import gc
 import logging
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tracejudge._build import build_kind
 from tracejudge.collector.assembly import build_stages, forward_queues, verdict_sinks
 from tracejudge.collector.clock import Clock, SystemClock
+from tracejudge.collector.component import Processor
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.exporters.dead_letter import DeadLetterFile
 from tracejudge.collector.exporters.exporter import QueuedExporter
 from tracejudge.collector.exporters.forward import ForwardTarget
 from tracejudge.collector.exporters.registry import EXPORTERS, ExporterRegistry
+from tracejudge.collector.exporters.sinks import VerdictSink
 from tracejudge.collector.exporters.targets import TargetSpec, split_forward, target_specs
 from tracejudge.collector.pipeline import Pipeline, scrubber_for
 from tracejudge.collector.processors.cost import RuleCost, check_budget, measure
+from tracejudge.collector.processors.decided import Decided
 from tracejudge.collector.processors.graders import GraderStage, graders_for
 from tracejudge.collector.processors.judge import Judge, load_judge
 from tracejudge.collector.processors.logs_intake import LogsIntake
 from tracejudge.collector.processors.redact import LogScrubber
+from tracejudge.collector.processors.registry import PROCESSORS, DecidedRegistry
 from tracejudge.collector.receivers.http_guard import GuardStats
 from tracejudge.collector.receivers.inflight import InflightBytes
 from tracejudge.collector.receivers.listeners import Listeners
@@ -43,12 +47,7 @@ from tracejudge.collector.telemetry.exposition import render as render_prometheu
 from tracejudge.collector.telemetry.health import degraded_reasons
 from tracejudge.collector.telemetry.metric_labels import MetricLabels
 from tracejudge.collector.telemetry.server_log import ServerErrors, server_logger
-from tracejudge.collector.telemetry.snapshot import (
-    disk_entry,
-    hold_entries,
-    judging_entry,
-    target_entries,
-)
+from tracejudge.collector.telemetry.snapshot import disk_entry, merge
 from tracejudge.collector.telemetry.stats import Stats, otlp_metric_reader
 from tracejudge.engine.engine import Engine
 from tracejudge.gate.recent import RecentVerdicts
@@ -71,7 +70,11 @@ class Collector:
         judge: Judge | None = None,
         clock: Clock | None = None,
         exporters: ExporterRegistry = EXPORTERS,
+        processors: DecidedRegistry = PROCESSORS,
+        sinks: Sequence[VerdictSink] = (),
     ) -> None:
+        """``sinks``: verdict sinks beside those the config names (an embedding program's
+        own reader of the verdict stream), given to the graph when it is built."""
         if judge is None:
             if config.rules is None:
                 raise ValueError("Collector needs a rules file (config.rules) or a judge")
@@ -81,6 +84,10 @@ class Collector:
         self.grader_rules = graders_for(config, judge)  # keys read now: fail fast
         self.graders: GraderStage | None = None
         self.exporters = exporters  # the kinds its targets are built from
+        self.processors = processors  # the decided edge's kinds, in their order
+        self.extra_sinks = list(sinks)
+        self.chain: list[Processor[Decided]] = []
+        """The decided edge's processors as built (``assembly.build_stages``)."""
         self.rule_cost: RuleCost | None = None
         """The rules' cost on the synthetic run (None for a judge that is not the engine)."""
         if isinstance(judge, Engine):
@@ -98,7 +105,9 @@ class Collector:
                 otlp_metric_reader(config.metrics_otlp_endpoint, config.metrics_interval)
             )
         self.stats = Stats(
-            readers, MetricLabels(config.metrics_case_slices, config.metrics_max_label_values)
+            readers,
+            MetricLabels(config.metrics_case_slices, config.metrics_max_label_values),
+            gauges=self,  # its gauges read the graph built at start (``queue_depth``...)
         )
         self.store: DiskStore | None = None
         self.disk_room: Room | None = None
@@ -136,10 +145,11 @@ class Collector:
         pipeline's scrubber exists (``server_log.py``)."""
 
     def snapshot(self) -> dict[str, Any]:
-        """Counts for ``/metrics`` (and ``/healthz``)."""
+        """``/metrics`` (and ``/healthz``): the sum of the components' snapshots (the
+        counters, the listeners, the pipeline, the disk queue and dead-letter file, the
+        decided edge's processors), with the status they add up to."""
         p = self.pipeline
         queues = p.queues if p is not None else []
-        targets = target_entries(queues)
         disk: dict[str, Any] | None = None
         if self.store is not None:
             disk = disk_entry(
@@ -149,34 +159,33 @@ class Collector:
                 self.removed_targets,
                 self.config.retry_after_hint,
             )
-        # A backend failing with data waiting for it, a disk queue refusing or failing.
-        reasons = degraded_reasons(targets, disk)
-        status = "stopping" if self._stopping else "degraded" if reasons else "ok"
-        return self.stats.snapshot(
-            status=status,
-            reasons=reasons,
-            build=build_kind(),
-            **hold_entries(p.hold if p is not None else None),
-            inflight_request_bytes={
-                "bytes": self.inflight.nbytes,
-                "max_bytes": self.inflight.limit,
-                "refused": self.inflight.refused,
-            },
-            judging=judging_entry(self.config, self.rule_cost, p),
-            decisions_waiting=p.decisions_waiting() if p else False,
-            targets=targets,
-            disk_queue=disk,
-            dead_letter=self.dead_letter.snapshot() if self.dead_letter is not None else None,
-            logs=self.logs.snapshot() if self.logs is not None else None,
-            graders=self.graders.snapshot() if self.graders is not None else None,
-            http_connections={
-                "open": sum(self.http_guard.clients.values()),
-                "timed_out": self.http_guard.timed_out,
-                "refused": self.http_guard.refused,
-                "tls_failed": self.http_guard.tls_failed,
-            },
-            auth=self.auth_stats.to_dict(),
+        parts = merge(
+            [
+                self.listeners.snapshot(),
+                p.snapshot() if p is not None else {},
+                {
+                    "disk_queue": disk,
+                    "dead_letter": (
+                        self.dead_letter.snapshot() if self.dead_letter is not None else None
+                    ),
+                },
+                *(processor.snapshot() for processor in self.chain),
+            ]
         )
+        # A backend failing with data waiting for it, a disk queue refusing or failing.
+        reasons = degraded_reasons(parts.get("targets", {}), disk)
+        status = "stopping" if self._stopping else "degraded" if reasons else "ok"
+        own = {"status": status, "reasons": reasons, "build": build_kind()}
+        return merge([self.stats.snapshot(), own, parts])
+
+    def queue_depth(self) -> int:
+        """Spans waiting in all forward queues (0 before ``start``); a ``Gauges`` read."""
+        return self.pipeline.queue_depth() if self.pipeline is not None else 0
+
+    def shadow_pending(self) -> int:
+        """Shadows waiting for their stable run (0 before ``start``); a ``Gauges`` read."""
+        p = self.pipeline
+        return p.shadow.pending() if p is not None and p.shadow is not None else 0
 
     @property
     def grpc_port(self) -> int:
@@ -216,9 +225,8 @@ class Collector:
         cfg = self.config
         if cfg.queue_dir is not None:
             self.store, self.disk_room = open_for_serve(
-                cfg.queue_dir, cfg.max_disk_queue_bytes, cfg.file_mode
+                cfg.queue_dir, cfg.max_disk_queue_bytes, cfg.file_mode, cfg.decided_cache_size
             )
-            self.store.decided_keep = cfg.decided_cache_size
             log.info("disk queue %s: %s", cfg.queue_dir, self.disk_room.describe())
         for warning in cfg.security_warnings():
             log.warning("%s", warning)
@@ -238,21 +246,25 @@ class Collector:
             self.judge,
             self.grader_rules,
             queues,
-            verdict_sinks(cfg, self.stats),
+            [*verdict_sinks(cfg, self.stats), *self.extra_sinks],
             stats=self.stats,
             store=self.store,
             clock=self.clock,
             recent=self.recent,
             scrubber=scrubber,
+            processors=self.processors,
+            rule_cost=self.rule_cost,
         )
         self.pipeline, self.logs, self.graders = stages.pipeline, stages.logs, stages.graders
+        self.chain = stages.processors
         # Log lines can quote span content (exception texts, backend answers).
         self._log_filter = LogScrubber(scrubber)
         log.addFilter(self._log_filter)
         self._server_log, self._server_errors = server_logger(scrubber, self.clock)
-        self.stats.queue_depth = self.pipeline.queue_depth
         if self.logs.queue is not None:
             self.logs.queue.start()
+        for processor in self.chain:
+            processor.start()
         if self.store is not None:
             # The store keeps each target's URL for `tracejudge queue`: never its credentials.
             shown = [TargetSpec(spec.name, display_url(spec.url)) for spec in specs]
@@ -326,6 +338,8 @@ class Collector:
         await self.listeners.abort()
         if self.pipeline is not None:
             self.pipeline.close()
+            for processor in self.chain:
+                processor.shutdown()
             for q in self.pipeline.queues:
                 await q.flush(0.0)
             for sink in self.pipeline.sinks:
@@ -386,8 +400,8 @@ class Collector:
         if p is not None:
             await p.decide_all()
             p.close()
-            if self.graders is not None:
-                self.graders.close()  # waiting runs: not_evaluated (shutdown), sent below
+            for processor in self.chain:  # graders: waiting runs not_evaluated, sent below
+                processor.shutdown()
             results = await asyncio.gather(
                 *(q.flush(max(0.1, end - loop.time())) for q in p.queues)
             )

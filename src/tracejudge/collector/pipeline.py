@@ -14,7 +14,7 @@ import asyncio
 import logging
 import math
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -26,6 +26,7 @@ from tracejudge.collector.codec.otlp import (
     split_body,
     split_by_trace,
 )
+from tracejudge.collector.component import Consumer
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.consumer import IngestResult, Throttled
 from tracejudge.collector.exporters.fanout import FanOut
@@ -34,8 +35,9 @@ from tracejudge.collector.exporters.payload import Payload, Piece
 from tracejudge.collector.exporters.sinks import VerdictObserver, VerdictSink
 from tracejudge.collector.processors.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.processors.conversations import ConversationBuffer, conversation_trace_ids
-from tracejudge.collector.processors.cost import CostWatch
+from tracejudge.collector.processors.cost import CostWatch, RuleCost
 from tracejudge.collector.processors.decide import Decider, Outcome, payloads_for
+from tracejudge.collector.processors.decided import Decided, DecidedTrace
 from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.judge import Judge
 from tracejudge.collector.processors.modes import forward_mode
@@ -46,6 +48,7 @@ from tracejudge.collector.processors.worker import AdaptiveJudging, BatchJob
 from tracejudge.collector.storage import replay
 from tracejudge.collector.storage.durability import durability_for
 from tracejudge.collector.storage.store import DecidedRow, DiskStore
+from tracejudge.collector.telemetry.snapshot import judging_entry
 from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Verdict
 
@@ -68,15 +71,6 @@ def scrubber_for(config: CollectorConfig) -> Scrubber:
     return Scrubber(config.redact_patterns, drop_quoted=config.drop_content)
 
 
-class DecidedHook(Protocol):
-    """Told of each settled trace (``logs_intake.LogsIntake``: forwards the trace's log
-    records and, with ``--evaluation-logs``, one evaluation record per rule outcome)."""
-
-    def decided(self, trace: PendingTrace, verdicts: Sequence[Verdict]) -> None:
-        """``trace`` was decided with ``verdicts`` (already scrubbed)."""
-        ...
-
-
 class Pipeline:
     """Buffer + decisions + fan-out to the target queues and verdict sinks; the
     receivers' ``TraceConsumer``."""
@@ -95,14 +89,14 @@ class Pipeline:
         hold: TraceHold | None = None,
         scrubber: Scrubber | None = None,
         shadow: ShadowPairs | None = None,
-        on_decided: DecidedHook | None = None,
-        graders: DecidedHook | None = None,
+        decided: Consumer[Decided] | None = None,
         rules_version: str = "",
+        rule_cost: RuleCost | None = None,
     ) -> None:
         """The collaborators after ``observers`` are built by the collector, which shares
         them with other stages (the logs intake holds its records in ``hold``); left out,
         the pipeline makes its own ``hold`` and ``scrubber`` from ``config`` and has no
-        shadow pairing, logs hook or graders."""
+        shadow pairing nor processors after the decision (``decided``)."""
         self.config = config
         self.clock: Clock = SystemClock() if clock is None else clock
         self.judge = judge
@@ -139,17 +133,19 @@ class Pipeline:
         fit, decisions wait (traces stay buffered) and receivers push back, so
         ``max_queue_bytes`` holds exactly. 0 when decisions are not blocked."""
         self._blocked_reason = ""
-        self.on_decided = on_decided
-        """The logs side (``logs_intake.py``), when ``serve`` receives logs."""
-        self.graders = graders
-        """Grader rules (``processors/graders.py``): told of each settled trace after its
-        payloads are enqueued, so grading never holds a deterministic verdict."""
+        self.decided_edge = decided
+        """The first processor of the decided edge (``processors/registry.py``: the logs
+        join, the graders), handed each settled chunk after its payloads are enqueued, so
+        nothing there holds a deterministic verdict."""
         self.worker = AdaptiveJudging(CHEAP_JUDGING, LOOP_JUDGING_LIMIT)
         """The judging thread (see ``worker``)."""
         self._judging_since = math.inf
         """Deadline of the oldest due trace not yet judged (infinity when none)."""
         self.cost = CostWatch(config.max_rule_cost)
         """Judging time per run against the rule-cost budget."""
+        self.rule_cost = rule_cost
+        """What the rules cost on the synthetic run (measured by the collector; None for a
+        judge that is not the engine): ``/metrics`` ``judging.rule_cost_ms``."""
 
     @property
     def buffer(self) -> TraceBuffer:
@@ -407,7 +403,7 @@ class Pipeline:
         records: list[dict[str, Any]] = []
         decided: list[bytes] = []
         decisions: list[Decision] = []
-        graded: list[tuple[PendingTrace, list[Verdict]]] = []
+        settled: list[DecidedTrace] = []
         size = 0
         parked = False
         if not outcomes:
@@ -433,18 +429,15 @@ class Pipeline:
             size += need
             ids = self.hold.release(t)
             records.extend(self.settle(t, outcome))
-            if self.on_decided is not None:
-                self.on_decided.decided(t, outcome.verdicts)
-            graded.append((t, outcome.verdicts))
+            settled.append(DecidedTrace(t, outcome.verdicts))
             payloads.extend(items)
             self.stats.count("late", sum(f.spans for f in held))
             decided.extend(ids)
             decisions.extend([outcome.decision] * len(ids))
         self.fanout.commit(payloads, decided, decisions)
         self.fanout.emit(records)
-        if self.graders is not None:
-            for t, verdicts in graded:
-                self.graders.decided(t, verdicts)
+        if settled and self.decided_edge is not None:
+            self.decided_edge.consume(tuple(settled))
         return parked
 
     def _blocked(self, need: int, alone: bool) -> bool:
@@ -498,3 +491,13 @@ class Pipeline:
     def queue_depth(self) -> int:
         """Spans waiting in all forward queues."""
         return self.fanout.queue_depth()
+
+    def snapshot(self) -> dict[str, Any]:
+        """Its ``/metrics`` entries: what waits in the hold, the judging side, whether
+        decisions wait for room, and each forward target by URL."""
+        return {
+            **self.hold.snapshot(),
+            "judging": judging_entry(self.config, self.rule_cost, self),
+            "decisions_waiting": self.decisions_waiting(),
+            "targets": {q.target.url: q.snapshot() for q in self.fanout.queues},
+        }

@@ -51,8 +51,8 @@ class EmbeddedCollector:
         config.host = "127.0.0.1"
         config.grpc_port = 0
         config.http_port = 0
-        self._collector = Collector(config, judge)
         self._sink = _Verdicts()
+        self._collector = Collector(config, judge, sinks=[self._sink])
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="tracejudge-embedded-collector", daemon=True
@@ -65,10 +65,6 @@ class EmbeddedCollector:
         try:
             starting = self._collector.start()
             asyncio.run_coroutine_threadsafe(starting, self._loop).result(timeout)
-            pipeline = self._collector.pipeline
-            if pipeline is None:
-                raise RuntimeError("the collector started without a pipeline")
-            pipeline.sinks.append(self._sink)
         except BaseException:
             self.close(timeout=1.0)
             raise

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from tracejudge.collector.component import Lifecycle
+
 if TYPE_CHECKING:
     from tracejudge.collector.config import CollectorConfig
 
@@ -27,15 +29,17 @@ class Exporter(Protocol):
     """Its name in metrics, logs and the disk queue: never with credentials."""
 
     async def start(self) -> None:
-        """Get ready to consume (a file opened, a connection made); errors stop the start."""
+        """Get ready to consume (a file opened, a connection made); errors stop the start.
+        A second call does nothing."""
         ...
 
     async def consume(self, payload: bytes) -> None:
-        """Deliver one batch; raise ``RetryableError`` or ``PermanentError`` on failure."""
+        """Deliver one batch; raise ``RetryableError`` or ``PermanentError`` on failure,
+        ``ComponentStopped`` after ``shutdown``."""
         ...
 
     async def shutdown(self) -> None:
-        """Release what ``start`` and ``consume`` opened."""
+        """Release what ``start`` and ``consume`` opened; a second call does nothing."""
         ...
 
 
@@ -73,6 +77,39 @@ class ExporterFactory(Protocol[C]):
     def create(self, config: C) -> Exporter:
         """A new exporter for ``config``."""
         ...
+
+
+class TargetExporter:
+    """The ``Exporter`` contract over a target's ``send`` and ``close`` (the forward
+    queue's names), written once for every kind: ``start`` and ``shutdown`` idempotent,
+    ``consume`` after ``shutdown`` refused (``ComponentStopped``) rather than reopening
+    what ``shutdown`` closed. A kind sets ``state`` (a ``Lifecycle``) in its constructor."""
+
+    url: str
+    state: Lifecycle
+
+    async def start(self) -> None:
+        """Nothing to open here: a kind opens in its constructor (a file) or on the first
+        export (a connection)."""
+        self.state.start()
+
+    async def consume(self, payload: bytes) -> None:
+        """Deliver one batch (``send``)."""
+        self.state.check()
+        await self.send(payload)
+
+    async def shutdown(self) -> None:
+        """Release what ``send`` opened (``close``), once."""
+        if self.state.shutdown():
+            await self.close()
+
+    async def send(self, payload: bytes) -> None:
+        """Deliver ``payload`` (the kind's)."""
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Release connections (the kind's)."""
+        raise NotImplementedError
 
 
 class QueuedExporter:

@@ -15,7 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal, overload
 
+from tracejudge.collector.component import Lifecycle
 from tracejudge.collector.config import ConfigError
+from tracejudge.collector.exporters.exporter import TargetExporter
 from tracejudge.collector.exporters.forward import RetryableError
 from tracejudge.collector.storage.files import DEFAULT_FILE_MODE, open_append
 from tracejudge.model.encode_json import request_to_otlp_json
@@ -46,7 +48,7 @@ def open_for_append(
         raise ConfigError(f"{key}: cannot write {path}: {exc.strerror or exc}") from exc
 
 
-class FileTarget:
+class FileTarget(TargetExporter):
     """Appends each forwarded batch to ``path`` as one OTLP/JSON line, flushed."""
 
     def __init__(self, path: Path, file_mode: int = DEFAULT_FILE_MODE) -> None:
@@ -55,18 +57,8 @@ class FileTarget:
         self.path = path
         self.file_mode = file_mode
         self.url = f"file:{path}"
+        self.state = Lifecycle(self.url, "exporter")
         self._fh: IO[str] | None = open_for_append(path, "output", file_mode)
-
-    async def start(self) -> None:
-        """Nothing to open: the connection is made on the first export."""
-
-    async def consume(self, payload: bytes) -> None:
-        """The ``Exporter`` contract's name for ``send``."""
-        await self.send(payload)
-
-    async def shutdown(self) -> None:
-        """The ``Exporter`` contract's name for ``close``."""
-        await self.close()
 
     async def send(self, payload: bytes) -> None:
         """Encode and append in a worker thread (file I/O must not stall the event loop);

@@ -18,7 +18,7 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -26,6 +26,8 @@ import grpc
 import grpc.aio
 
 from tracejudge.collector.codec.otlp import retry_delay_from_status
+from tracejudge.collector.component import Lifecycle
+from tracejudge.collector.exporters.exporter import TargetExporter
 from tracejudge.collector.security.credentials import display_url
 from tracejudge.collector.security.tls import TargetOptions
 from tracejudge.collector.storage.store import DiskStore
@@ -99,7 +101,7 @@ class ForwardTarget(Protocol):
         ...
 
 
-class HttpTarget:
+class HttpTarget(TargetExporter):
     """OTLP/HTTP protobuf: ``POST {url}/v1/traces`` (the path is added when the URL has none).
 
     ``https://`` verifies the backend with the options' CA (or the system store); the
@@ -111,6 +113,7 @@ class HttpTarget:
 
     def __init__(self, url: str, timeout: float, options: TargetOptions | None = None) -> None:
         self.url = display_url(url)
+        self.state = Lifecycle(self.url, "exporter")
         opts = TargetOptions() if options is None else options
         parts = urlsplit(url)
         self._endpoint = url if parts.path not in ("", "/") else url.rstrip("/") + self.signal_path
@@ -121,17 +124,6 @@ class HttpTarget:
             "Content-Type": "application/x-protobuf",
         }
         self._ssl = opts.tls.ssl_context(f"forward {self.url}") if parts.scheme == "https" else None
-
-    async def start(self) -> None:
-        """Nothing to open: the connection is made on the first export."""
-
-    async def consume(self, payload: bytes) -> None:
-        """The ``Exporter`` contract's name for ``send``."""
-        await self.send(payload)
-
-    async def shutdown(self) -> None:
-        """The ``Exporter`` contract's name for ``close``."""
-        await self.close()
 
     async def send(self, payload: bytes) -> None:
         """POST the payload; map the answer onto retryable / permanent per the OTLP spec."""
@@ -173,7 +165,7 @@ def _retry_after(value: str | None) -> float | None:
         return None  # an HTTP date: fall back to our own backoff
 
 
-class GrpcTarget:
+class GrpcTarget(TargetExporter):
     """OTLP/gRPC via a raw unary call, so the payload bytes are sent as they are.
 
     ``grpcs://`` uses TLS (the options' CA or the system store, a client certificate for
@@ -185,6 +177,7 @@ class GrpcTarget:
 
     def __init__(self, url: str, timeout: float, options: TargetOptions | None = None) -> None:
         self.url = display_url(url)
+        self.state = Lifecycle(self.url, "exporter")
         opts = TargetOptions() if options is None else options
         parts = urlsplit(url)
         self._address = f"{parts.hostname}:{parts.port}"
@@ -194,17 +187,6 @@ class GrpcTarget:
         headers = opts.resolved_headers(f"forward {self.url}")
         self._metadata = tuple((k.lower(), v) for k, v in headers.items())
         self._credentials = opts.tls.grpc_credentials() if parts.scheme == "grpcs" else None
-
-    async def start(self) -> None:
-        """Nothing to open: the connection is made on the first export."""
-
-    async def consume(self, payload: bytes) -> None:
-        """The ``Exporter`` contract's name for ``send``."""
-        await self.send(payload)
-
-    async def shutdown(self) -> None:
-        """The ``Exporter`` contract's name for ``close``."""
-        await self.close()
 
     async def send(self, payload: bytes) -> None:
         """Call Export; UNAVAILABLE etc. are retryable, RESOURCE_EXHAUSTED only with RetryInfo."""
@@ -519,6 +501,20 @@ class TargetQueue:
             self.dead_lettered += spans
             self.dead_lettered_batches += 1
         self._done(batch, "dead_lettered" if kept else "dropped")
+
+    def snapshot(self) -> dict[str, Any]:
+        """Its entry under ``/metrics`` ``targets`` (keyed by its URL): queue and failures."""
+        return {
+            "name": self.name,
+            "queued_spans": self.spans,
+            "queued_bytes": self.nbytes,
+            "peak_bytes": self.peak_bytes,
+            "failures": self.failures,
+            "worker_restarts": self.restarts,
+            "dead_lettered": self.dead_lettered,
+            "dead_lettered_batches": self.dead_lettered_batches,
+            "last_error": self.last_error,
+        }
 
     async def flush(self, timeout: float) -> bool:
         """Stop after the queue drains or ``timeout`` passes; True when it drained."""

@@ -1,8 +1,8 @@
 """Grader rules in ``tracejudge serve``: after the deterministic verdict, never before it.
 
 A trace's deterministic verdict is stamped and forwarded as it always was; nothing here
-runs before that or holds it. Once the pipeline has settled a trace (``Pipeline.graders``,
-called on the loop after its payloads are enqueued) the runs a grader picks (its
+runs before that or holds it. Once the pipeline has settled a trace (``grading.py``, on
+the decided edge, after its payloads are enqueued) the runs a grader picks (its
 ``when``: by default the ones the deterministic checks left undecided) go to a small pool
 of grader threads, and each grader's outcome follows as its own ``gen_ai.evaluation.result``
 log record to ``forward_logs``, parented to the run's evaluated span: the form the GenAI
@@ -57,13 +57,9 @@ from tracejudge import semconv as sc
 from tracejudge.collector.clock import Clock
 from tracejudge.collector.codec.otlp import to_records
 from tracejudge.collector.config import CollectorConfig, ConfigError
-from tracejudge.collector.exporters.forward import TargetQueue
 from tracejudge.collector.exporters.grader_spans import GraderSpans
-from tracejudge.collector.exporters.targets import OUTPUT_NAME
 from tracejudge.collector.processors.buffer import PendingTrace
 from tracejudge.collector.processors.grader_budget import CallBudget, TokenBudget
-from tracejudge.collector.processors.logs_intake import LogsIntake
-from tracejudge.collector.processors.redact import Scrubber
 from tracejudge.engine.verdict import RuleOutcome, Verdict
 from tracejudge.graders.apply import GraderRule, apply_graders, not_graded, picked_ids
 from tracejudge.graders.grade import Grader
@@ -76,7 +72,7 @@ from tracejudge.model.run import Run
 
 log = logging.getLogger("tracejudge.collector")
 
-__all__ = ["GraderCounts", "GraderStage", "grader_stage", "graders_for"]
+__all__ = ["GraderCounts", "GraderStage", "graders_for"]
 
 
 @dataclass(slots=True)
@@ -149,7 +145,7 @@ Emit = Callable[[Sequence[Verdict]], None]
 
 
 class GraderStage:
-    """The pipeline's ``graders`` hook: grades settled runs on its own threads."""
+    """Grades settled runs on its own threads (``grading.Grading`` hands them over)."""
 
     def __init__(
         self,
@@ -431,37 +427,6 @@ def _only(v: Verdict, outcomes: list[RuleOutcome]) -> Verdict:
     out.outcomes = outcomes
     out.findings = []
     return out
-
-
-def grader_stage(
-    config: CollectorConfig,
-    graders: Sequence[GraderRule],
-    clock: Clock,
-    queues: Sequence[TargetQueue],
-    scrubber: Scrubber,
-    logs: LogsIntake,
-) -> GraderStage:
-    """The stage the pipeline is given as its ``graders`` hook (built on the running loop,
-    before the pipeline: ``assembly.build_stages``): outcomes to ``logs``' evaluation
-    records, budgets from ``config``, verdicts scrubbed by the pipeline's ``scrubber``, and
-    the calls' spans to the forward ``queues`` (not ``output``) when ``grader_traces`` is on."""
-    spans = None
-    if config.grader_traces:
-        forward = [q for q in queues if q.name != OUTPUT_NAME]
-        spans = GraderSpans(forward, config.max_queue_bytes, scrubber, asyncio.get_running_loop())
-    if logs.queue is None:
-        log.warning("grader outcomes go to forward_logs; without it they are counted only")
-    return GraderStage(
-        graders,
-        clock,
-        logs.evaluations,
-        scrubber.verdict,
-        config.grader_max_concurrent,
-        config.grader_calls_per_minute,
-        config.grader_tokens_per_minute,
-        spans,
-        config.grader_run_deadline,
-    )
 
 
 def graders_for(

@@ -167,3 +167,16 @@ class TraceHold:
     def deciding(self, trace_id: bytes) -> bool:
         """True while ``trace_id`` is taken from the buffer and not yet decided."""
         return trace_id in self._inflight
+
+    def snapshot(self) -> dict[str, int]:
+        """Its ``/metrics`` entries: buffered and held traces, remembered decisions."""
+        buffer = self.buffer
+        return {
+            "buffered_traces": len(buffer.traces) + buffer.held_traces,
+            "buffered_spans": buffer.spans + buffer.held_spans,
+            "buffered_bytes": buffer.used_bytes(),
+            "held_conversations": len(self.held) if self.held is not None else 0,
+            "held_traces": buffer.held_traces,
+            "decided_cache": len(self.decided),
+            "decided_cache_bytes": self.decided.nbytes,
+        }

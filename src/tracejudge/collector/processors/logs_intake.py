@@ -59,8 +59,8 @@ class LogCounts:
 
 
 class LogsIntake:
-    """The receivers' ``LogsConsumer``, and the pipeline's ``DecidedHook`` (given to it as
-    ``Pipeline(on_decided=...)``, with the same ``hold``)."""
+    """The receivers' ``LogsConsumer``, sharing the pipeline's ``hold``; told of each
+    decided trace by the logs join on the decided edge (``logs_join.py``)."""
 
     def __init__(
         self,

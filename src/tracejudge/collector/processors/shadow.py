@@ -73,10 +73,10 @@ class ShadowPairs:
         """Request id -> decided shadows of it waiting for the stable run (oldest first)."""
         self._stable: OrderedDict[str, tuple[Verdict, float]] = OrderedDict()
         """Request id -> the first decided stable run of it, kept for shadows decided later."""
-        stats.shadow_pending = self.pending
 
     def pending(self) -> int:
-        """Shadows waiting for their stable run."""
+        """Shadows waiting for their stable run (``/metrics`` ``shadow.pending``, read
+        through the collector's ``Gauges``)."""
         return sum(len(v) for v in self._shadows.values())
 
     def add(self, v: Verdict, time: float) -> None:

@@ -52,7 +52,8 @@ class Listeners:
         clock: Clock,
     ) -> None:
         self.config = config
-        self.snapshot = snapshot
+        self.metrics = snapshot
+        """The whole collector's /metrics (and /healthz) body, served here."""
         self.gate = gate
         self.prometheus = prometheus
         self.auth_stats = auth_stats
@@ -65,6 +66,23 @@ class Listeners:
         self._grpc: Any = None
         self._runners: list[HttpServer] = []
         """OTLP/HTTP first, then the management listener."""
+
+    def snapshot(self) -> dict[str, Any]:
+        """Their ``/metrics`` entries: request bytes being read, connections, tokens."""
+        return {
+            "inflight_request_bytes": {
+                "bytes": self.inflight.nbytes,
+                "max_bytes": self.inflight.limit,
+                "refused": self.inflight.refused,
+            },
+            "http_connections": {
+                "open": sum(self.guard.clients.values()),
+                "timed_out": self.guard.timed_out,
+                "refused": self.guard.refused,
+                "tls_failed": self.guard.tls_failed,
+            },
+            "auth": self.auth_stats.to_dict(),
+        }
 
     async def start(
         self, consumer: TraceConsumer, logs: LogsConsumer | None, server_log: logging.Logger
@@ -110,7 +128,7 @@ class Listeners:
         app = receiver_app(
             consumer,
             cfg.max_request_bytes,
-            self.snapshot,
+            self.metrics,
             cfg.http_body_timeout,
             self.gate,
             self.prometheus,
@@ -139,7 +157,7 @@ class Listeners:
         self._runners.append(server)
         if cfg.management_port is not None:
             server = await start_guarded(
-                management_app(self.snapshot, self.gate, self.prometheus, auth),
+                management_app(self.metrics, self.gate, self.prometheus, auth),
                 cfg.management_host or cfg.host,
                 cfg.management_port,
                 limits,

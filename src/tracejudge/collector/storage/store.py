@@ -108,6 +108,10 @@ DATABASE = "queue.sqlite3"
 """The database's file name in the queue directory."""
 
 
+DECIDED_KEEP = 100_000
+"""Decided rows a store keeps unless told (``serve`` passes its ``decided_cache_size``)."""
+
+
 class DiskStore:
     """The inbox/outbox database in ``directory/queue.sqlite3``.
 
@@ -125,6 +129,7 @@ class DiskStore:
         *,
         reserve_bytes: int = 0,
         file_mode: int = DEFAULT_FILE_MODE,
+        decided_keep: int = DECIDED_KEEP,
     ) -> None:
         make_dir(directory, file_mode)
         self.path = directory / DATABASE
@@ -152,8 +157,8 @@ class DiskStore:
         """The latest fault, cleared by the next successful write."""
         self.refusal: Refusal | None = None
         """Why the last request was refused; None once one is accepted again."""
-        self.decided_keep = 100_000
-        """Decided rows kept (the collector sets its ``decided_cache_size``)."""
+        self.decided_keep = decided_keep
+        """Decided rows kept (the collector's ``decided_cache_size``)."""
         self._seq = int(self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM decided").fetchone()[0])
         self._pending_inbox: list[bytes] = []
         self._pending_outbox: list[int] = []
@@ -566,14 +571,19 @@ def _size(fragments: Sequence[tuple[bytes, bytes]], rows: Sequence[NewOutRow]) -
 
 
 def open_for_serve(
-    directory: Path, max_bytes: int | None, file_mode: int
+    directory: Path, max_bytes: int | None, file_mode: int, decided_keep: int = DECIDED_KEEP
 ) -> tuple[DiskStore, Room]:
     """The queue ``serve`` uses: capped at ``max_bytes`` or, without it, at a share of its
-    volume's free space, with a reserve for deletes (``headroom.py``)."""
+    volume's free space, with a reserve for deletes (``headroom.py``), remembering the
+    newest ``decided_keep`` decisions (``decided_cache_size``)."""
     make_dir(directory, file_mode)
     room = plan_room(directory, max_bytes, DATABASE)
     store = DiskStore(
-        directory, room.max_bytes, reserve_bytes=room.reserve_bytes, file_mode=file_mode
+        directory,
+        room.max_bytes,
+        reserve_bytes=room.reserve_bytes,
+        file_mode=file_mode,
+        decided_keep=decided_keep,
     )
     return store, room
 

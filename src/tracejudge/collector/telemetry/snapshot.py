@@ -1,25 +1,28 @@
-"""The entries of ``/metrics`` (and ``/healthz``) read from the collector's components.
+"""``/metrics`` (and ``/healthz``) as the sum of the collector's components' snapshots.
 
-``Collector.snapshot`` puts them beside the counters of ``Stats``: what waits in the
-pipeline, each forward target, the disk queue and the judging thread. Each function reads
-one component and returns its entry; before start (no pipeline yet) the entries are zeros.
+Each component says what it counts (``snapshot()``: its top-level entries, always the same
+keys): the counters (``Stats``), the listeners, the pipeline (what waits in its
+``TraceHold``, the judging, each forward target's ``TargetQueue``), the processors of the
+decided edge (logs, graders), the dead-letter file. ``merge`` sums them, refusing two
+components that claim one key; ``disk_entry`` and ``judging_entry`` are the entries of the
+disk queue and of the judging side, which are read from several objects. Before start only
+the components that exist are summed (no pipeline: no pipeline entries).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.exporters.forward import TargetQueue
 from tracejudge.collector.processors.cost import CostWatch, RuleCost
-from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.worker import AdaptiveJudging
 from tracejudge.collector.storage.headroom import Room
 from tracejudge.collector.storage.store import DiskStore, QueuedTarget
 from tracejudge.collector.telemetry.health import disk_refusal
 
-__all__ = ["Judging", "disk_entry", "hold_entries", "judging_entry", "target_entries"]
+__all__ = ["Judging", "disk_entry", "judging_entry", "merge"]
 
 
 class Judging(Protocol):
@@ -40,49 +43,16 @@ class Judging(Protocol):
         ...
 
 
-def hold_entries(hold: TraceHold | None) -> dict[str, Any]:
-    """What waits in the pipeline: buffered and held traces, remembered decisions."""
-    if hold is None:
-        return dict.fromkeys(_HOLD_KEYS, 0)
-    buffer = hold.buffer
-    return {
-        "buffered_traces": len(buffer.traces) + buffer.held_traces,
-        "buffered_spans": buffer.spans + buffer.held_spans,
-        "buffered_bytes": buffer.used_bytes(),
-        "held_conversations": len(hold.held) if hold.held is not None else 0,
-        "held_traces": buffer.held_traces,
-        "decided_cache": len(hold.decided),
-        "decided_cache_bytes": hold.decided.nbytes,
-    }
-
-
-_HOLD_KEYS = (
-    "buffered_traces",
-    "buffered_spans",
-    "buffered_bytes",
-    "held_conversations",
-    "held_traces",
-    "decided_cache",
-    "decided_cache_bytes",
-)
-
-
-def target_entries(queues: Sequence[TargetQueue]) -> dict[str, dict[str, Any]]:
-    """Each forward target's queue and failures, by URL."""
-    return {
-        q.target.url: {
-            "name": q.name,
-            "queued_spans": q.spans,
-            "queued_bytes": q.nbytes,
-            "peak_bytes": q.peak_bytes,
-            "failures": q.failures,
-            "worker_restarts": q.restarts,
-            "dead_lettered": q.dead_lettered,
-            "dead_lettered_batches": q.dead_lettered_batches,
-            "last_error": q.last_error,
-        }
-        for q in queues
-    }
+def merge(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The components' snapshots as one: their entries side by side, in order. Two
+    components claiming one key is a bug in the graph (``ValueError`` naming it)."""
+    out: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if key in out:
+                raise ValueError(f"/metrics entry {key!r} reported by two components")
+            out[key] = value
+    return out
 
 
 def disk_entry(

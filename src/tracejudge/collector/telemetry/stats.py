@@ -9,8 +9,8 @@ labels are bounded by ``metric_labels.MetricLabels``.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import MeterProvider
@@ -32,12 +32,40 @@ Identity = tuple[str, str, str, str]
 """Bounded (agent, variant, agent version, case slice) label values of a verdict."""
 
 
+class Gauges(Protocol):
+    """What the counters read from the built graph when they are collected (the
+    ``Collector``: its forward queues and shadow pairing)."""
+
+    def queue_depth(self) -> int:
+        """Spans waiting in all forward queues."""
+        ...
+
+    def shadow_pending(self) -> int:
+        """Shadows waiting for their stable run."""
+        ...
+
+
+class NoGauges:
+    """No graph to read (counters used alone, as the logs queue's are): zeros."""
+
+    def queue_depth(self) -> int:
+        return 0
+
+    def shadow_pending(self) -> int:
+        return 0
+
+
 class Stats:
     """Counters, a latency reservoir and the OTel instruments."""
 
     def __init__(
-        self, readers: Iterable[MetricReader] = (), labels: MetricLabels | None = None
+        self,
+        readers: Iterable[MetricReader] = (),
+        labels: MetricLabels | None = None,
+        gauges: Gauges | None = None,
     ) -> None:
+        self.gauges: Gauges = NoGauges() if gauges is None else gauges
+        """Read at collection time, never set afterwards (``Collector`` passes itself)."""
         self.labels = MetricLabels() if labels is None else labels
         self.spans: dict[str, int] = dict.fromkeys(STATES, 0)
         self.runs: dict[str, int] = {}
@@ -63,7 +91,6 @@ class Stats:
         """Per-bucket (not cumulative) counts; the last is above the largest bound."""
         self.latency_sum = 0.0
         self.latency_count = 0
-        self.queue_depth: Callable[[], int] = lambda: 0
         readers = list(readers)
         self.provider = MeterProvider(metric_readers=readers)
         # The SDK's readers are fixed at construction: with none, nothing can ever read the
@@ -82,8 +109,6 @@ class Stats:
         """Judged shadow runs by (identity, verdict): never in ``run_keys`` (not traffic)."""
         self.shadow_pair_keys: dict[tuple[Identity, str], int] = {}
         """Shadow runs by (identity, pairing outcome: paired, diverged, unpaired)."""
-        self.shadow_pending: Callable[[], int] = lambda: 0
-        """Shadows waiting for their stable run (set by ``collector.shadow.ShadowPairs``)."""
         meter.create_observable_counter(
             sc.METRIC_TRACEJUDGE_RUNS, callbacks=[self._observe_runs], unit="{run}"
         )
@@ -114,6 +139,10 @@ class Stats:
             callbacks=[self._observe_queue],
             unit="{span}",
         )
+
+    def queue_depth(self) -> int:
+        """Spans waiting in all forward queues (the gauge)."""
+        return self.gauges.queue_depth()
 
     def _observe_queue(self, _options: CallbackOptions) -> Iterable[Observation]:
         return [Observation(self.queue_depth())]
@@ -203,8 +232,8 @@ class Stats:
         i = min(len(self._latencies) - 1, int(q * len(self._latencies)))
         return self._latencies[i]
 
-    def snapshot(self, **extra: Any) -> dict[str, Any]:
-        """The JSON body of ``/metrics``."""
+    def snapshot(self) -> dict[str, Any]:
+        """The counters' entries of ``/metrics`` (the first of its components)."""
         p50 = self.percentile(0.5)
         p99 = self.percentile(0.99)
         return {
@@ -226,9 +255,8 @@ class Stats:
             "shadow": {
                 "runs": _totals(self.shadow_run_keys),
                 "pairs": _totals(self.shadow_pair_keys),
-                "pending": self.shadow_pending(),
+                "pending": self.gauges.shadow_pending(),
             },
-            **extra,
         }
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
