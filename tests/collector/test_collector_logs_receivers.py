@@ -38,7 +38,7 @@ from tests.collector.logs_support import LogsSink, log_record, logs_request, rec
 from tests.support.guards import IO_S
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
-from tracejudge.model.decode_proto import any_value_to_python
+from tracejudge.otlp.records import any_value_to_python
 
 
 @pytest.fixture

@@ -310,7 +310,7 @@ class TestJson:
     def test_partial_conversion_leaves_out_only_the_bad_spans(self) -> None:
         """For a receiver, a malformed span is reported by path and the others converted
         (OTLP partial success), where json_to_proto would refuse the whole request."""
-        from tracejudge.model.decode_json import json_to_proto_partial
+        from tracejudge.otlp.json_traces import json_to_proto_partial
 
         deep: dict[str, Any] = {"stringValue": "x"}
         for _ in range(40):

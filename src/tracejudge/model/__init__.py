@@ -15,12 +15,6 @@ Public entry points (everything else in this package is internal):
 """
 
 from tracejudge.model.build import build_runs
-from tracejudge.model.decode_json import json_to_proto, spans_from_json
-from tracejudge.model.decode_proto import (
-    span_from_proto,
-    spans_from_proto_request,
-    spans_from_resource_spans,
-)
 from tracejudge.model.decode_sdk import spans_from_sdk
 from tracejudge.model.errors import OtlpDecodeError
 from tracejudge.model.files import group_by_trace, load_spans, load_traces, read_spans
@@ -35,6 +29,12 @@ from tracejudge.model.run import (
     Turn,
 )
 from tracejudge.model.spans import EventRecord, SpanRecord
+from tracejudge.otlp.json_traces import json_to_proto, spans_from_json
+from tracejudge.otlp.records import (
+    span_from_proto,
+    spans_from_proto_request,
+    spans_from_resource_spans,
+)
 
 __all__ = [
     "EventRecord",

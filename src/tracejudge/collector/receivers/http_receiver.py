@@ -34,7 +34,7 @@ from tracejudge.collector.telemetry.exposition import CONTENT_TYPE as PROMETHEUS
 from tracejudge.collector.telemetry.exposition import wants_prometheus
 from tracejudge.collector.telemetry.flagger import add_flagger_routes
 from tracejudge.gate.params import ParamError
-from tracejudge.model.decode_json import json_to_proto_partial, parse_json_document
+from tracejudge.otlp.json_traces import json_to_proto_partial, parse_json_document
 
 log = logging.getLogger("tracejudge.collector")
 

@@ -21,7 +21,6 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 
 from tracejudge.collector.clock import Clock
 from tracejudge.collector.codec.logs import (
-    logs_from_json,
     logs_response_bytes,
     logs_response_json,
     parse_logs_request,
@@ -36,7 +35,8 @@ from tracejudge.collector.receivers.http_receiver import (
 )
 from tracejudge.collector.receivers.inflight import InflightBytes
 from tracejudge.collector.security.auth import Authenticator
-from tracejudge.model.decode_json import parse_json_document
+from tracejudge.otlp.json_logs import logs_from_json
+from tracejudge.otlp.json_traces import parse_json_document
 
 __all__ = ["LogsConsumer", "logs_grpc_handler", "logs_http_handler"]
 
