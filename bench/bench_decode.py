@@ -35,8 +35,8 @@ from tracejudge import semconv as sc
 from tracejudge._build import build_kind
 from tracejudge.collector.processors.stamp import drop_content
 from tracejudge.model.build import build_runs, group_by_trace
-from tracejudge.otlp.json_traces import json_to_proto, spans_from_json
-from tracejudge.otlp.records import spans_from_proto_request
+from tracejudge.otlp.json_traces import json_to_proto
+from tracejudge.otlp.records import spans_from_json, spans_from_proto_request
 
 
 def make_spans(n: int) -> list[ReadableSpan]:

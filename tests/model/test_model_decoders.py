@@ -333,7 +333,9 @@ class TestJson:
         )
         assert "spans[3].attributes[0]" in partial.rejected[2]
         assert "nested too deeply" in partial.rejected[2]
-        assert partial.rejected[3].startswith("resourceSpans[0].scopeSpans[0].spans[4]: ")
+        assert partial.rejected[3] == (
+            "resourceSpans[0].scopeSpans[0].spans[4].name: not valid UTF-8 (a lone surrogate)"
+        )
         with pytest.raises(OtlpDecodeError):
             json_to_proto(doc)
 

@@ -29,9 +29,10 @@ from tracejudge.model.run import (
     Turn,
 )
 from tracejudge.model.spans import EventRecord, SpanRecord
-from tracejudge.otlp.json_traces import json_to_proto, spans_from_json
+from tracejudge.otlp.json_traces import json_to_proto
 from tracejudge.otlp.records import (
     span_from_proto,
+    spans_from_json,
     spans_from_proto_request,
     spans_from_resource_spans,
 )

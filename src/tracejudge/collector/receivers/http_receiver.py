@@ -34,7 +34,8 @@ from tracejudge.collector.telemetry.exposition import CONTENT_TYPE as PROMETHEUS
 from tracejudge.collector.telemetry.exposition import wants_prometheus
 from tracejudge.collector.telemetry.flagger import add_flagger_routes
 from tracejudge.gate.params import ParamError
-from tracejudge.otlp.json_traces import json_to_proto_partial, parse_json_document
+from tracejudge.otlp.json_traces import json_to_proto_partial
+from tracejudge.otlp.json_values import parse_json_document
 
 log = logging.getLogger("tracejudge.collector")
 

@@ -36,7 +36,7 @@ from tracejudge.collector.receivers.http_receiver import (
 from tracejudge.collector.receivers.inflight import InflightBytes
 from tracejudge.collector.security.auth import Authenticator
 from tracejudge.otlp.json_logs import logs_from_json
-from tracejudge.otlp.json_traces import parse_json_document
+from tracejudge.otlp.json_values import parse_json_document
 
 __all__ = ["LogsConsumer", "logs_grpc_handler", "logs_http_handler"]
 
