@@ -1,4 +1,4 @@
-"""OTLP logs on the wire: parse, split by trace, OTLP/JSON, partial-success answers.
+"""OTLP logs on the wire: parse, split by trace, partial-success answers.
 
 Log records join the trace they belong to (``LogRecord.trace_id``), so the receiver splits
 a request the way ``otlp.split_by_trace`` splits spans: one serialized ``ResourceLogs`` per
