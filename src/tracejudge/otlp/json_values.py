@@ -349,8 +349,8 @@ for _camel, _snake, _setter in (
 
 def set_any(target: AnyValue, value: Any, path: str, depth: int) -> None:
     """Fill ``target`` (an ``AnyValue`` at message depth ``depth``) from its JSON form.
-    ``{}`` (no field set) is OTLP's null and leaves ``target`` empty; the first field set
-    is the value."""
+    ``{}`` (no field set) is OTLP's null: ``target`` is present and empty, as protobuf's
+    JSON mapping has it. The first field set is the value."""
     if depth > MAX_MESSAGE_DEPTH:
         raise OtlpDecodeError(path, _TOO_DEEP_PROTO)
     if not isinstance(value, dict):
@@ -360,6 +360,7 @@ def set_any(target: AnyValue, value: Any, path: str, depth: int) -> None:
         if entry is not None and inner is not None:
             entry[1](target, inner, f"{path}.{entry[0]}", depth)
             return
+    target.SetInParent()
 
 
 def set_attrs(target: Any, items: Any, path: str, depth: int) -> None:

@@ -35,7 +35,6 @@ from tracejudge.collector.telemetry.exposition import wants_prometheus
 from tracejudge.collector.telemetry.flagger import add_flagger_routes
 from tracejudge.gate.params import ParamError
 from tracejudge.otlp.json_traces import json_to_proto_partial
-from tracejudge.otlp.json_values import parse_json_document
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -309,7 +308,7 @@ def _split(pipeline: TraceConsumer, body: bytes, *, json: bool) -> SplitResult:
     represent (bad ids, values nested deeper than protobuf decoders accept) are rejected
     one by one: partial success."""
     if json:
-        partial = json_to_proto_partial(parse_json_document(body))
+        partial = json_to_proto_partial(body)
         return pipeline.split(partial.request, partial.rejected)
     return pipeline.split(body)
 

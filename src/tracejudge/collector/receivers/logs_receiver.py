@@ -36,7 +36,6 @@ from tracejudge.collector.receivers.http_receiver import (
 from tracejudge.collector.receivers.inflight import InflightBytes
 from tracejudge.collector.security.auth import Authenticator
 from tracejudge.otlp.json_logs import logs_from_json
-from tracejudge.otlp.json_values import parse_json_document
 
 __all__ = ["LogsConsumer", "logs_grpc_handler", "logs_http_handler"]
 
@@ -90,7 +89,7 @@ def logs_http_handler(
         body, ctype = got
         try:
             if ctype == JSON:
-                parsed, rejects = logs_from_json(parse_json_document(body))
+                parsed, rejects = logs_from_json(body)
             else:
                 parsed, rejects = parse_logs_request(body), []
         except (ValueError, UnicodeDecodeError) as exc:
