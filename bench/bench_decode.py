@@ -1,7 +1,9 @@
 """Micro-benchmark of the OTLP decoders, in spans per second on one core.
 
 Why: the collector decodes every span it judges, and OTLP/JSON arrives at line rate, so
-the direct-walk decoders must stay far ahead of ``google.protobuf.json_format.Parse``.
+the OTLP codec (``tracejudge.otlp``) must stay far ahead of
+``google.protobuf.json_format.Parse``. OTLP/JSON -> ``SpanRecord`` (what ``eval`` reads) is
+JSON -> protobuf -> ``SpanRecord``, the two conversions timed on their own below it.
 The payload is made by the real OTel SDK and the real OTLP encoder: agent-shaped traces
 (invoke_agent -> chat / execute_tool spans with GenAI attributes and one event each).
 
