@@ -6,7 +6,8 @@ Public entry points (everything else in this package is internal):
   ``span_from_proto`` (OTLP protobuf messages or bytes), ``spans_from_json`` (OTLP/JSON,
   parsed or text), ``spans_from_sdk`` (OTel SDK ``ReadableSpan``);
 - ``json_to_proto``: OTLP/JSON -> ``ExportTraceServiceRequest`` (the collector buffers and
-  forwards protobuf);
+  forwards protobuf); it and the OTLP decoders above are the OTLP codec's
+  (``tracejudge.otlp``), re-exported here;
 - ``load_spans`` / ``load_traces``: trace files (.json, .jsonl, .pb, gzipped); ``read_spans``
   keeps the good lines of a JSON-lines file with bad ones and returns one error per bad line;
 - ``build_runs``: the spans of one trace -> its ``Run`` s (what the engine judges);
