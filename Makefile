@@ -64,7 +64,7 @@ pytest: bootstrap backends
 	$(PY) -m pytest $(XDIST)
 
 # The judging path again, on the compiled wheel: it must behave exactly like the sources.
-COMPILED_TESTS := tests/model tests/engine tests/collector tests/report tests/cli tests/e2e
+COMPILED_TESTS := tests/model tests/otlp tests/engine tests/collector tests/report tests/cli tests/e2e
 
 pytest-compiled: compiled backends
 	.venv-compiled/bin/python -m pytest $(XDIST) --expect-compiled $(COMPILED_TESTS)

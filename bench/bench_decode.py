@@ -1,7 +1,9 @@
 """Micro-benchmark of the OTLP decoders, in spans per second on one core.
 
 Why: the collector decodes every span it judges, and OTLP/JSON arrives at line rate, so
-the direct-walk decoders must stay far ahead of ``google.protobuf.json_format.Parse``.
+the OTLP codec (``tracejudge.otlp``) must stay far ahead of
+``google.protobuf.json_format.Parse``. OTLP/JSON -> ``SpanRecord`` (what ``eval`` reads) is
+JSON -> protobuf -> ``SpanRecord``, the two conversions timed on their own below it.
 The payload is made by the real OTel SDK and the real OTLP encoder: agent-shaped traces
 (invoke_agent -> chat / execute_tool spans with GenAI attributes and one event each).
 
@@ -15,12 +17,10 @@ one content declaration of ``tracejudge.content``) on the same spans, parsed per
 from __future__ import annotations
 
 import argparse
-import base64
 import gc
 import json
 import time
 from collections.abc import Callable
-from typing import Any
 
 from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -35,8 +35,9 @@ from tracejudge import semconv as sc
 from tracejudge._build import build_kind
 from tracejudge.collector.processors.stamp import drop_content
 from tracejudge.model.build import build_runs, group_by_trace
-from tracejudge.model.decode_json import json_to_proto, spans_from_json
-from tracejudge.model.decode_proto import spans_from_proto_request
+from tracejudge.otlp.json_encode import request_to_otlp_json
+from tracejudge.otlp.json_traces import json_to_proto
+from tracejudge.otlp.records import spans_from_json, spans_from_proto_request
 
 
 def make_spans(n: int) -> list[ReadableSpan]:
@@ -77,18 +78,6 @@ def make_spans(n: int) -> list[ReadableSpan]:
                 made += 1
     provider.shutdown()
     return list(exporter.get_finished_spans())
-
-
-def to_otlp_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
-    """Proto -> OTLP/JSON: the proto3 mapping with integer enums and hex ids."""
-    doc = json_format.MessageToDict(request, use_integers_for_enums=True)
-    for rs in doc.get("resourceSpans", []):
-        for ss in rs.get("scopeSpans", []):
-            for span in ss.get("spans", []):
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = base64.b64decode(span[key]).hex()
-    return doc
 
 
 def rate(label: str, n: int, fn: Callable[[], object], repeat: int) -> float:
@@ -132,7 +121,7 @@ def main() -> None:
     request = encode_spans(make_spans(args.spans))
     n = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
     blob = request.SerializeToString()
-    doc = to_otlp_json(request)
+    doc = request_to_otlp_json(request)
     text = json.dumps(doc)
     pb_json = json_format.MessageToJson(request)  # what json_format.Parse understands
     # The payloads above are millions of live objects; without this every full collection

@@ -26,7 +26,7 @@ import grpc
 import grpc.aio
 
 from tracejudge.collector.codec.otlp import frame
-from tracejudge.model.decode_json import json_to_proto
+from tracejudge.otlp.json_traces import json_to_proto
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 

@@ -7,14 +7,12 @@ Ids come from a counter so files are identical from one test run to the next.
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
@@ -25,6 +23,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
 
 from tracejudge import semconv as sc
+from tracejudge.otlp.json_encode import request_to_otlp_json
 
 T0 = 1_764_460_800_000_000_000
 MS = 1_000_000
@@ -171,21 +170,9 @@ def _chat_attrs(inputs: list[dict[str, Any]], outputs: list[dict[str, Any]]) -> 
     }
 
 
-def to_otlp_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
-    """Proto -> OTLP/JSON: integer enums and hex ids, as the OTLP/HTTP JSON encoding wants."""
-    doc = json_format.MessageToDict(request, use_integers_for_enums=True)
-    for rs in doc.get("resourceSpans", []):
-        for ss in rs.get("scopeSpans", []):
-            for span in ss.get("spans", []):
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = base64.b64decode(span[key]).hex()
-    return doc
-
-
 def write_json(path: Path, request: ExportTraceServiceRequest, *, gz: bool = False) -> Path:
     """Write an OTLP/JSON file, gzipped when asked."""
-    data = json.dumps(to_otlp_json(request)).encode()
+    data = json.dumps(request_to_otlp_json(request)).encode()
     path.write_bytes(gzip.compress(data) if gz else data)
     return path
 
@@ -199,5 +186,5 @@ def write_pb(path: Path, request: ExportTraceServiceRequest, *, gz: bool = False
 
 def write_jsonl(path: Path, requests: list[ExportTraceServiceRequest]) -> Path:
     """One OTLP/JSON request per line, as the Collector's file exporter writes."""
-    path.write_text("".join(json.dumps(to_otlp_json(r)) + "\n" for r in requests))
+    path.write_text("".join(json.dumps(request_to_otlp_json(r)) + "\n" for r in requests))
     return path

@@ -22,7 +22,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs
 
-from tracejudge.model.decode_proto import any_value_to_python, attributes_to_dict
+from tracejudge.otlp.records import any_value_to_python, attributes_to_dict
 
 
 @dataclass

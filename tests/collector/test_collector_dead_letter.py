@@ -31,7 +31,7 @@ from tracejudge.cli import main
 from tracejudge.collector import Collector
 from tracejudge.collector.config import ConfigError, build_config
 from tracejudge.collector.storage.store import DiskStore
-from tracejudge.model.decode_json import spans_from_json
+from tracejudge.otlp.records import spans_from_json
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"

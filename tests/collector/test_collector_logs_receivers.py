@@ -38,7 +38,7 @@ from tests.collector.logs_support import LogsSink, log_record, logs_request, rec
 from tests.support.guards import IO_S
 from tracejudge import semconv as sc
 from tracejudge.collector import Collector
-from tracejudge.model.decode_proto import any_value_to_python
+from tracejudge.otlp.records import any_value_to_python
 
 
 @pytest.fixture
@@ -136,7 +136,7 @@ def test_bad_logs_requests_get_clear_answers(
     partial = json.loads(raw)["partialSuccess"]
     assert partial["rejectedLogRecords"] == "1"
     assert "traceId" in partial["errorMessage"]
-    assert "is not hex" in partial["errorMessage"]
+    assert "logRecords[0].traceId: not 32 hex chars" in partial["errorMessage"]
     status, _, _ = post(c.http_port, b"x", "text/plain", path="/v1/logs")
     assert status == 415
     status, headers, _ = post(c.http_port, b"", method="GET", path="/v1/logs")

@@ -19,8 +19,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from tests.support.guards import WAIT_S
-from tracejudge.model.decode_proto import spans_from_proto_request
 from tracejudge.model.spans import SpanRecord
+from tracejudge.otlp.records import spans_from_proto_request
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
-from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
@@ -45,21 +42,3 @@ def recorder() -> Iterator[Recorder]:
         yield rec
     finally:
         rec.provider.shutdown()
-
-
-def to_otlp_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
-    """Proto -> OTLP/JSON (proto3 JSON mapping with integer enums and hex ids)."""
-    doc = json_format.MessageToDict(request, use_integers_for_enums=True)
-    for rs in doc.get("resourceSpans", []):
-        for ss in rs.get("scopeSpans", []):
-            for span in ss.get("spans", []):
-                _hexify(span)
-                for link in span.get("links", []):
-                    _hexify(link)
-    return doc
-
-
-def _hexify(obj: dict[str, Any]) -> None:
-    for key in ("traceId", "spanId", "parentSpanId"):
-        if key in obj:
-            obj[key] = base64.b64decode(obj[key]).hex()

@@ -23,10 +23,10 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from tests.model.model_helpers import Recorder, recorder
 from tracejudge.model import build_runs
-from tracejudge.model.decode_proto import spans_from_proto_request
 from tracejudge.model.readers import TOOL_READERS
 from tracejudge.model.run import ModelCall, Run, ToolCall
 from tracejudge.model.vendor_models import MODEL_READERS, gemini_messages
+from tracejudge.otlp.records import spans_from_proto_request
 
 ARGS = {"order_id": "A-1001"}
 ORDER = {"order_id": "A-1001", "status": "charged twice"}

@@ -30,8 +30,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from tests.model.model_helpers import Recorder, recorder
 from tests.support.refund_trajectories import Trajectory, judge, recorded
 from tracejudge.model import build_runs
-from tracejudge.model.decode_proto import spans_from_proto_request
 from tracejudge.model.run import ModelCall, Run, ToolCall
+from tracejudge.otlp.records import spans_from_proto_request
 
 SUPPORT = "support_agent"
 MODEL = "gpt-4o-mini"

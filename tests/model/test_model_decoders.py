@@ -10,7 +10,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from tests.model.model_helpers import recorder, to_otlp_json
+from tests.model.model_helpers import recorder
 from tests.support.paths import OTLP_REFERENCE
 from tracejudge import semconv as sc
 from tracejudge.model import (
@@ -24,6 +24,7 @@ from tracejudge.model import (
     spans_from_sdk,
 )
 from tracejudge.model.spans import SPAN_KIND_CLIENT, SPAN_KIND_SERVER, STATUS_ERROR
+from tracejudge.otlp.json_encode import request_to_otlp_json
 
 REFERENCE_TRACE = OTLP_REFERENCE / "trace.json"
 
@@ -94,7 +95,7 @@ class TestJson:
         """OTLP/JSON of a real request decodes to the same records as its protobuf, and
         json_to_proto rebuilds the identical message (what the collector forwards)."""
         request, _ = _sample_request()
-        doc = to_otlp_json(request)
+        doc = request_to_otlp_json(request)
         assert spans_from_json(doc) == spans_from_proto_request(request)
         assert spans_from_json(json.dumps(doc)) == spans_from_proto_request(request)
         assert json_to_proto(doc) == request
@@ -224,7 +225,7 @@ class TestJson:
         """Every malformation raises OtlpDecodeError whose text pinpoints the field, from
         both the SpanRecord decoder and the protobuf converter."""
         request, _ = _sample_request()
-        doc = to_otlp_json(request)
+        doc = request_to_otlp_json(request)
         spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
         target = next(i for i, s in enumerate(spans) if s.get("events"))
         if target != 1:
@@ -310,7 +311,7 @@ class TestJson:
     def test_partial_conversion_leaves_out_only_the_bad_spans(self) -> None:
         """For a receiver, a malformed span is reported by path and the others converted
         (OTLP partial success), where json_to_proto would refuse the whole request."""
-        from tracejudge.model.decode_json import json_to_proto_partial
+        from tracejudge.otlp.json_traces import json_to_proto_partial
 
         deep: dict[str, Any] = {"stringValue": "x"}
         for _ in range(40):
@@ -333,7 +334,9 @@ class TestJson:
         )
         assert "spans[3].attributes[0]" in partial.rejected[2]
         assert "nested too deeply" in partial.rejected[2]
-        assert partial.rejected[3].startswith("resourceSpans[0].scopeSpans[0].spans[4]: ")
+        assert partial.rejected[3] == (
+            "resourceSpans[0].scopeSpans[0].spans[4].name: not valid UTF-8 (a lone surrogate)"
+        )
         with pytest.raises(OtlpDecodeError):
             json_to_proto(doc)
 

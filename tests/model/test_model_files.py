@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tests.model.model_helpers import recorder, to_otlp_json
+from tests.model.model_helpers import recorder
 from tracejudge.model import (
     OtlpDecodeError,
     load_spans,
@@ -17,6 +17,7 @@ from tracejudge.model import (
     read_spans,
     spans_from_proto_request,
 )
+from tracejudge.otlp.json_encode import request_to_otlp_json
 
 
 def _two_traces() -> tuple[ExportTraceServiceRequest, ExportTraceServiceRequest]:
@@ -46,7 +47,11 @@ def _two_traces() -> tuple[ExportTraceServiceRequest, ExportTraceServiceRequest]
 def test_single_request_files(tmp_path: Path, name: str, kind: str, gz: bool) -> None:
     """JSON and protobuf, plain or gzipped (detected by magic bytes, not only by name)."""
     first, _ = _two_traces()
-    data = json.dumps(to_otlp_json(first)).encode() if kind == "json" else first.SerializeToString()
+    data = (
+        json.dumps(request_to_otlp_json(first)).encode()
+        if kind == "json"
+        else first.SerializeToString()
+    )
     path = tmp_path / name
     path.write_bytes(gzip.compress(data) if gz else data)
     assert load_spans(path) == spans_from_proto_request(first)
@@ -56,7 +61,7 @@ def test_json_lines_group_by_trace(tmp_path: Path) -> None:
     """The Collector file exporter writes one request per line (often named .json);
     spans come back grouped by trace id in first-seen order."""
     first, second = _two_traces()
-    lines = [json.dumps(to_otlp_json(r)) for r in (first, second)]
+    lines = [json.dumps(request_to_otlp_json(r)) for r in (first, second)]
     path = tmp_path / "export.json"
     path.write_text("\n".join(lines) + "\n\n")
     traces = load_traces(path)
@@ -83,7 +88,7 @@ def test_collector_file_exporter_proto_framing(tmp_path: Path) -> None:
 def test_bad_files_name_the_file_and_line(tmp_path: Path) -> None:
     """A broken line, corrupt gzip or bad protobuf raises OtlpDecodeError naming where."""
     first, _ = _two_traces()
-    good = json.dumps(to_otlp_json(first))
+    good = json.dumps(request_to_otlp_json(first))
     bad = tmp_path / "bad.jsonl"
     bad.write_text(good + "\n" + '{"resourceSpans": [{"scopeSpans": [{"spans": [{}]}]}]}\n')
     with pytest.raises(OtlpDecodeError) as info:
@@ -109,7 +114,7 @@ def test_a_bad_line_is_reported_and_the_good_lines_read(tmp_path: Path) -> None:
     """JSON lines: each bad line is one error naming its line, and every good line is read
     (one bad line used to reject the whole file)."""
     first, second = _two_traces()
-    good_a, good_b = (json.dumps(to_otlp_json(r)) for r in (first, second))
+    good_a, good_b = (json.dumps(request_to_otlp_json(r)) for r in (first, second))
     cut = good_b[: len(good_b) // 2].rstrip()
     path = tmp_path / "export.jsonl"
     path.write_text(
@@ -143,7 +148,7 @@ def test_a_truncated_document_is_reported_where_it_ends(tmp_path: Path) -> None:
     """A pretty-printed export cut short is one broken document, reported at its end (it
     used to be taken for JSON lines and reported at "line 1 column 2")."""
     first, _ = _two_traces()
-    text = json.dumps(to_otlp_json(first), indent=1)
+    text = json.dumps(request_to_otlp_json(first), indent=1)
     cut = text[: len(text) * 2 // 3].rstrip()
     path = tmp_path / "export.json"
     path.write_text(cut + "\n")
@@ -155,7 +160,7 @@ def test_a_truncated_document_is_reported_where_it_ends(tmp_path: Path) -> None:
         f"{len(lines[-1]) + 1}, inside an unfinished value (truncated?)"
     )
     one_line = tmp_path / "one.json"
-    one_line.write_text(json.dumps(to_otlp_json(first))[:50])
+    one_line.write_text(json.dumps(request_to_otlp_json(first))[:50])
     with pytest.raises(OtlpDecodeError, match=r"ends early at line 1 column 51"):
         read_spans(one_line)
     broken = tmp_path / "broken.json"

@@ -47,8 +47,8 @@ def test_not_json_is_kept_as_text() -> None:
 def test_otlp_json_documents_parse_like_the_stdlib() -> None:
     """The document parser takes orjson's fast path; in-range values come out exactly as
     json.loads gives them, and non-JSON is a decode error."""
-    from tracejudge.model.decode_json import parse_json_document
     from tracejudge.model.errors import OtlpDecodeError
+    from tracejudge.otlp.json_values import parse_json_document
 
     for text in ['{"a": 1, "t": "1544712660000000000"}', '[1.5, "x", null, 9223372036854775807]']:
         assert parse_json_document(text) == json.loads(text)
@@ -61,8 +61,8 @@ def test_otlp_json_documents_parse_like_the_stdlib() -> None:
 def test_int_values_beyond_int64_are_refused(literal: str) -> None:
     """An intValue no OTLP field can hold is a clear decode error, not a silently rounded
     number (a fast JSON parser turns such literals into floats on the way in)."""
-    from tracejudge.model.decode_json import spans_from_json
     from tracejudge.model.errors import OtlpDecodeError
+    from tracejudge.otlp.records import spans_from_json
 
     doc = (
         '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"5b8efff798038103d269b633813fc60c",'

@@ -7,8 +7,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from tracejudge.model import OtlpDecodeError
-from tracejudge.model.decode_proto import attributes_to_dict, span_from_proto
 from tracejudge.model.spans import SpanRecord
+from tracejudge.otlp.records import attributes_to_dict, span_from_proto
 
 
 def _kv(key: str, value: AnyValue) -> KeyValue:

@@ -14,9 +14,9 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.model.model_helpers import to_otlp_json
 from tests.support.replay import ReplayServer
 from tracejudge.model import ToolCall, build_runs, spans_from_json, spans_from_proto_request
+from tracejudge.otlp.json_encode import request_to_otlp_json
 
 pytestmark = pytest.mark.usefixtures("instrumented")
 
@@ -65,7 +65,7 @@ def test_uninstrumented_tool_loop_yields_inferred_executions(
         second = client.chat.completions.create(model="gpt-4o-mini", messages=follow_up)
     request = encode_spans(span_exporter.get_finished_spans())
     (run,) = build_runs(spans_from_proto_request(request.SerializeToString()))
-    assert build_runs(spans_from_json(to_otlp_json(request))) == [run]
+    assert build_runs(spans_from_json(request_to_otlp_json(request))) == [run]
     assert [s.kind for s in run.steps] == ["model", "tool", "tool", "model"]
     inferred = [s for s in run.steps if isinstance(s, ToolCall)]
     assert all(t.inferred and t.span_id == run.steps[3].span_id for t in inferred)

@@ -36,7 +36,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from tests.support.paths import FIXTURES, OTLP_REFERENCE
 from tracejudge import semconv as sc
-from tracejudge.model.decode_json import json_to_proto
+from tracejudge.otlp.json_traces import json_to_proto
 
 SEED = 12
 """Issue 12, the one that asked for the corpus."""

@@ -68,7 +68,7 @@ class OtlpFileSpanExporter(SpanExporter):
         """Write the batch as one line and flush it (a reader sees whole lines)."""
         if not spans:
             return SpanExportResult.SUCCESS
-        from tracejudge.model.encode_json import spans_to_otlp_json
+        from tracejudge.otlp.json_encode import spans_to_otlp_json
 
         try:
             doc = spans_to_otlp_json(spans)

@@ -6,7 +6,8 @@ Public entry points (everything else in this package is internal):
   ``span_from_proto`` (OTLP protobuf messages or bytes), ``spans_from_json`` (OTLP/JSON,
   parsed or text), ``spans_from_sdk`` (OTel SDK ``ReadableSpan``);
 - ``json_to_proto``: OTLP/JSON -> ``ExportTraceServiceRequest`` (the collector buffers and
-  forwards protobuf);
+  forwards protobuf); it and the OTLP decoders above are the OTLP codec's
+  (``tracejudge.otlp``), re-exported here;
 - ``load_spans`` / ``load_traces``: trace files (.json, .jsonl, .pb, gzipped); ``read_spans``
   keeps the good lines of a JSON-lines file with bad ones and returns one error per bad line;
 - ``build_runs``: the spans of one trace -> its ``Run`` s (what the engine judges);
@@ -15,12 +16,6 @@ Public entry points (everything else in this package is internal):
 """
 
 from tracejudge.model.build import build_runs
-from tracejudge.model.decode_json import json_to_proto, spans_from_json
-from tracejudge.model.decode_proto import (
-    span_from_proto,
-    spans_from_proto_request,
-    spans_from_resource_spans,
-)
 from tracejudge.model.decode_sdk import spans_from_sdk
 from tracejudge.model.errors import OtlpDecodeError
 from tracejudge.model.files import group_by_trace, load_spans, load_traces, read_spans
@@ -35,6 +30,13 @@ from tracejudge.model.run import (
     Turn,
 )
 from tracejudge.model.spans import EventRecord, SpanRecord
+from tracejudge.otlp.json_traces import json_to_proto
+from tracejudge.otlp.records import (
+    span_from_proto,
+    spans_from_json,
+    spans_from_proto_request,
+    spans_from_resource_spans,
+)
 
 __all__ = [
     "EventRecord",

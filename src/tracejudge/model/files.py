@@ -19,12 +19,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracejudge.model.decode_json import spans_from_json
-from tracejudge.model.decode_proto import spans_from_proto_request
 from tracejudge.model.errors import OtlpDecodeError
 from tracejudge.model.spans import SpanRecord
 from tracejudge.model.tau2 import is_tau2_results, spans_from_tau2
 from tracejudge.model.transcripts import is_transcript, spans_from_transcript_doc
+from tracejudge.otlp.records import spans_from_json, spans_from_proto_request
 
 __all__ = ["group_by_trace", "load_spans", "load_traces", "read_spans"]
 

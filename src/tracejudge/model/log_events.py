@@ -25,8 +25,8 @@ from typing import Any
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs
 
 from tracejudge import semconv as sc
-from tracejudge.model.decode_proto import any_value_to_python, attributes_to_dict
 from tracejudge.model.spans import EventRecord, SpanRecord
+from tracejudge.otlp.records import any_value_to_python, attributes_to_dict
 
 log = logging.getLogger("tracejudge.model")
 

@@ -32,8 +32,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.support.otel import FakeClock
 from tests.support.refund_trajectories import Trajectory, judge, recorded
 from tracejudge.model import build_runs
-from tracejudge.model.decode_proto import spans_from_proto_request
 from tracejudge.model.run import ModelCall, Run, ToolCall
+from tracejudge.otlp.records import spans_from_proto_request
 
 USAGE = Usage(prompt_tokens=300, completion_tokens=40)
 

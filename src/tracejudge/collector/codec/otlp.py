@@ -21,8 +21,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
-from tracejudge.model.decode_proto import spans_from_resource_spans
 from tracejudge.model.spans import SpanRecord
+from tracejudge.otlp.records import spans_from_resource_spans
 
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)

@@ -30,7 +30,7 @@ from typing import IO, Any
 
 from tracejudge.collector.exporters.file_target import open_for_append
 from tracejudge.collector.storage.files import DEFAULT_FILE_MODE, open_append
-from tracejudge.model.encode_json import request_to_otlp_json
+from tracejudge.otlp.json_encode import request_to_otlp_json
 
 log = logging.getLogger("tracejudge.collector")
 

@@ -20,7 +20,7 @@ from tracejudge.collector.config import ConfigError
 from tracejudge.collector.exporters.exporter import TargetExporter
 from tracejudge.collector.exporters.forward import RetryableError
 from tracejudge.collector.storage.files import DEFAULT_FILE_MODE, open_append
-from tracejudge.model.encode_json import request_to_otlp_json
+from tracejudge.otlp.json_encode import request_to_otlp_json
 
 if TYPE_CHECKING:
     from tracejudge.collector.config import CollectorConfig

@@ -34,7 +34,7 @@ from tracejudge.collector.telemetry.exposition import CONTENT_TYPE as PROMETHEUS
 from tracejudge.collector.telemetry.exposition import wants_prometheus
 from tracejudge.collector.telemetry.flagger import add_flagger_routes
 from tracejudge.gate.params import ParamError
-from tracejudge.model.decode_json import json_to_proto_partial, parse_json_document
+from tracejudge.otlp.json_traces import json_to_proto_partial
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -308,7 +308,7 @@ def _split(pipeline: TraceConsumer, body: bytes, *, json: bool) -> SplitResult:
     represent (bad ids, values nested deeper than protobuf decoders accept) are rejected
     one by one: partial success."""
     if json:
-        partial = json_to_proto_partial(parse_json_document(body))
+        partial = json_to_proto_partial(body)
         return pipeline.split(partial.request, partial.rejected)
     return pipeline.split(body)
 

@@ -21,7 +21,6 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 
 from tracejudge.collector.clock import Clock
 from tracejudge.collector.codec.logs import (
-    logs_from_json,
     logs_response_bytes,
     logs_response_json,
     parse_logs_request,
@@ -36,7 +35,7 @@ from tracejudge.collector.receivers.http_receiver import (
 )
 from tracejudge.collector.receivers.inflight import InflightBytes
 from tracejudge.collector.security.auth import Authenticator
-from tracejudge.model.decode_json import parse_json_document
+from tracejudge.otlp.json_logs import logs_from_json
 
 __all__ = ["LogsConsumer", "logs_grpc_handler", "logs_http_handler"]
 
@@ -90,7 +89,7 @@ def logs_http_handler(
         body, ctype = got
         try:
             if ctype == JSON:
-                parsed, rejects = logs_from_json(parse_json_document(body))
+                parsed, rejects = logs_from_json(body)
             else:
                 parsed, rejects = parse_logs_request(body), []
         except (ValueError, UnicodeDecodeError) as exc:
