@@ -137,7 +137,9 @@ def _gemini_call(client: Any) -> Any:
         tools=[tool],
     )
     return client.models.generate_content(
-        model="gemini-2.0-flash", contents="What's the weather like in San Francisco?", config=config
+        model="gemini-2.0-flash",
+        contents="What's the weather like in San Francisco?",
+        config=config,
     )
 
 

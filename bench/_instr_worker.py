@@ -54,7 +54,9 @@ def _floor_call(provider: Any) -> Callable[[Any], Any]:
         ) as s:
             s.set_attribute("gen_ai.input.messages", json.dumps(OPENAI_MESSAGES))
             s.set_attribute("gen_ai.tool.definitions", json.dumps(OPENAI_TOOLS))
-            r = client.chat.completions.create(model="gpt-4o-mini", messages=OPENAI_MESSAGES, tools=OPENAI_TOOLS)
+            r = client.chat.completions.create(
+                model="gpt-4o-mini", messages=OPENAI_MESSAGES, tools=OPENAI_TOOLS
+            )
             choice = r.choices[0]
             calls = [
                 {"id": tc.id, "name": tc.function.name, "arguments": tc.function.arguments}
