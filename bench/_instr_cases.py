@@ -16,6 +16,7 @@ from 1.2b0 on, so with google-genai 3.6 it instruments nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -114,7 +115,10 @@ def _gemini_client(origin: str | None) -> Any:
     )
 
 
-def _gemini_call(client: Any) -> Any:
+@functools.cache
+def _gemini_config() -> Any:
+    """The call's config (tools, system instruction): made once, as an application makes
+    it; each call passes the same objects, like OpenAI's tools and Cohere's."""
     from google.genai import types
 
     location = types.Schema(type=types.Type.STRING, description="The city and state/country")
@@ -132,14 +136,17 @@ def _gemini_call(client: Any) -> Any:
             )
         ]
     )
-    config = types.GenerateContentConfig(
+    return types.GenerateContentConfig(
         system_instruction="You are a helpful assistant. Use the tools when appropriate.",
         tools=[tool],
     )
+
+
+def _gemini_call(client: Any) -> Any:
     return client.models.generate_content(
         model="gemini-2.0-flash",
         contents="What's the weather like in San Francisco?",
-        config=config,
+        config=_gemini_config(),
     )
 
 
@@ -212,10 +219,12 @@ def _cohere_function(name: str, what: str) -> dict[str, Any]:
     }
 
 
+_COHERE_TOOLS = [_cohere_function("get_weather", "weather"), _cohere_function("get_time", "time")]
+
+
 def _cohere_call(client: Any) -> Any:
     question = [{"role": "user", "content": "What is the weather and current time in Tokyo?"}]
-    tools = [_cohere_function("get_weather", "weather"), _cohere_function("get_time", "time")]
-    return client.chat(model="command-r", messages=question, tools=tools)
+    return client.chat(model="command-r", messages=question, tools=_COHERE_TOOLS)
 
 
 _LLMETRY = "opentelemetry.instrumentation."

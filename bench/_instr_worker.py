@@ -172,12 +172,16 @@ def _toggle(case: Case, config: str, provider: Any, state: dict[str, Any]) -> To
     )
 
 
-def _block(one: Callable[[], Any], calls: int) -> float:
+def _block(one: Callable[[], Any], calls: int) -> tuple[float, float]:
+    """Wall-clock and process CPU microseconds per call over ``calls`` calls."""
     gc.collect()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(calls):
         one()
-    return (time.perf_counter() - start) / calls * 1e6
+    return (
+        (time.perf_counter() - start) / calls * 1e6,
+        (time.process_time() - cpu) / calls * 1e6,
+    )
 
 
 def _carries_content(span: Any, prompt: str) -> bool:
@@ -215,19 +219,24 @@ def main() -> None:
             one()
     on_us: list[float] = []
     off_us: list[float] = []
+    on_cpu: list[float] = []
+    off_cpu: list[float] = []
     on_spans = 0
     for i in range(max(1, calls // block)):
         # ABBA order: a slow drift of the machine hits both halves alike.
         for instrumented in (False, True) if i % 2 == 0 else (True, False):
             (toggle.on if instrumented else toggle.off)()
             before = provider.discard.count
-            us = _block(one, block)
+            us, cpu = _block(one, block)
             if instrumented:
                 on_us.append(us)
+                on_cpu.append(cpu)
                 on_spans += provider.discard.count - before
             else:
                 off_us.append(us)
+                off_cpu.append(cpu)
     diffs = [a - b for a, b in zip(on_us, off_us, strict=True)]
+    cpu_diffs = [a - b for a, b in zip(on_cpu, off_cpu, strict=True)]
     if server is not None:
         server.stop()
         if server.unmatched:
@@ -239,6 +248,7 @@ def main() -> None:
                 "bare_us": statistics.median(off_us),
                 "us_per_call": statistics.median(on_us),
                 "overhead_us": statistics.median(diffs),
+                "cpu_overhead_us": statistics.median(cpu_diffs),
                 "spans": on_spans / (len(on_us) * block),
                 "content": float(_carries_content(provider.discard.last, case.prompt)),
             }

@@ -21,8 +21,10 @@ message content on span attributes (tracejudge SPAN_ONLY, OTel ``SPAN_ONLY`` + l
 experimental conventions, OpenLLMetry ``TRACELOOP_TRACE_CONTENT=true``, OpenInference's
 default) and export through the same discarding exporter; ``spans/call`` must be 1.0 and
 ``content`` yes (the exported span holds the request's text) for every instrumented one.
-``x floor`` divides an overhead by the floor's; ``tj / this`` divides tracejudge's overhead
-by the row's (below 1: tracejudge costs less).
+Each overhead is given twice: wall-clock, and process CPU time (``time.process_time``, the
+replay server's thread included, alike in both halves), which a loaded machine's waiting for
+a core does not inflate. ``tj / this`` divides tracejudge's overhead by the row's (below 1:
+tracejudge costs less); ``x floor`` divides a wall-clock overhead by the floor's.
 
 Usage: ``make bench-instrumentation`` (sets up .venv-bench with the peers), or
 ``.venv-bench/bin/python bench/bench_instrumentation.py --providers gemini --rounds 3``.
@@ -38,26 +40,34 @@ from _harness import rounds
 from _instr_cases import CASES, configs
 
 
+def _cell(values: list[float]) -> str:
+    return f"{statistics.median(values):.0f} ({min(values):.0f}..{max(values):.0f})"
+
+
+def _ratio(num: float, den: float) -> str:
+    return f"{num / den:.2f}" if den > 0 and num == num else "-"
+
+
 def _table(provider: str, names: list[str], results: tuple[dict[str, list[float]], ...]) -> None:
-    over, base, spans, content = results
+    over, base, spans, content, cpu = results
     floor = statistics.median(over["floor"]) if "floor" in over else float("nan")
-    tj = statistics.median(over["tracejudge"]) if "tracejudge" in over else float("nan")
+    tj = statistics.median(over.get("tracejudge", [float("nan")]))
+    tj_cpu = statistics.median(cpu.get("tracejudge", [float("nan")]))
     print(f"\n{provider}")
     print(
-        f"{'config':<14}{'bare us':>9}{'overhead us':>13}{'spread (min-max)':>19}"
-        f"{'x floor':>9}{'tj / this':>11}{'spans/call':>12}{'content':>9}"
+        f"{'config':<14}{'bare us':>8}{'overhead us (min..max)':>24}{'tj / this':>10}"
+        f"{'cpu us (min..max)':>22}{'tj / this':>10}{'x floor':>8}{'spans':>7}{'content':>8}"
     )
     for c in names:
-        med = statistics.median(over[c])
-        spread = f"{min(over[c]):.1f}..{max(over[c]):.1f}"
-        ratio = med / floor if floor > 0 and c not in ("bare", "floor") else float("nan")
-        to_peer = tj / med if med > 0 and c not in ("bare", "floor", "tracejudge") else float("nan")
-        ratio_s = f"{ratio:.2f}" if ratio == ratio else "-"
-        peer_s = f"{to_peer:.2f}" if to_peer == to_peer else "-"
+        peer = c not in ("bare", "floor", "tracejudge")
+        med, med_cpu = statistics.median(over[c]), statistics.median(cpu[c])
         content_s = "yes" if min(content[c]) == 1.0 else ("-" if c == "bare" else "NO")
         print(
-            f"{c:<14}{statistics.median(base[c]):>9.0f}{med:>13.1f}{spread:>19}"
-            f"{ratio_s:>9}{peer_s:>11}{min(spans[c]):>12.2f}{content_s:>9}"
+            f"{c:<14}{statistics.median(base[c]):>8.0f}{_cell(over[c]):>24}"
+            f"{_ratio(tj, med) if peer else '-':>10}{_cell(cpu[c]):>22}"
+            f"{_ratio(tj_cpu, med_cpu) if peer else '-':>10}"
+            f"{_ratio(med, floor) if c not in ('bare', 'floor') else '-':>8}"
+            f"{min(spans[c]):>7.2f}{content_s:>8}"
         )
 
 
@@ -79,7 +89,7 @@ def main() -> int:
         labels = [f"{provider}/{c}" for c in names]
         res = rounds(
             args.python, "_instr_worker.py", labels, args.rounds, calls, args.block,
-            fields=("overhead_us", "bare_us", "spans", "content"),
+            fields=("overhead_us", "bare_us", "spans", "content", "cpu_overhead_us"),
         )  # fmt: skip
         by_config = tuple({c: r[f"{provider}/{c}"] for c in names} for r in res)
         _table(provider, names, by_config)
