@@ -19,8 +19,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def discard_provider() -> Any:
-    """A TracerProvider whose exporter counts spans and drops them (``provider.discard.count``):
-    export costs the same for every configuration."""
+    """A TracerProvider whose exporter counts spans and drops them (``provider.discard.count``;
+    ``provider.discard.last``: the last span, to check what it carries): export costs the
+    same for every configuration."""
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
@@ -28,9 +29,11 @@ def discard_provider() -> Any:
         """Counts spans and drops them."""
 
         count = 0
+        last: ReadableSpan | None = None
 
         def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
             Discard.count += len(spans)
+            Discard.last = spans[-1] if spans else Discard.last
             return SpanExportResult.SUCCESS
 
     provider = TracerProvider()
@@ -49,20 +52,22 @@ def run_worker(python: str, worker: str, *args: object) -> dict[str, float]:
 
 
 def rounds(
-    python: str, worker: str, configs: Sequence[str], n_rounds: int, *args: object
-) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]]]:
+    python: str,
+    worker: str,
+    configs: Sequence[str],
+    n_rounds: int,
+    *args: object,
+    fields: Sequence[str] = ("overhead_us", "bare_us", "spans"),
+) -> tuple[dict[str, list[float]], ...]:
     """Every configuration once per round, in an order rotated each round (so drifting
-    machine load hits all alike): per configuration, the rounds' ``overhead_us``, ``bare_us``
-    and ``spans``."""
-    over: dict[str, list[float]] = {c: [] for c in configs}
-    base: dict[str, list[float]] = {c: [] for c in configs}
-    spans: dict[str, list[float]] = {c: [] for c in configs}
+    machine load hits all alike): per field of the worker's result (by default its
+    ``overhead_us``, ``bare_us`` and ``spans``), per configuration, the rounds' values."""
+    out: tuple[dict[str, list[float]], ...] = tuple({c: [] for c in configs} for _ in fields)
     for r in range(n_rounds):
         shift = r % len(configs)
         for config in [*configs[shift:], *configs[:shift]]:
             res = run_worker(python, worker, config, *args)
-            over[config].append(res["overhead_us"])
-            base[config].append(res["bare_us"])
-            spans[config].append(res["spans"])
+            for values, name in zip(out, fields, strict=True):
+                values[config].append(res[name])
             print(f"  round {r + 1} {config:<24}{res['overhead_us']:>10.1f} us", file=sys.stderr)
-    return over, base, spans
+    return out

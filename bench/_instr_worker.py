@@ -1,16 +1,18 @@
-"""One configuration of the instrumentation benchmark, in its own process.
+"""One (provider, configuration) of the instrumentation benchmark, in its own process.
 
-Instrumentors patch the OpenAI SDK globally and cannot all be undone cleanly, so every
+Instrumentors patch the SDKs globally and cannot all be undone cleanly, so every
 configuration runs in a fresh interpreter; ``bench_instrumentation.py`` runs them side by
 side and interleaves repeats so machine noise hits all of them alike.
 
-The SDK talks to an in-process ``httpx2.MockTransport`` that returns a recorded-shape chat
-completion with a tool call, so the figure is the SDK + instrumentation cost, not network.
+The call, its client and the peers of each provider are in ``_instr_cases.py``: OpenAI's SDK
+talks to an in-process mock transport, the others to the loopback replay server of the tests,
+so the figure is the SDK + instrumentation cost, not network.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import os
 import statistics
@@ -21,57 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from _harness import discard_provider
-
-RESPONSE = {
-    "id": "chatcmpl-bench",
-    "object": "chat.completion",
-    "created": 1730000000,
-    "model": "gpt-4o-mini-2024-07-18",
-    "choices": [
-        {
-            "index": 0,
-            "finish_reason": "tool_calls",
-            "message": {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_1",
-                        "type": "function",
-                        "function": {"name": "lookup_order", "arguments": '{"order_id": "A-1"}'},
-                    }
-                ],
-            },
-        }
-    ],
-    "usage": {"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49},
-}
-BODY = json.dumps(RESPONSE).encode()
-MESSAGES = [
-    {"role": "system", "content": "You are a support agent."},
-    {"role": "user", "content": "Please refund my duplicate charge on order A-1."},
-]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "lookup_order",
-            "description": "Look an order up",
-            "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
-        },
-    }
-]
-
-
-def _client() -> Any:
-    import httpx2
-    import openai
-
-    def handler(request: Any) -> Any:
-        return httpx2.Response(200, content=BODY, headers={"content-type": "application/json"})
-
-    http = httpx2.Client(transport=httpx2.MockTransport(handler))
-    return openai.OpenAI(api_key="sk-bench", base_url="http://bench.invalid/v1", http_client=http)
+from _instr_cases import CASES, OPENAI_MESSAGES, OPENAI_TOOLS, Case, replay_server
 
 
 class Toggle:
@@ -100,9 +52,11 @@ def _floor_call(provider: Any) -> Callable[[Any], Any]:
         with tracer.start_as_current_span(
             "chat gpt-4o-mini", kind=trace.SpanKind.CLIENT, attributes=start_attrs
         ) as s:
-            s.set_attribute("gen_ai.input.messages", json.dumps(MESSAGES))
-            s.set_attribute("gen_ai.tool.definitions", json.dumps(TOOLS))
-            r = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, tools=TOOLS)
+            s.set_attribute("gen_ai.input.messages", json.dumps(OPENAI_MESSAGES))
+            s.set_attribute("gen_ai.tool.definitions", json.dumps(OPENAI_TOOLS))
+            r = client.chat.completions.create(
+                model="gpt-4o-mini", messages=OPENAI_MESSAGES, tools=OPENAI_TOOLS
+            )
             choice = r.choices[0]
             calls = [
                 {"id": tc.id, "name": tc.function.name, "arguments": tc.function.arguments}
@@ -127,11 +81,12 @@ def _floor_call(provider: Any) -> Callable[[Any], Any]:
 _MISSING = object()
 
 
-def _snapshot() -> dict[tuple[Any, str], Any]:
-    """Every attribute of the ``openai`` modules and of the classes they define."""
+def _snapshot(modules: tuple[str, ...]) -> dict[tuple[Any, str], Any]:
+    """Every attribute of the SDK's modules (``modules``: top-level names) and of the
+    classes they define."""
     out: dict[tuple[Any, str], Any] = {}
     for name, module in list(sys.modules.items()):
-        if module is None or not (name == "openai" or name.startswith("openai.")):
+        if module is None or not any(name == m or name.startswith(m + ".") for m in modules):
             continue
         for attr, value in list(vars(module).items()):
             out[(module, attr)] = value
@@ -141,14 +96,21 @@ def _snapshot() -> dict[tuple[Any, str], Any]:
     return out
 
 
-def _patch_toggle(instrument: Callable[[], None]) -> Toggle:
+def _patch_toggle(case: Case, instrument: Callable[[], None], state: dict[str, Any]) -> Toggle:
     """Instrument once, then switch by putting the SDK attributes it replaced back and
     forth. Why not ``uninstrument()``: OpenLLMetry's does not undo everything (calls
     got 3x slower and re-instrumenting stacked its wrappers: 3.5 spans per call); the
-    same switch for every configuration keeps the comparison fair."""
-    before = _snapshot()
+    same switch for every configuration keeps the comparison fair.
+
+    The switch also swaps the client: "on" calls through one made after instrumenting,
+    "off" through the one made before. Some instrumentors patch a client when it is made
+    (the Bedrock peers wrap botocore's client creation), and botocore builds each client's
+    class at run time, out of reach of the attribute switch."""
+    before = _snapshot(case.modules)
     instrument()
-    after = _snapshot()
+    after = _snapshot(case.modules)
+    on_client = case.client(state["origin"])
+    off_client = state["client"]
     owners = {id(owner) for owner, _ in before}
     changed = [
         (key, before.get(key, _MISSING), value)
@@ -167,15 +129,16 @@ def _patch_toggle(instrument: Callable[[], None]) -> Toggle:
                     delattr(owner, attr)
             else:
                 setattr(owner, attr, value)
+        state["client"] = on_client if on else off_client
 
     names = sorted({f"{getattr(o, '__name__', o)}.{a}" for (o, a), _, _ in changed})
     print(f"# switched: {' '.join(names)}", file=sys.stderr)
     return Toggle(lambda: switch(True), lambda: switch(False))
 
 
-def _toggle(config: str, provider: Any, state: dict[str, Any]) -> Toggle:
-    """How to switch ``config`` on and off inside this process."""
-    import openai  # noqa: F401 - imported before the snapshot, as an application would
+def _toggle(case: Case, config: str, provider: Any, state: dict[str, Any]) -> Toggle:
+    """How to switch ``config`` on and off inside this process (the SDK is imported: the
+    client was made before, as an application would)."""
     from opentelemetry import trace
 
     os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
@@ -196,79 +159,98 @@ def _toggle(config: str, provider: Any, state: dict[str, Any]) -> Toggle:
         import tracejudge
 
         return _patch_toggle(
-            lambda: tracejudge.instrument(tracer_provider=provider, capture_content="SPAN_ONLY")
+            case,
+            lambda: tracejudge.instrument(tracer_provider=provider, capture_content="SPAN_ONLY"),
+            state,
         )
-    instrumentor: Any
-    if config == "otel-genai":
-        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
-
-        instrumentor = OpenAIInstrumentor()
-    elif config == "openllmetry":
-        from opentelemetry.instrumentation.openai import OpenAIInstrumentor as LLMetry
-
-        instrumentor = LLMetry()
-    elif config == "openinference":
-        from openinference.instrumentation.openai import OpenAIInstrumentor as OI
-
-        instrumentor = OI()
-    else:
+    if config not in case.peers:
         raise SystemExit(f"unknown config {config}")
-    return _patch_toggle(lambda: instrumentor.instrument(tracer_provider=provider))
+    module, name, kwargs = case.peers[config]
+    instrumentor = getattr(importlib.import_module(module), name)()
+    return _patch_toggle(
+        case, lambda: instrumentor.instrument(tracer_provider=provider, **kwargs), state
+    )
 
 
-def _block(one: Callable[[], Any], calls: int) -> float:
+def _block(one: Callable[[], Any], calls: int) -> tuple[float, float]:
+    """Wall-clock and process CPU microseconds per call over ``calls`` calls."""
     gc.collect()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(calls):
         one()
-    return (time.perf_counter() - start) / calls * 1e6
+    return (
+        (time.perf_counter() - start) / calls * 1e6,
+        (time.process_time() - cpu) / calls * 1e6,
+    )
+
+
+def _carries_content(span: Any, prompt: str) -> bool:
+    """Whether ``span`` holds the request's text: in an attribute or an event's."""
+    if span is None:
+        return False
+    places = [dict(span.attributes or {}), *(dict(e.attributes or {}) for e in span.events)]
+    return prompt in json.dumps(places, default=str)
 
 
 def main() -> None:
-    """``_instr_worker.py CONFIG CALLS [BLOCK]``: CALLS measured calls per state."""
-    config, calls = sys.argv[1], int(sys.argv[2])
+    """``_instr_worker.py PROVIDER/CONFIG CALLS [BLOCK]``: CALLS measured calls per state."""
+    label, calls = sys.argv[1], int(sys.argv[2])
     block = int(sys.argv[3]) if len(sys.argv) > 3 else 50
+    name, _, config = label.rpartition("/")
+    case = CASES[name or "openai"]
     provider = discard_provider()
-    state: dict[str, Any] = {"wrapper": None}
-    client = _client()
+    server = replay_server(case)
+    state: dict[str, Any] = {"wrapper": None, "origin": server.origin if server else None}
+    state["client"] = case.client(state["origin"])
     # One plain call first, as an application would: the SDK loads its resource
     # modules lazily, and the switch below only covers what existed before patching.
-    client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, tools=TOOLS)
-    toggle = _toggle(config, provider, state)
+    case.call(state["client"])
+    toggle = _toggle(case, config, provider, state)
 
     def one() -> Any:
         wrapper = state["wrapper"]
         if wrapper is not None:
-            return wrapper(client)
-        return client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES, tools=TOOLS)
+            return wrapper(state["client"])
+        return case.call(state["client"])
 
     for switch in (toggle.on, toggle.off):
         switch()
-        for _ in range(200):
+        for _ in range(min(200, calls // 4)):
             one()
     on_us: list[float] = []
     off_us: list[float] = []
+    on_cpu: list[float] = []
+    off_cpu: list[float] = []
     on_spans = 0
     for i in range(max(1, calls // block)):
         # ABBA order: a slow drift of the machine hits both halves alike.
         for instrumented in (False, True) if i % 2 == 0 else (True, False):
             (toggle.on if instrumented else toggle.off)()
             before = provider.discard.count
-            us = _block(one, block)
+            us, cpu = _block(one, block)
             if instrumented:
                 on_us.append(us)
+                on_cpu.append(cpu)
                 on_spans += provider.discard.count - before
             else:
                 off_us.append(us)
+                off_cpu.append(cpu)
     diffs = [a - b for a, b in zip(on_us, off_us, strict=True)]
+    cpu_diffs = [a - b for a, b in zip(on_cpu, off_cpu, strict=True)]
+    if server is not None:
+        server.stop()
+        if server.unmatched:
+            raise SystemExit(f"{label}: requests with no recording: {server.unmatched[:1]}")
     print(
         json.dumps(
             {
-                "config": config,
+                "config": label,
                 "bare_us": statistics.median(off_us),
                 "us_per_call": statistics.median(on_us),
                 "overhead_us": statistics.median(diffs),
+                "cpu_overhead_us": statistics.median(cpu_diffs),
                 "spans": on_spans / (len(on_us) * block),
+                "content": float(_carries_content(provider.discard.last, case.prompt)),
             }
         )
     )

@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 [ -x .venv-bench/bin/python ] || .venv/bin/uv venv --quiet --python .venv/bin/python .venv-bench
-.venv/bin/uv pip install --quiet --python .venv-bench/bin/python -e ".[openai,anthropic,agents,langchain]" -r bench/requirements-peers.txt
+.venv/bin/uv pip install --quiet --python .venv-bench/bin/python -e ".[openai,anthropic,agents,langchain,gemini,bedrock,mistral,cohere]" -r bench/requirements-peers.txt
