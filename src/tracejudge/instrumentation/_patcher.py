@@ -174,6 +174,7 @@ _BUILTIN: tuple[_Builtin, ...] = (
     _Builtin("bedrock", "tracejudge.instrumentation.bedrock", "BedrockPatcher", "botocore"),
     _Builtin("mistral", "tracejudge.instrumentation.mistral", "MistralPatcher", mistral_sdk_module),
     _Builtin("cohere", "tracejudge.instrumentation.cohere", "CoherePatcher", "cohere"),
+    _Builtin("litellm", "tracejudge.instrumentation.litellm", "LiteLLMPatcher", "litellm"),
     _Builtin(
         "openai-agents",
         "tracejudge.instrumentation.openai_agents",
