@@ -44,7 +44,7 @@ from tracejudge.instrumentation._shapes import get, url_server
 from tracejudge.instrumentation.openai import _chat
 from tracejudge.instrumentation.openai._common import CHAT_PARAMS
 
-SUPPORTED: Final = SupportedVersions("1.53.1", "2")
+SUPPORTED: Final = SupportedVersions("1.108.0", "2")
 """litellm releases tracejudge is tested on (see docs/instrumentation.md)."""
 
 PARAMS: Final = {k: v for k, v in CHAT_PARAMS.items() if k != "service_tier"}
