@@ -16,7 +16,9 @@ masked.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
+import logging
 import os
 import subprocess
 import sys
@@ -42,6 +44,7 @@ from tests.support.providers import (
 )
 from tests.support.replay import ReplayServer, derived_cassette
 from tests.support.spans import span_dicts
+from tracejudge.instrumentation import _patcher
 from tracejudge.instrumentation.litellm import _patch as litellm_patch
 
 pytestmark = pytest.mark.usefixtures("instrumented")
@@ -880,3 +883,50 @@ def test_litellm_imported_after_instrument_is_patched_on_import() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "True"]
     assert importlib.util.find_spec("litellm") is not None
+
+
+def test_a_function_wrapped_by_another_instrumentor_is_left_to_it(
+    tracer_provider: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ``litellm.completion`` already wrapped from outside LiteLLM (a ``functools.wraps``
+    wrapper defined here, standing in for OpenInference's LiteLLM instrumentor) is not
+    wrapped again: one warning names it, ``acompletion`` is still patched."""
+    tracejudge.uninstrument()
+    _patcher.reset_warnings()
+    original = litellm.completion
+
+    @functools.wraps(original)
+    def foreign(*args: Any, **kwargs: Any) -> Any:
+        return original(*args, **kwargs)
+
+    litellm.completion = foreign
+    try:
+        with caplog.at_level(logging.WARNING, logger="tracejudge.instrumentation"):
+            tracejudge.instrument(tracer_provider=tracer_provider)
+        assert litellm.completion is foreign
+        assert getattr(litellm.acompletion, _patcher.WRAPPED_MARK, None) is not None
+        warnings = [r.getMessage() for r in caplog.records if "already wrapped" in r.getMessage()]
+        assert len(warnings) == 1
+        assert "litellm.completion is already wrapped by" in warnings[0]
+    finally:
+        tracejudge.uninstrument()
+        litellm.completion = original
+
+
+def test_a_wrapper_from_a_folder_named_like_the_sdk_is_another_instrumentors() -> None:
+    """Whether a ``functools.wraps`` wrapper is the SDK's own is asked of the SDK's package
+    folders, not of its name in the path: an application's wrapper in ``.../litellm/app.py``
+    (a checkout named after the SDK; this repository's worktree was one) is foreign, and a
+    function of LiteLLM's own modules is not."""
+    own = litellm.completion.__tracejudge_wrapped__  # LiteLLM's (itself a functools wrapper)
+    namespace: dict[str, Any] = {"functools": functools, "original": own}
+    source = (
+        "@functools.wraps(original)\n"
+        "def wrapper(*args, **kwargs):\n"
+        "    return original(*args, **kwargs)\n"
+    )
+    exec(compile(source, "/home/dev/litellm/app.py", "exec"), namespace)
+    assert _patcher.wrapped_by_other_instrumentor(namespace["wrapper"], "litellm") == (
+        "/home/dev/litellm/app.py"
+    )
+    assert _patcher.wrapped_by_other_instrumentor(own, "litellm") is None
