@@ -930,3 +930,49 @@ def test_a_wrapper_from_a_folder_named_like_the_sdk_is_another_instrumentors() -
         "/home/dev/litellm/app.py"
     )
     assert _patcher.wrapped_by_other_instrumentor(own, "litellm") is None
+
+
+def test_a_mistral_model_names_mistral_ai(
+    replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """``mistral/...`` (LiteLLM's Mistral route, OpenAI's shapes): the provider is the
+    registry's ``mistral_ai``, as the ``mistralai`` patch names it, and the model the one
+    Mistral is asked for."""
+    server = replay("mistral/test_mistralai_chat_legacy.yaml")
+    reply = litellm.completion(
+        model="mistral/mistral-tiny", messages=JOKE, api_base=server.base_url, api_key="test-key"
+    )
+    assert server.requests[0].path == "/v1/chat/completions"
+    [span] = span_dicts(span_exporter, drop=("gen_ai.output.messages",))
+    assert span == snapshot(
+        {
+            "name": "chat mistral-tiny",
+            "kind": "CLIENT",
+            "context": {"trace_id": 1, "span_id": 1},
+            "parent": None,
+            "start_time": 1000000000,
+            "end_time": 2000000000,
+            "status": "UNSET",
+            "attributes": {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "mistral_ai",
+                "gen_ai.request.model": "mistral-tiny",
+                "server.address": "127.0.0.1",
+                "server.port": "<port>",
+                "gen_ai.input.messages": [
+                    {
+                        "role": "user",
+                        "parts": [
+                            {"type": "text", "content": "Tell me a joke about OpenTelemetry"}
+                        ],
+                    }
+                ],
+                "gen_ai.response.id": "e9459fcd56c742e0875167c9926c6aae",
+                "gen_ai.response.model": "mistral-tiny",
+                "gen_ai.response.finish_reasons": ["stop"],
+                "gen_ai.usage.input_tokens": 11,
+                "gen_ai.usage.output_tokens": 96,
+            },
+        }
+    )
+    assert reply.id == span["attributes"]["gen_ai.response.id"]
