@@ -976,3 +976,33 @@ def test_a_mistral_model_names_mistral_ai(
         }
     )
     assert reply.id == span["attributes"]["gen_ai.response.id"]
+
+
+def test_a_streamed_tool_call_is_rebuilt_from_litellms_chunks(
+    replay: Replay, span_exporter: InMemorySpanExporter
+) -> None:
+    """A stream that asks for two tools (Anthropic ``tool_use`` blocks streamed as
+    ``input_json_delta`` pieces, turned by LiteLLM into OpenAI tool-call deltas): the span's
+    output has both calls with their ids and parsed arguments after the text."""
+    server = replay("anthropic/test_anthropic_tools_streaming_with_events_with_content.yaml")
+    stream = litellm.completion(
+        model="anthropic/claude-3-5-sonnet-20240620",
+        messages=WEATHER,
+        tools=WEATHER_TOOLS,
+        api_base=server.origin,
+        api_key="test-key",
+        stream=True,
+    )
+    ids = [tc.id for c in stream for tc in c.choices[0].delta.tool_calls or () if tc.id]
+    [span] = span_dicts(span_exporter)
+    [message] = span["attributes"]["gen_ai.output.messages"]
+    calls = [p for p in message["parts"] if p["type"] == "tool_call"]
+    assert len(ids) == 2
+    assert [c["id"] for c in calls] == ids
+    assert [(c["name"], c["arguments"]) for c in calls] == snapshot(
+        [
+            ("get_weather", {"location": "New York, NY", "unit": "fahrenheit"}),
+            ("get_time", {"timezone": "America/New_York"}),
+        ]
+    )
+    assert message["finish_reason"] == "tool_call"
