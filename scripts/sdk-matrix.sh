@@ -25,10 +25,14 @@
 # first whose chat.stream returns an EventStream, not a bare generator; it needs httpx<0.28;
 # 1.x keeps the SDK at mistralai, 2.x and later at mistralai.client) and cohere 5.8.0 (the
 # first with the v2 ClientV2).
+# The LiteLLM provider's tests run in the providers' environment on litellm 1.108.0 (the first
+# whose CustomStreamWrapper has close() and the context managers; from 1.100 on litellm needs
+# openai>=2.20, so not beside openai 1.109.1). litellm 1.108.0 imports mcp on a call with tools
+# without declaring it, so mcp is installed there too.
 #
 # Versions can be overridden (OPENAI_OLDEST, ANTHROPIC_OLDEST, AGENTS_OLDEST,
 # LANGCHAIN_CORE_OLDEST, LANGGRAPH_OLDEST, LANGCHAIN_OPENAI_OLDEST, GENAI_OLDEST, BOTO_OLDEST,
-# MISTRAL_OLDEST, COHERE_OLDEST). httpx is held below
+# MISTRAL_OLDEST, COHERE_OLDEST, LITELLM_OLDEST). httpx is held below
 # 0.28 because anthropic 0.40 predates it (0.28 removed the `proxies` argument clients
 # of that era pass). uv's cache makes a refresh take seconds after the first run.
 # openai 1.40 (the claim before) was measured to fail: no Responses API and
@@ -46,6 +50,7 @@ GENAI_OLDEST=${GENAI_OLDEST:-1.30.0}
 BOTO_OLDEST=${BOTO_OLDEST:-1.34.162}
 MISTRAL_OLDEST=${MISTRAL_OLDEST:-1.2.4}
 COHERE_OLDEST=${COHERE_OLDEST:-5.8.0}
+LITELLM_OLDEST=${LITELLM_OLDEST:-1.108.0}
 VENV=${SDK_MATRIX_VENV:-.venv-sdk-oldest}
 UV=.venv/bin/uv
 if [ ! -x "$UV" ]; then
@@ -113,9 +118,14 @@ DESELECT=(
   --deselect "tests/frameworks/openai_agents/test_openai_agents.py::test_handoff_nests_the_next_agent_and_is_the_transfer_tool_execution"
   --deselect "tests/frameworks/openai_agents/test_openai_agents.py::test_a_triggered_guardrail_is_its_own_span_and_fails_the_run"
 )
-PROVIDER_TESTS=(tests/instrumentation/test_gemini.py tests/instrumentation/test_bedrock.py)
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider "${DESELECT[@]}" \
-  --ignore "${PROVIDER_TESTS[0]}" --ignore "${PROVIDER_TESTS[1]}" "${TESTS[@]}" "$@"
+PROVIDER_TESTS=(tests/instrumentation/test_gemini.py tests/instrumentation/test_bedrock.py
+  tests/instrumentation/test_litellm.py)
+IGNORE=()
+for path in "${PROVIDER_TESTS[@]}"; do
+  IGNORE+=(--ignore "$path")
+done
+"$VENV/bin/python" -m pytest -q -p no:cacheprovider "${DESELECT[@]}" "${IGNORE[@]}" \
+  "${TESTS[@]}" "$@"
 
 PROVIDERS_VENV=${SDK_MATRIX_PROVIDERS_VENV:-.venv-sdk-oldest-providers}
 if [ ! -x "$PROVIDERS_VENV/bin/python" ]; then
@@ -123,6 +133,7 @@ if [ ! -x "$PROVIDERS_VENV/bin/python" ]; then
 fi
 "$UV" pip install --quiet --python "$PROVIDERS_VENV/bin/python" -e . \
   "google-genai==$GENAI_OLDEST" "boto3==$BOTO_OLDEST" "botocore==$BOTO_OLDEST" \
+  "litellm==$LITELLM_OLDEST" "mcp>=1.30,<3" \
   "${TEST_TOOLS[@]}"
 "$PROVIDERS_VENV/bin/python" - <<PY
 import importlib.metadata
@@ -131,5 +142,8 @@ boto = importlib.metadata.version("botocore")
 assert genai == "$GENAI_OLDEST", genai
 assert boto == "$BOTO_OLDEST", boto
 print(f"sdk-matrix: google-genai {genai}, botocore {boto}")
+litellm = importlib.metadata.version("litellm")
+assert litellm == "$LITELLM_OLDEST", litellm
+print(f"sdk-matrix: litellm {litellm}")
 PY
 exec "$PROVIDERS_VENV/bin/python" -m pytest -q -p no:cacheprovider "${PROVIDER_TESTS[@]}" "$@"

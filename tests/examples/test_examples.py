@@ -241,14 +241,15 @@ def test_agents_sdk_refund_agent_gets_the_plain_agents_verdicts(tmp_path: Path) 
         ("bedrock_refund", "aws.bedrock"),
         ("mistral_refund", "mistral_ai"),
         ("cohere_refund", "cohere"),
+        ("litellm_refund", "anthropic"),
     ],
 )
 def test_refund_agents_on_other_providers_get_the_plain_agents_verdicts(
     tmp_path: Path, example: str, provider: str
 ) -> None:
     """The refund agent on Gemini (``google-genai``), Bedrock (boto3 Converse), Mistral
-    (``mistralai``) and Cohere (``cohere`` v2), each against the scripted model server's
-    endpoint in that wire format, is judged by the same rules and baseline exactly as the
+    (``mistralai``), Cohere (``cohere`` v2) and LiteLLM (``anthropic/`` through LiteLLM's own
+    HTTP code), each against the scripted model server's endpoint in that wire format, is judged by the same rules and baseline exactly as the
     plain-SDK agent's committed traces: every variant gets the same verdict, primary finding
     and findings, and each model call names its provider."""
     agent = EXAMPLES / example / "agent.py"

@@ -98,9 +98,18 @@ def test_sdks_imported_after_instrument_are_patched_on_import(
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     # The framework integrations (OpenAI Agents SDK, LangChain, MCP) and the other model SDKs
-    # (Bedrock through botocore, Gemini, Mistral, Cohere) wait for their own imports.
+    # (Bedrock through botocore, Gemini, Mistral, Cohere, LiteLLM) wait for their own imports.
     mistral = patcher_mod.mistral_sdk_module()  # a namespace from mistralai 2.0 on
-    waiting = ("agents", "botocore", "cohere", "google.genai", "langchain_core", "mcp", mistral)
+    waiting = (
+        "agents",
+        "botocore",
+        "cohere",
+        "google.genai",
+        "langchain_core",
+        "litellm",
+        "mcp",
+        mistral,
+    )
     frameworks = tuple(sorted(m for m in waiting if patcher_mod.sdk_importable(m)))
     assert lines[0] == f"pending: {tuple(sorted(('anthropic', 'openai', *frameworks)))} active: ()"
     assert lines[1] == "loader: SourceFileLoader SourceFileLoader"

@@ -336,7 +336,8 @@ def test_instrument_works_without_any_sdk_installed() -> None:
     imported (all blocked by an import hook in a fresh interpreter), with one warning that no
     model call will be traced, not one per SDK."""
     proc = _run_python(
-        'BLOCKED = ("openai", "anthropic", "google.genai", "botocore", "mistralai", "cohere")\n'
+        'BLOCKED = ("openai", "anthropic", "google.genai", "botocore", "mistralai", "cohere", '
+        '"litellm")\n'
         + textwrap.dedent(_BLOCK_SDKS)
         + textwrap.dedent(
             """
@@ -350,7 +351,8 @@ def test_instrument_works_without_any_sdk_installed() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "active: ()" in proc.stdout
     installed = (
-        "no supported model SDK is installed (openai, anthropic, gemini, bedrock, mistral, cohere)"
+        "no supported model SDK is installed (openai, anthropic, gemini, bedrock, mistral, cohere, "
+        "litellm)"
     )
     assert proc.stderr.count(installed) == 1
     assert "SDK not installed" not in proc.stderr

@@ -20,6 +20,7 @@ OLDEST = {"openai": "1.109.1", "anthropic": "0.40.0"}
 LANGCHAIN_OLDEST = {"langchain-core": "0.3.0", "langgraph": "0.2.40"}
 PROVIDERS_OLDEST = {"google-genai": "1.30.0", "botocore": "1.34.162"}
 CHAT_PROVIDERS_OLDEST = {"mistralai": "1.2.4", "cohere": "5.8.0"}
+LITELLM_OLDEST = "1.108.0"
 
 
 # The suite grew with the framework integrations (Agents SDK, LangChain): ~4 min on a loaded
@@ -45,6 +46,7 @@ def test_instrumentation_suite_passes_on_oldest_claimed_sdks() -> None:
     assert f"sdk-matrix: {providers}" in proc.stdout
     chat_providers = ", ".join(f"{k} {v}" for k, v in CHAT_PROVIDERS_OLDEST.items())
     assert f"sdk-matrix: {chat_providers}" in proc.stdout
+    assert f"sdk-matrix: litellm {LITELLM_OLDEST}" in proc.stdout
     summary = re.search(r"(\d+) passed", proc.stdout)
     assert summary is not None, output[-3000:]
     assert int(summary.group(1)) > 0

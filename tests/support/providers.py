@@ -6,6 +6,7 @@ import dataclasses
 import gc
 import logging
 from collections.abc import Callable, Iterable
+from types import ModuleType
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -39,14 +40,15 @@ def assert_left_unpatched_outside_the_range(
 
 
 def assert_uninstrument_round_trip(
-    methods: Iterable[tuple[type, str]],
+    methods: Iterable[tuple[type | ModuleType, str]],
     call: Callable[[], object],
     span_exporter: InMemorySpanExporter,
     tracer_provider: TracerProvider,
     span_name: str,
 ) -> None:
-    """``uninstrument()`` puts each patched ``(class, method)`` back as the SDK's own (a
-    ``call`` then makes no span); ``instrument()`` again traces the next ``call``."""
+    """``uninstrument()`` puts each patched ``(class, method)`` (or ``(module, function)``)
+    back as the SDK's own (a ``call`` then makes no span); ``instrument()`` again traces
+    the next ``call``."""
     originals = {(cls, name): getattr(cls, name).__tracejudge_wrapped__ for cls, name in methods}
     import tracejudge
 

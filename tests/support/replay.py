@@ -100,18 +100,28 @@ def load_cassette(path: str | Path) -> list[tuple[str, str, RecordedResponse]]:
 
 
 def derived_cassette(
-    source: str | Path, into: Path, edits: Iterable[tuple[str, str]], *, drop_lines: str = ""
+    source: str | Path,
+    into: Path,
+    edits: Iterable[tuple[str, str]],
+    *,
+    drop_lines: str = "",
+    path: str | None = None,
 ) -> Path:
     """A copy of a recorded cassette whose response bodies are edited: each ``(old, new)``
     replaced (``old`` must occur), and, with ``drop_lines``, the SSE ``data:`` lines that
     contain it removed. For the malformed responses no recording holds (invalid tool-call
     JSON, an unknown finish reason, missing usage): the test says what it changed from
-    the real response, rather than inventing one. Written to ``into`` (a tmp_path)."""
+    the real response, rather than inventing one. With ``path``, every recording is
+    served at that path instead (the same API behind another route: Azure OpenAI's
+    ``/openai/deployments/{name}/chat/completions``). Written to ``into`` (a tmp_path)."""
     p = Path(source)
     if not p.is_absolute():
         p = CASSETTE_ROOT / p
     doc = yaml.safe_load(p.read_text(encoding="utf-8"))
     for interaction in doc.get("interactions", []):
+        if path is not None:
+            parts = urlsplit(interaction["request"]["uri"])
+            interaction["request"]["uri"] = f"{parts.scheme}://{parts.netloc}{path}"
         body = interaction["response"]["body"]
         text = body["string"]
         if not isinstance(text, str):

@@ -17,6 +17,8 @@ import importlib
 import importlib.metadata
 import importlib.util
 import logging
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -116,10 +118,22 @@ def wrapped_by_other_instrumentor(func: Any, sdk_package: str) -> str | None:
         return None
     code = getattr(func, "__code__", None)
     filename = str(getattr(code, "co_filename", ""))
-    marker = f"{sdk_package}/"
-    if marker in filename.replace("\\", "/"):
+    if _inside_package(filename, sdk_package):
         return None
     return filename or "an unknown wrapper"
+
+
+def _inside_package(filename: str, sdk_package: str) -> bool:
+    """Whether ``filename`` is a file of the imported package ``sdk_package`` (under one of
+    its ``__path__`` folders). A path that merely contains the package's name is not: an
+    application in ``~/src/litellm/`` wrapping ``litellm.completion`` is another
+    instrumentor. Without the package imported, a ``{sdk_package}/`` folder in the path."""
+    package = sys.modules.get(sdk_package)
+    folders = getattr(package, "__path__", None)
+    if not filename or folders is None:
+        return f"/{sdk_package.replace('.', '/')}/" in filename.replace("\\", "/")
+    real = os.path.realpath(filename)
+    return any(real.startswith(os.path.realpath(folder) + os.sep) for folder in folders)
 
 
 # --- registry -------------------------------------------------------------------
@@ -174,6 +188,7 @@ _BUILTIN: tuple[_Builtin, ...] = (
     _Builtin("bedrock", "tracejudge.instrumentation.bedrock", "BedrockPatcher", "botocore"),
     _Builtin("mistral", "tracejudge.instrumentation.mistral", "MistralPatcher", mistral_sdk_module),
     _Builtin("cohere", "tracejudge.instrumentation.cohere", "CoherePatcher", "cohere"),
+    _Builtin("litellm", "tracejudge.instrumentation.litellm", "LiteLLMPatcher", "litellm"),
     _Builtin(
         "openai-agents",
         "tracejudge.instrumentation.openai_agents",

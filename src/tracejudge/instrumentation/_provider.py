@@ -6,7 +6,9 @@ fold into a response) is data and translation functions, declared in a ``Provide
 per provider. What is ours (the duplicate-span check, making the span current while the
 SDK runs, never raising into the application, raw responses, handing a stream to the
 one ``StreamObserver``, exact unpatching) is written once here, for sync and async
-methods alike. A new provider is a spec; it needs no wrapper code of its own.
+methods alike. A new provider is a spec; it needs no wrapper code of its own. An SDK
+whose entry points are module-level functions (LiteLLM's ``completion``/``acompletion``)
+declares them as ``FunctionTarget``s and gets the same wrappers (``wrap_function``).
 
 Per call the wrapper does: the duplicate-span check, ``endpoint.start`` (span started
 with the request's attributes), the SDK call with the span current (and the spec's
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tracejudge.instrumentation._context import should_skip_model_span
+from tracejudge.instrumentation._functions import as_function
 from tracejudge.instrumentation._genai import ModelCallTelemetry
 from tracejudge.instrumentation._integration import SupportedVersions, installed_version
 from tracejudge.instrumentation._patcher import (
@@ -86,6 +89,19 @@ class Target:
     ``complete_async`` beside ``complete``, on the same class)."""
 
 
+@dataclass(frozen=True, slots=True)
+class FunctionTarget:
+    """A module's sync and async functions that one endpoint serves (LiteLLM's
+    ``litellm.completion`` and ``litellm.acompletion``); both must exist (else the SDK
+    moved: the patch fails with one warning). The request translation reads keywords:
+    positional arguments reach it as the keywords they bind to (``wrap_function``)."""
+
+    module: str
+    sync_function: str
+    async_function: str
+    endpoint: Endpoint
+
+
 class CallScope(Protocol):
     """Entered around the SDK call while the span is current (``ProviderSpec.scope``)."""
 
@@ -120,7 +136,8 @@ class ProviderSpec:
 
     - ``name``: user-facing (warnings, ``active_patchers()``); ``sdk_module``: the SDK's
       top-level module (``instrument()`` defers the patch until it is imported).
-    - ``targets``: the methods and their endpoints.
+    - ``targets``: the methods and their endpoints; ``functions``: module-level
+      functions and theirs.
     - ``stream_classes``: dotted paths of the SDK's sync and async stream classes; a call
       returning one of them is observed until the stream ends.
     - ``stream_error_type``: ``error.type`` for an error raised while reading a stream
@@ -141,6 +158,7 @@ class ProviderSpec:
     foreign_check: tuple[tuple[str, str, str], ...] = ()
     scope: CallScope | None = None
     extension: Callable[[], Extension] | None = None
+    functions: tuple[FunctionTarget, ...] = ()
     distribution: str | None = None
     """The SDK's distribution name, for the version check (None: no check)."""
     supported: SupportedVersions | None = None
@@ -189,13 +207,7 @@ class ProviderPatcher:
                         if name not in target.required:
                             continue
                         current = getattr(owner, method)  # AttributeError: the SDK moved
-                    foreign = wrapped_by_other_instrumentor(current, spec.sdk_module)
-                    if foreign is not None:
-                        warn_once(
-                            f"{spec.name}:{cls_name}.{method}",
-                            f"{cls_name}.{method} is already wrapped by {foreign}; tracejudge "
-                            "leaves it to that instrumentor to avoid duplicate spans",
-                        )
+                    if self._wrapped_by_other(current, f"{cls_name}.{method}"):
                         continue
                     self._patches.patch_method(
                         owner,
@@ -208,8 +220,39 @@ class ProviderPatcher:
                             is_async=is_async,
                         ),
                     )
+        for function in spec.functions:
+            module = importlib.import_module(function.module)
+            names = ((function.sync_function, False), (function.async_function, True))
+            for name, is_async in names:
+                current = getattr(module, name)  # AttributeError: the SDK moved
+                if self._wrapped_by_other(current, f"{function.module}.{name}"):
+                    continue
+                self._patches.patch_method(
+                    module,  # type: ignore[arg-type]  # a module's attributes patch like a class's
+                    name,
+                    functools.partial(
+                        wrap_function,
+                        runtime=runtime,
+                        spec=spec,
+                        endpoint=function.endpoint,
+                        is_async=is_async,
+                    ),
+                )
         if self._extension is not None:
             self._extension.install(runtime, self._patches, spec)
+
+    def _wrapped_by_other(self, current: Any, where: str) -> bool:
+        """True (after one warning) when another instrumentor wraps ``current`` already:
+        it is left to that one, to avoid duplicate spans."""
+        foreign = wrapped_by_other_instrumentor(current, self.spec.sdk_module)
+        if foreign is None:
+            return False
+        warn_once(
+            f"{self.spec.name}:{where}",
+            f"{where} is already wrapped by {foreign}; tracejudge leaves it to that "
+            "instrumentor to avoid duplicate spans",
+        )
+        return True
 
     def _version_supported(self) -> bool:
         """False (after one warning) when the installed SDK is outside ``supported``."""
@@ -445,6 +488,26 @@ def wrap_method(
     streams = _Streams(_resolve(spec.stream_classes[0]), _resolve(spec.stream_classes[1]))
     make = async_wrapper if is_async else sync_wrapper
     return make(original, runtime=runtime, spec=spec, endpoint=endpoint, streams=streams)
+
+
+def wrap_function(
+    original: Callable[..., Any],
+    *,
+    runtime: Runtime,
+    spec: ProviderSpec,
+    endpoint: Endpoint,
+    is_async: bool = False,
+) -> Callable[..., Any]:
+    """The wrapper ``ProviderPatcher`` installs on a module-level function: the method
+    wrapper over it, with no resource (the endpoint's ``start`` gets None; see
+    ``instrumentation._functions`` for how its arguments are passed on)."""
+    return as_function(
+        original,
+        lambda method: wrap_method(
+            method, runtime=runtime, spec=spec, endpoint=endpoint, is_async=is_async
+        ),
+        is_async=is_async,
+    )
 
 
 def sync_wrapper(

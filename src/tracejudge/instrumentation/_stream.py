@@ -20,12 +20,15 @@ subclass ``isinstance`` (anthropic 0.3x-0.4x), the instance's ``_iterator``/``cl
 are wrapped instead. If neither is possible the call ends at once with what the request
 told us: no span leaks and the application's stream is untouched. A stream that is its own
 iterator (the Speakeasy SDKs' ``EventStream``: mistralai's; ``__iter__`` returns the stream)
-is observed in ``__next__``/``__anext__`` alone.
+is observed in ``__next__``/``__anext__`` alone. An async stream's ``close`` is awaited when
+its class has an async one, called when it has a sync one (LiteLLM's ``CustomStreamWrapper``
+serves both kinds of call), and its ``aclose`` (``async with``) ends the span too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -310,13 +313,35 @@ def _async_subclass(base: type) -> type:
             obs.on_item(item)
             return item
 
-        async def close(self) -> None:
-            try:
-                await super().close()
-            finally:
-                obs = _observer_of(self)
-                if obs is not None:
-                    obs.abandon()
+        if inspect.iscoroutinefunction(getattr(base, "close", None)):
+
+            async def close(self) -> None:
+                try:
+                    await super().close()
+                finally:
+                    obs = _observer_of(self)
+                    if obs is not None:
+                        obs.abandon()
+
+        else:  # one class for both kinds of stream (LiteLLM's): its ``close`` is sync
+
+            def close(self) -> None:  # type: ignore[misc]  # the base's own kind of close
+                try:
+                    super().close()
+                finally:
+                    obs = _observer_of(self)
+                    if obs is not None:
+                        obs.abandon()
+
+        if hasattr(base, "aclose"):
+
+            async def aclose(self) -> None:
+                try:
+                    await super().aclose()
+                finally:
+                    obs = _observer_of(self)
+                    if obs is not None:
+                        obs.abandon()
 
     return _register(_ASYNC_CLASSES, base, Traced)
 
