@@ -255,3 +255,36 @@ def test_redactor_covers_every_secret_detector_of_the_rules() -> None:
 def test_drop_quoted_removes_values_not_prose(text: str, expected: str) -> None:
     """Quoted literals (what ``repr`` writes for a value) go; apostrophes in words stay."""
     assert drop_quoted(text) == expected
+
+
+@pytest.mark.parametrize("drop_quoted_values", [False, True])
+def test_a_scrubbed_finding_stays_undecided(drop_quoted_values: bool) -> None:
+    """An undecided finding quotes what it could not decide (the user's words, a claim):
+    scrubbing its explanation, of a secret or (``--drop-content``) of every quoted value,
+    rebuilt the finding without its ``undecided`` flag, so the collector reported an
+    undecided finding as a decided one (a warn or fail it is not). The flag, and every
+    other field, now survive; only the explanation changes."""
+    from tracejudge.collector.processors.redact import Scrubber
+    from tracejudge.engine.verdict import Finding, Verdict
+
+    finding = Finding(
+        "F-UNDECIDED-PREDICATE",
+        "warn",
+        "policy",
+        "transfer-only-when-out-of-scope",
+        ("00f067aa0ba902b7",),
+        f"user said 'please transfer me, my key is {SK}'",
+        3,
+        False,
+        undecided=True,
+    )
+    verdict = Verdict("ab" * 16, "01" * 8, "pass", {}, primary=finding, findings=[finding])
+    Scrubber(drop_quoted=drop_quoted_values).verdict(verdict)
+    (scrubbed,) = verdict.findings
+    assert scrubbed.explanation != finding.explanation
+    assert SK not in scrubbed.explanation
+    assert (scrubbed.undecided, scrubbed.to_dict()["undecided"]) == (True, True)
+    assert scrubbed.code == finding.code
+    assert scrubbed.span_ids == finding.span_ids
+    assert (scrubbed.step_index, scrubbed.absent) == (finding.step_index, finding.absent)
+    assert verdict.primary is scrubbed

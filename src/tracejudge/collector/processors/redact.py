@@ -104,7 +104,15 @@ class Scrubber:
         if clean == f.explanation:
             return f
         return Finding(
-            f.code, f.severity, f.layer, f.rule_id, f.span_ids, clean, f.step_index, f.absent
+            f.code,
+            f.severity,
+            f.layer,
+            f.rule_id,
+            f.span_ids,
+            clean,
+            f.step_index,
+            f.absent,
+            undecided=f.undecided,
         )
 
     def fragment(self, rs: ResourceSpans) -> bool:
