@@ -3,7 +3,7 @@
 #   make test   - semconv, content-docs, config-docs and rules-schema freshness, lint, strict types and the whole
 #                 test suite, end-to-end tests against real Jaeger, the OpenTelemetry Collector and
 #                 Prometheus included
-.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check content-docs content-docs-check config-docs config-docs-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-langgraph bench-engine bench-decode bench-collector bench-collector-graders bench-scaleout bench-accuracy bench-frameworks dev-labels dev-labels-check
+.PHONY: demo test bootstrap backends compiled lint typecheck semconv semconv-check content-docs content-docs-check config-docs config-docs-check rules-schema rules-schema-check pytest pytest-compiled bench bench-instrumentation bench-langgraph bench-engine bench-decode bench-collector bench-collector-graders profile-collector bench-scaleout bench-accuracy bench-frameworks dev-labels dev-labels-check
 
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -100,6 +100,12 @@ bench-decode: bootstrap compiled
 
 bench-collector: bootstrap compiled backends
 	$(PY) bench/bench_collector.py --anchor
+
+# Where the collector's CPU goes, by stage: py-spy on the pure-Python serve under the collector
+# benchmark's load (issue 20); --build NAME=PATH compares another commit's tracejudge.
+profile-collector: bootstrap
+	@bash bench/setup-peers.sh
+	$(PY) bench/profile_collector.py --py-spy .venv-bench/bin/py-spy
 
 # The deterministic verdicts' rate with a grader on every run, its judge held or answering,
 # next to none (issue 21: graders run off the decision path); builds and modes alternating.
