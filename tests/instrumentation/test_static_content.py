@@ -113,3 +113,24 @@ def test_spans_show_the_tool_list_as_it_was_at_each_call(
     assert descriptions == ["Look an order up", "Find an order"]
     sent = [r.json() for r in server.requests]
     assert [b["tools"][0]["function"]["description"] for b in sent] == descriptions  # type: ignore[index]
+
+
+def test_converted_value_is_remembered_with_its_text() -> None:
+    """``static`` converts an unchanged source once (its value serves the tool-call ledger
+    whether or not content is captured) and the text is encoded once from that value; a
+    change in place, or another converter, converts afresh."""
+    rt = Runtime()
+    convert = _Counting()
+    tools = _tools("Look an order up")
+    entry = rt.static(tools, convert)
+    assert rt.static(tools, convert) is entry
+    assert convert.calls == 1
+    text = rt.encode_static_entry(entry, ContentStats())
+    assert rt.encode_static(tools, convert, ContentStats()) == text
+    assert convert.calls == 1
+    other = _Counting()
+    assert rt.static(tools, other).value == entry.value
+    assert other.calls == 1
+    tools[0]["function"]["description"] = "Find an order"
+    assert rt.static(tools, convert).value[0]["description"] == "Find an order"
+    assert convert.calls == 2

@@ -62,7 +62,12 @@ def _start(
     config = kwargs.get("config")
     address, port = server_of(resource)
     tools = get(config, "tools")
-    offered = cv.tool_definitions(tools) if tools else None
+    # the same tools list on every call: converted (and encoded) once, see ``static``
+    entry = runtime.static(tools, cv.tool_definitions) if isinstance(tools, list) else None
+    if entry is not None:
+        offered = entry.value if tools else None
+    else:
+        offered = cv.tool_definitions(tools) if tools else None
     call = ModelCallTelemetry(
         runtime,
         sc.GenAiOperationNameValues.GENERATE_CONTENT,
@@ -78,9 +83,8 @@ def _start(
             call.set_input(
                 cv.input_messages(kwargs.get("contents")),
                 cv.system_instructions(get(config, "system_instruction")),
-                # the same tools on every call: encoded once (see ``encode_static``)
-                runtime.encode_static(tools, cv.tool_definitions, call.stats)
-                if isinstance(tools, list) and offered
+                runtime.encode_static_entry(entry, call.stats)
+                if entry is not None and offered
                 else offered,
             )
     return call
