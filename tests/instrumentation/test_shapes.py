@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tracejudge.instrumentation._shapes import get
+from tracejudge.instrumentation._shapes import get, url_server
 
 
 class _Row(Mapping[str, Any]):
@@ -38,3 +38,15 @@ def test_mapping_by_key_object_by_attribute_every_time() -> None:
         assert get(_Model(), "missing", 7) == 7
         assert get({"name": "dict"}, "name") == "dict"
         assert get(None, "name", 7) == 7
+
+
+def test_url_server_gives_the_same_answer_when_remembered() -> None:
+    """A base URL's address and port (the scheme's default when none), the same on
+    every call; anything that is not such a URL reads as none."""
+    for _ in range(2):
+        assert url_server("http://127.0.0.1:8123/v1") == ("127.0.0.1", 8123)
+        assert url_server("https://api.example.com/") == ("api.example.com", 443)
+        assert url_server("http://api.example.com") == ("api.example.com", 80)
+        assert url_server("http://host:notaport/") == (None, None)
+        assert url_server("no-scheme") == (None, None)
+        assert url_server(None) == (None, None)
