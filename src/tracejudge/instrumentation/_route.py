@@ -42,6 +42,9 @@ from tracejudge import semconv as sc
 ROUTE_KEY: Final = sc.TRACEJUDGE_ROUTE_KEY
 _UNKNOWN_SERVICE: Final = "unknown_service"
 
+_SPAN_KEYS: Final = frozenset({sc.GEN_AI_CONVERSATION_ID, sc.SESSION_ID, sc.TRACEJUDGE_REQUEST_ID})
+"""The span attributes a key is made of (see ``key_of``)."""
+
 _EXPLICIT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "tracejudge_route_key", default=None
 )
@@ -104,6 +107,10 @@ class RouteKeyProcessor(SpanProcessor):
                 f"conversation:{service}:{conversation}" if conversation is not None else None,
                 f"request:{request}" if request is not None else None,
             )
+        if _SPAN_KEYS.isdisjoint(attributes):
+            # the common span, named by neither: one pass over its keys instead of three
+            # lookups that each raise KeyError inside the SDK's attribute mapping
+            return known[2] if known[2] is not None else known[3]
         conversation = _text(attributes.get(sc.GEN_AI_CONVERSATION_ID)) or _text(
             attributes.get(sc.SESSION_ID)
         )
