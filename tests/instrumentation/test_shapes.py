@@ -50,3 +50,23 @@ def test_url_server_gives_the_same_answer_when_remembered() -> None:
         assert url_server("http://host:notaport/") == (None, None)
         assert url_server("no-scheme") == (None, None)
         assert url_server(None) == (None, None)
+
+
+def test_to_jsonable_converts_containers_alike_whatever_their_exact_type() -> None:
+    """Plain dicts and lists (read first, by exact type) convert as other mappings and
+    sequences do: keys as strings, bytes as base64, models dumped, nesting kept."""
+    from collections import OrderedDict
+    from dataclasses import dataclass
+
+    from tracejudge.instrumentation._content import to_jsonable
+
+    @dataclass
+    class Point:
+        x: int
+
+    value = {1: [b"ab", (Point(2), None)], "m": OrderedDict(k=[1.5, True])}
+    want = {"1": ["YWI=", [{"x": 2}, None]], "m": {"k": [1.5, True]}}
+    assert to_jsonable(value) == want
+    assert to_jsonable(OrderedDict(value)) == want
+    assert to_jsonable([value]) == [want]
+    assert to_jsonable((value,)) == [want]
