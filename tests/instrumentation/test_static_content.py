@@ -134,3 +134,30 @@ def test_converted_value_is_remembered_with_its_text() -> None:
     tools[0]["function"]["description"] = "Find an order"
     assert rt.static(tools, convert).value[0]["description"] == "Find an order"
     assert convert.calls == 2
+
+
+def test_a_string_is_converted_once_by_its_value_and_long_ones_are_not_kept() -> None:
+    """``static_text`` (a system instruction as one string): an equal string, even another
+    object, reuses the entry; redaction is counted on each use; a string over the limit
+    is converted every time."""
+    rt = Runtime()
+    calls: list[str] = []
+
+    def convert(text: str) -> list[dict[str, str]]:
+        calls.append(text)
+        return [{"type": "text", "content": text}]
+
+    prompt = "You help with orders; api_key=abc123"
+    counts = []
+    for copy in (prompt, "".join(prompt)):
+        stats = ContentStats()
+        text = rt.encode_static_entry(rt.static_text(copy, convert), stats)
+        assert text is not None
+        assert "abc123" not in text
+        counts.append(stats.redacted)
+    assert counts == [1, 1]
+    assert len(calls) == 1
+    long = "x" * 20_000
+    rt.static_text(long, convert)
+    rt.static_text(long, convert)
+    assert len(calls) == 3

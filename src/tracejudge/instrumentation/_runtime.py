@@ -46,6 +46,10 @@ TOKEN_BUCKETS: Final = (
 _STATIC_ENTRIES: Final = 16
 """Distinct tool lists remembered per runtime (an app has a few agents, each one list)."""
 
+_STATIC_TEXT_CHARS: Final = 16_384
+"""The longest string ``static_text`` keeps (a system prompt; a longer one is encoded each
+time rather than held)."""
+
 _INPUT_TOKEN_ATTRS: Final = {semconv.GEN_AI_TOKEN_TYPE: semconv.GenAiTokenTypeValues.INPUT}
 _OUTPUT_TOKEN_ATTRS: Final = {semconv.GEN_AI_TOKEN_TYPE: semconv.GenAiTokenTypeValues.OUTPUT}
 
@@ -99,6 +103,7 @@ class Runtime:
     __slots__ = (
         "_seen_errors",
         "_static",
+        "_texts",
         "capture",
         "capture_any",
         "capture_evidence",
@@ -161,6 +166,7 @@ class Runtime:
         self.guard = _Guard(self)
         self._seen_errors: set[str] = set()
         self._static: dict[int, StaticContent] = {}
+        self._texts: dict[str, StaticContent] = {}
 
     # --- errors ----------------------------------------------------------------
 
@@ -216,6 +222,21 @@ class Runtime:
         if len(self._static) >= _STATIC_ENTRIES:
             self._static.clear()
         self._static[key] = entry
+        return entry
+
+    def static_text(self, text: str, convert: Callable[[str], Any]) -> StaticContent:
+        """``static`` for a string source (a system instruction given as one string,
+        usually the same on every call), remembered by its value: a string cannot change,
+        so no copy or deep comparison is needed. Strings over ``_STATIC_TEXT_CHARS`` are
+        converted each time, not kept."""
+        hit = self._texts.get(text)
+        if hit is not None and hit.convert is convert:
+            return hit
+        entry = StaticContent(text, convert, convert(text))
+        if len(text) <= _STATIC_TEXT_CHARS:
+            if len(self._texts) >= _STATIC_ENTRIES:
+                self._texts.clear()
+            self._texts[text] = entry
         return entry
 
     def encode_static_entry(self, entry: StaticContent, stats: ContentStats) -> str | None:

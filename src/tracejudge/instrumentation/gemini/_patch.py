@@ -80,9 +80,19 @@ def _start(
     )
     if runtime.capture_any:  # nothing is recorded in NO_CONTENT: skip converting
         with runtime.guard:  # the span exists now: odd content must not orphan it
+            messages = cv.input_messages(kwargs.get("contents"))
+            instruction = get(config, "system_instruction")
+            # one string, the same on every call as a rule: converted and encoded once
+            system: list[dict[str, Any]] | str | None = (
+                runtime.encode_static_entry(
+                    runtime.static_text(instruction, cv.system_instructions), call.stats
+                )
+                if isinstance(instruction, str) and instruction
+                else cv.system_instructions(instruction)
+            )
             call.set_input(
-                cv.input_messages(kwargs.get("contents")),
-                cv.system_instructions(get(config, "system_instruction")),
+                messages,
+                system,
                 runtime.encode_static_entry(entry, call.stats)
                 if entry is not None and offered
                 else offered,
