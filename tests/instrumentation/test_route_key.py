@@ -227,3 +227,34 @@ def test_a_new_provider_gets_its_own_processor_where_a_collected_ones_id_is_reus
         assert set(_keys(exporter).values()) == {f"conversation:refund-agent:c-{i}"}, i
         del provider, exporter
         gc.collect()
+
+
+@pytest.mark.parametrize(
+    ("resource", "attributes"),
+    [
+        ({}, {}),
+        ({}, {sc.GEN_AI_CONVERSATION_ID: "c1"}),
+        ({}, {sc.SESSION_ID: "s1"}),
+        ({}, {sc.TRACEJUDGE_REQUEST_ID: "r1"}),
+        ({sc.SESSION_ID: "rs"}, {sc.TRACEJUDGE_REQUEST_ID: "r1"}),
+        ({sc.TRACEJUDGE_REQUEST_ID: "rr"}, {}),
+        ({sc.TRACEJUDGE_REQUEST_ID: "rr"}, {sc.TRACEJUDGE_REQUEST_ID: "r1"}),
+        ({sc.GEN_AI_CONVERSATION_ID: "rc"}, {sc.SESSION_ID: "s1"}),
+        ({sc.TRACEJUDGE_REQUEST_ID: "rr"}, {sc.GEN_AI_CONVERSATION_ID: ""}),
+    ],
+)
+def test_the_processor_keys_a_span_as_key_of_does(
+    resource: dict[str, str], attributes: dict[str, str]
+) -> None:
+    """The processor remembers its resource's part of the key; every span, the first and
+    later ones, gets what ``key_of`` gives for its attributes and resource."""
+    from tracejudge.instrumentation._route import key_of
+
+    provider, exporter = _provider("svc", **resource)
+    provider.add_span_processor(RouteKeyProcessor())
+    tracer = provider.get_tracer("t")
+    for _ in range(2):
+        tracer.start_span("s", attributes=attributes).end()
+    spans = exporter.get_finished_spans()
+    want = key_of(attributes, provider.resource.attributes)
+    assert [(s.attributes or {}).get(KEY) for s in spans] == [want, want]

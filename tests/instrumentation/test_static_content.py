@@ -113,3 +113,51 @@ def test_spans_show_the_tool_list_as_it_was_at_each_call(
     assert descriptions == ["Look an order up", "Find an order"]
     sent = [r.json() for r in server.requests]
     assert [b["tools"][0]["function"]["description"] for b in sent] == descriptions  # type: ignore[index]
+
+
+def test_converted_value_is_remembered_with_its_text() -> None:
+    """``static`` converts an unchanged source once (its value serves the tool-call ledger
+    whether or not content is captured) and the text is encoded once from that value; a
+    change in place, or another converter, converts afresh."""
+    rt = Runtime()
+    convert = _Counting()
+    tools = _tools("Look an order up")
+    entry = rt.static(tools, convert)
+    assert rt.static(tools, convert) is entry
+    assert convert.calls == 1
+    text = rt.encode_static_entry(entry, ContentStats())
+    assert rt.encode_static(tools, convert, ContentStats()) == text
+    assert convert.calls == 1
+    other = _Counting()
+    assert rt.static(tools, other).value == entry.value
+    assert other.calls == 1
+    tools[0]["function"]["description"] = "Find an order"
+    assert rt.static(tools, convert).value[0]["description"] == "Find an order"
+    assert convert.calls == 2
+
+
+def test_a_string_is_converted_once_by_its_value_and_long_ones_are_not_kept() -> None:
+    """``static_text`` (a system instruction as one string): an equal string, even another
+    object, reuses the entry; redaction is counted on each use; a string over the limit
+    is converted every time."""
+    rt = Runtime()
+    calls: list[str] = []
+
+    def convert(text: str) -> list[dict[str, str]]:
+        calls.append(text)
+        return [{"type": "text", "content": text}]
+
+    prompt = "You help with orders; api_key=abc123"
+    counts = []
+    for copy in (prompt, "".join(prompt)):
+        stats = ContentStats()
+        text = rt.encode_static_entry(rt.static_text(copy, convert), stats)
+        assert text is not None
+        assert "abc123" not in text
+        counts.append(stats.redacted)
+    assert counts == [1, 1]
+    assert len(calls) == 1
+    long = "x" * 20_000
+    rt.static_text(long, convert)
+    rt.static_text(long, convert)
+    assert len(calls) == 3

@@ -127,6 +127,11 @@ def _to_jsonable(value: Any, depth: int) -> Any:
         return value
     if depth > 32:
         return _safe_repr(value)
+    cls = type(value)
+    if cls is dict:  # the common containers first: exact-type checks, no ABC check
+        return {str(k): _to_jsonable(v, depth + 1) for k, v in value.items()}
+    if cls is list:
+        return [_to_jsonable(v, depth + 1) for v in value]
     if isinstance(value, Mapping):
         return {str(k): _to_jsonable(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):

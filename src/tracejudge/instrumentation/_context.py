@@ -47,6 +47,14 @@ _MODEL_OPERATIONS: Final = frozenset(
     }
 )
 _FOREIGN_MODEL_KINDS: Final = frozenset({"LLM", "EMBEDDING"})
+_MARKERS: Final = frozenset(
+    {
+        semconv.GEN_AI_OPERATION_NAME,
+        semconv.FOREIGN_OPENINFERENCE_SPAN_KIND,
+        semconv.FOREIGN_LLM_REQUEST_TYPE,
+    }
+)
+"""The attributes by which an enclosing span is a model call (see ``should_skip_model_span``)."""
 
 
 def should_skip_model_span() -> bool:
@@ -58,7 +66,9 @@ def should_skip_model_span() -> bool:
     if not span.is_recording():
         return False
     attrs: Mapping[str, Any] | None = getattr(span, "attributes", None)
-    if not attrs:
+    if not attrs or _MARKERS.isdisjoint(attrs):
+        # the common enclosing span (an agent's, a tool's, a web request's): one pass
+        # over its keys instead of three lookups that each raise KeyError inside the SDK
         return False
     if attrs.get(semconv.GEN_AI_OPERATION_NAME) in _MODEL_OPERATIONS:
         return True

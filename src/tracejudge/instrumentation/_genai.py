@@ -256,19 +256,22 @@ class ModelCallTelemetry:
     def set_input(
         self,
         messages: list[dict[str, Any]] | None,
-        system_instructions: list[dict[str, Any]] | None = None,
+        system_instructions: list[dict[str, Any]] | str | None = None,
         tool_definitions: list[dict[str, Any]] | str | None = None,
     ) -> None:
         """Record input content per the capture mode (nothing in NO_CONTENT).
 
-        ``tool_definitions`` may come already encoded (``Runtime.encode_static``)."""
+        ``system_instructions`` and ``tool_definitions`` may come already encoded
+        (``Runtime.encode_static_entry``)."""
         if not self.runtime.capture_any:
             return
         attrs: dict[str, AttributeValue] = {}
         enc = self.runtime.encode_content
         if messages:
             attrs[semconv.GEN_AI_INPUT_MESSAGES] = enc(messages, self.stats)
-        if system_instructions:
+        if isinstance(system_instructions, str):
+            attrs[semconv.GEN_AI_SYSTEM_INSTRUCTIONS] = system_instructions
+        elif system_instructions:
             attrs[semconv.GEN_AI_SYSTEM_INSTRUCTIONS] = enc(system_instructions, self.stats)
         if isinstance(tool_definitions, str):
             attrs[semconv.GEN_AI_TOOL_DEFINITIONS] = tool_definitions

@@ -42,6 +42,9 @@ from tracejudge import semconv as sc
 ROUTE_KEY: Final = sc.TRACEJUDGE_ROUTE_KEY
 _UNKNOWN_SERVICE: Final = "unknown_service"
 
+_SPAN_KEYS: Final = frozenset({sc.GEN_AI_CONVERSATION_ID, sc.SESSION_ID, sc.TRACEJUDGE_REQUEST_ID})
+"""The span attributes a key is made of (see ``key_of``)."""
+
 _EXPLICIT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "tracejudge_route_key", default=None
 )
@@ -83,6 +86,42 @@ class RouteKeyProcessor(SpanProcessor):
         """Span id -> (the live span, its parent's id when the parent is in this process),
         for the spans started and not yet ended: a key found late reaches the ancestors."""
         self._lock = threading.Lock()
+        self._resource: tuple[Any, str, str | None, str | None] | None = None
+        """(resource, its service name, the key its attributes give by conversation, by
+        request): one tracer provider has one resource, whose attributes do not change."""
+
+    def _key_of(self, attributes: Mapping[str, Any], resource: Any) -> str | None:
+        """``key_of(attributes, resource.attributes)``, the resource's part remembered
+        (the routing processor runs on every span: its lookups are per-span cost)."""
+        known = self._resource
+        if known is None or known[0] is not resource:
+            res = resource.attributes
+            service = _text(res.get(sc.SERVICE_NAME)) or _UNKNOWN_SERVICE
+            conversation = _text(res.get(sc.GEN_AI_CONVERSATION_ID)) or _text(
+                res.get(sc.SESSION_ID)
+            )
+            request = _text(res.get(sc.TRACEJUDGE_REQUEST_ID))
+            known = self._resource = (
+                resource,
+                service,
+                f"conversation:{service}:{conversation}" if conversation is not None else None,
+                f"request:{request}" if request is not None else None,
+            )
+        if _SPAN_KEYS.isdisjoint(attributes):
+            # the common span, named by neither: one pass over its keys instead of three
+            # lookups that each raise KeyError inside the SDK's attribute mapping
+            return known[2] if known[2] is not None else known[3]
+        conversation = _text(attributes.get(sc.GEN_AI_CONVERSATION_ID)) or _text(
+            attributes.get(sc.SESSION_ID)
+        )
+        if conversation is not None:
+            return f"conversation:{known[1]}:{conversation}"
+        if known[2] is not None:
+            return known[2]
+        request = _text(attributes.get(sc.TRACEJUDGE_REQUEST_ID))
+        if request is not None:
+            return f"request:{request}"
+        return known[3]
 
     def on_start(self, span: Span, parent_context: otel_context.Context | None = None) -> None:
         if not self.enabled:
@@ -96,7 +135,7 @@ class RouteKeyProcessor(SpanProcessor):
             if attributes:
                 key = _text(attributes.get(ROUTE_KEY))
         if key is None:
-            key = key_of(span.attributes or {}, span.resource.attributes)
+            key = self._key_of(span.attributes or {}, span.resource)
         own_id = span.get_span_context().span_id
         with self._lock:
             self._open[own_id] = (span, parent_id)

@@ -46,6 +46,10 @@ TOKEN_BUCKETS: Final = (
 _STATIC_ENTRIES: Final = 16
 """Distinct tool lists remembered per runtime (an app has a few agents, each one list)."""
 
+_STATIC_TEXT_CHARS: Final = 16_384
+"""The longest string ``static_text`` keeps (a system prompt; a longer one is encoded each
+time rather than held)."""
+
 _INPUT_TOKEN_ATTRS: Final = {semconv.GEN_AI_TOKEN_TYPE: semconv.GenAiTokenTypeValues.INPUT}
 _OUTPUT_TOKEN_ATTRS: Final = {semconv.GEN_AI_TOKEN_TYPE: semconv.GenAiTokenTypeValues.OUTPUT}
 
@@ -99,6 +103,7 @@ class Runtime:
     __slots__ = (
         "_seen_errors",
         "_static",
+        "_texts",
         "capture",
         "capture_any",
         "capture_evidence",
@@ -160,7 +165,8 @@ class Runtime:
         self.raise_internal_errors = raise_internal_errors
         self.guard = _Guard(self)
         self._seen_errors: set[str] = set()
-        self._static: dict[int, tuple[Any, Any, str | None, int, bool]] = {}
+        self._static: dict[int, StaticContent] = {}
+        self._texts: dict[str, StaticContent] = {}
 
     # --- errors ----------------------------------------------------------------
 
@@ -186,36 +192,72 @@ class Runtime:
         """Serialize, redact and cap ``value`` for a content attribute; updates ``stats``."""
         return self.encoder.encode(value, stats, as_json=as_json)
 
-    def encode_static(
-        self, source: Any, convert: Callable[[Any], Any], stats: ContentStats
-    ) -> str | None:
-        """``encode_content(convert(source))``, remembered for sources passed unchanged
-        on every call (tool definitions: agents pass the same list each time).
+    def static(self, source: Any, convert: Callable[[Any], Any]) -> StaticContent:
+        """``convert(source)``, remembered for sources passed unchanged on every call
+        (tool definitions: agents pass the same list each time), with its encoded text
+        once ``encode_static_entry`` made it.
 
         Why: converting, serializing and redacting the tool list was a fifth of a
-        traced call's cost. The entry is keyed by the source object's identity and used
-        only while the source still equals a deep copy taken when it was encoded, so a
-        list mutated in place is encoded afresh. ``None`` when ``convert`` gives nothing.
+        traced call's cost (and the converted definitions are needed on every call
+        for the tool-call ledger, content capture or not). The entry is keyed by the
+        source object's identity and used only while the source still equals a deep
+        copy taken when it was converted (and for the same ``convert``), so a list
+        mutated in place is converted afresh. The converted value is shared by the
+        calls that hit: it must be read, never changed.
         """
         key = id(source)
         hit = self._static.get(key)
-        if hit is not None and hit[0] is source and _still_equal(hit[1], source):
-            stats.redacted += hit[3]
-            stats.truncated = stats.truncated or hit[4]
-            return hit[2]
-        value = convert(source)
-        local = ContentStats()
-        text = self.encode_content(value, local) if value else None
-        stats.redacted += local.redacted
-        stats.truncated = stats.truncated or local.truncated
+        if (
+            hit is not None
+            and hit.source is source
+            and hit.convert is convert
+            and _still_equal(hit.snapshot, source)
+        ):
+            return hit
+        entry = StaticContent(source, convert, convert(source))
         try:
-            snapshot = copy.deepcopy(source)
+            entry.snapshot = copy.deepcopy(source)
         except Exception:  # an uncopyable source is simply not remembered
-            return text
+            return entry
         if len(self._static) >= _STATIC_ENTRIES:
             self._static.clear()
-        self._static[key] = (source, snapshot, text, local.redacted, local.truncated)
-        return text
+        self._static[key] = entry
+        return entry
+
+    def static_text(self, text: str, convert: Callable[[str], Any]) -> StaticContent:
+        """``static`` for a string source (a system instruction given as one string,
+        usually the same on every call), remembered by its value: a string cannot change,
+        so no copy or deep comparison is needed. Strings over ``_STATIC_TEXT_CHARS`` are
+        converted each time, not kept."""
+        hit = self._texts.get(text)
+        if hit is not None and hit.convert is convert:
+            return hit
+        entry = StaticContent(text, convert, convert(text))
+        if len(text) <= _STATIC_TEXT_CHARS:
+            if len(self._texts) >= _STATIC_ENTRIES:
+                self._texts.clear()
+            self._texts[text] = entry
+        return entry
+
+    def encode_static_entry(self, entry: StaticContent, stats: ContentStats) -> str | None:
+        """``encode_content(entry.value)``, encoded once per entry; what redaction and
+        truncation did is added to ``stats`` on every use. ``None`` when the converted
+        value is empty."""
+        if not entry.encoded:
+            local = ContentStats()
+            entry.text = self.encode_content(entry.value, local) if entry.value else None
+            entry.redacted, entry.truncated = local.redacted, local.truncated
+            entry.encoded = True
+        stats.redacted += entry.redacted
+        stats.truncated = stats.truncated or entry.truncated
+        return entry.text
+
+    def encode_static(
+        self, source: Any, convert: Callable[[Any], Any], stats: ContentStats
+    ) -> str | None:
+        """``encode_content(convert(source))``, remembered (see ``static``). ``None``
+        when ``convert`` gives nothing."""
+        return self.encode_static_entry(self.static(source, convert), stats)
 
     @staticmethod
     def stamp_content_stats(span: Span, stats: ContentStats) -> None:
@@ -245,6 +287,31 @@ class Runtime:
             self.token_usage.record(input_tokens, {**attributes, **_INPUT_TOKEN_ATTRS})
         if output_tokens is not None:
             self.token_usage.record(output_tokens, {**attributes, **_OUTPUT_TOKEN_ATTRS})
+
+
+class StaticContent:
+    """One remembered conversion of a static source (see ``Runtime.static``)."""
+
+    __slots__ = (
+        "convert",
+        "encoded",
+        "redacted",
+        "snapshot",
+        "source",
+        "text",
+        "truncated",
+        "value",
+    )
+
+    def __init__(self, source: Any, convert: Callable[[Any], Any], value: Any) -> None:
+        self.source = source
+        self.convert = convert
+        self.value = value
+        self.snapshot: Any = None
+        self.encoded = False
+        self.text: str | None = None
+        self.redacted = 0
+        self.truncated = False
 
 
 def _still_equal(snapshot: Any, source: Any) -> bool:

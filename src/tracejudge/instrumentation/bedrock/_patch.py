@@ -57,7 +57,9 @@ def _start(
 ) -> ModelCallTelemetry:
     address, port = server_of(client)
     model = params.get("modelId")
-    tools = cv.tool_definitions(params.get("toolConfig"))
+    # the same toolConfig on every call: converted (and encoded) once, see ``static``
+    entry = runtime.static(params.get("toolConfig"), cv.tool_definitions)
+    tools = entry.value
     call = ModelCallTelemetry(
         runtime,
         sc.GenAiOperationNameValues.CHAT,
@@ -70,12 +72,10 @@ def _start(
     )
     if runtime.capture_any:
         with runtime.guard:  # the span exists now: odd content must not orphan it
-            config = params.get("toolConfig")
             call.set_input(
                 cv.input_messages(params.get("messages")),
                 cv.system_instructions(params.get("system")),
-                # the same toolConfig on every call: encoded once (see ``encode_static``)
-                runtime.encode_static(config, cv.tool_definitions, call.stats) if tools else None,
+                runtime.encode_static_entry(entry, call.stats) if tools else None,
             )
     return call
 

@@ -62,7 +62,12 @@ def _start(
     config = kwargs.get("config")
     address, port = server_of(resource)
     tools = get(config, "tools")
-    offered = cv.tool_definitions(tools) if tools else None
+    # the same tools list on every call: converted (and encoded) once, see ``static``
+    entry = runtime.static(tools, cv.tool_definitions) if isinstance(tools, list) else None
+    if entry is not None:
+        offered = entry.value if tools else None
+    else:
+        offered = cv.tool_definitions(tools) if tools else None
     call = ModelCallTelemetry(
         runtime,
         sc.GenAiOperationNameValues.GENERATE_CONTENT,
@@ -75,12 +80,21 @@ def _start(
     )
     if runtime.capture_any:  # nothing is recorded in NO_CONTENT: skip converting
         with runtime.guard:  # the span exists now: odd content must not orphan it
+            messages = cv.input_messages(kwargs.get("contents"))
+            instruction = get(config, "system_instruction")
+            # one string, the same on every call as a rule: converted and encoded once
+            system: list[dict[str, Any]] | str | None = (
+                runtime.encode_static_entry(
+                    runtime.static_text(instruction, cv.system_instructions), call.stats
+                )
+                if isinstance(instruction, str) and instruction
+                else cv.system_instructions(instruction)
+            )
             call.set_input(
-                cv.input_messages(kwargs.get("contents")),
-                cv.system_instructions(get(config, "system_instruction")),
-                # the same tools on every call: encoded once (see ``encode_static``)
-                runtime.encode_static(tools, cv.tool_definitions, call.stats)
-                if isinstance(tools, list) and offered
+                messages,
+                system,
+                runtime.encode_static_entry(entry, call.stats)
+                if entry is not None and offered
                 else offered,
             )
     return call
