@@ -25,10 +25,11 @@
 # first whose chat.stream returns an EventStream, not a bare generator; it needs httpx<0.28;
 # 1.x keeps the SDK at mistralai, 2.x and later at mistralai.client) and cohere 5.8.0 (the
 # first with the v2 ClientV2).
-# The LiteLLM provider's tests run in the providers' environment on litellm 1.108.0 (the first
-# whose CustomStreamWrapper has close() and the context managers; from 1.100 on litellm needs
-# openai>=2.20, so not beside openai 1.109.1). litellm 1.108.0 imports mcp on a call with tools
-# without declaring it, so mcp is installed there too.
+# The LiteLLM provider's tests run in a third environment (.venv-sdk-oldest-litellm) on litellm
+# 1.108.0 (the first whose CustomStreamWrapper has close() and the context managers): it needs
+# openai>=2.20 (so not beside openai 1.109.1) and boto3>=1.43.117 (so not beside botocore
+# 1.34.162). litellm 1.108.0 imports mcp on a call with tools without declaring it, so mcp is
+# installed there too.
 #
 # Versions can be overridden (OPENAI_OLDEST, ANTHROPIC_OLDEST, AGENTS_OLDEST,
 # LANGCHAIN_CORE_OLDEST, LANGGRAPH_OLDEST, LANGCHAIN_OPENAI_OLDEST, GENAI_OLDEST, BOTO_OLDEST,
@@ -133,7 +134,6 @@ if [ ! -x "$PROVIDERS_VENV/bin/python" ]; then
 fi
 "$UV" pip install --quiet --python "$PROVIDERS_VENV/bin/python" -e . \
   "google-genai==$GENAI_OLDEST" "boto3==$BOTO_OLDEST" "botocore==$BOTO_OLDEST" \
-  "litellm==$LITELLM_OLDEST" "mcp>=1.30,<3" \
   "${TEST_TOOLS[@]}"
 "$PROVIDERS_VENV/bin/python" - <<PY
 import importlib.metadata
@@ -142,8 +142,23 @@ boto = importlib.metadata.version("botocore")
 assert genai == "$GENAI_OLDEST", genai
 assert boto == "$BOTO_OLDEST", boto
 print(f"sdk-matrix: google-genai {genai}, botocore {boto}")
+PY
+"$PROVIDERS_VENV/bin/python" -m pytest -q -p no:cacheprovider \
+  tests/instrumentation/test_gemini.py tests/instrumentation/test_bedrock.py "$@"
+
+# LiteLLM apart: litellm 1.108.0 requires boto3 >= 1.43.117 (and openai >= 2.20), which the
+# oldest botocore above and the oldest openai of the first environment exclude.
+LITELLM_VENV=${SDK_MATRIX_LITELLM_VENV:-.venv-sdk-oldest-litellm}
+if [ ! -x "$LITELLM_VENV/bin/python" ]; then
+  "$UV" venv --quiet --python .venv/bin/python "$LITELLM_VENV"
+fi
+"$UV" pip install --quiet --python "$LITELLM_VENV/bin/python" -e . \
+  "litellm==$LITELLM_OLDEST" "mcp>=1.30,<3" "${TEST_TOOLS[@]}"
+"$LITELLM_VENV/bin/python" - <<PY
+import importlib.metadata
 litellm = importlib.metadata.version("litellm")
 assert litellm == "$LITELLM_OLDEST", litellm
 print(f"sdk-matrix: litellm {litellm}")
 PY
-exec "$PROVIDERS_VENV/bin/python" -m pytest -q -p no:cacheprovider "${PROVIDER_TESTS[@]}" "$@"
+exec "$LITELLM_VENV/bin/python" -m pytest -q -p no:cacheprovider \
+  tests/instrumentation/test_litellm.py "$@"
