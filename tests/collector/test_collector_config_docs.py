@@ -14,13 +14,18 @@ from tracejudge.collector import config_docs
 from tracejudge.collector.config import SETTINGS, TABLE, CollectorConfig, ConfigError, build_config
 from tracejudge.collector.config_paths import resolve_config_paths
 
+ROOT = Path(__file__).resolve().parents[2]
+"""The checkout: the committed files live here whichever build of tracejudge is imported."""
+PAGE = ROOT / config_docs.PAGE
+EXAMPLE = ROOT / config_docs.EXAMPLE
+
 _KEY_LINE = re.compile(r"^  # ([a-z_]+): (.*)$")
 
 
 def test_the_committed_table_and_example_are_generated_from_the_declarations() -> None:
-    page = config_docs.PAGE.read_text(encoding="utf-8")
+    page = PAGE.read_text(encoding="utf-8")
     assert page == config_docs.render_page(page), "stale: run `make config-docs`"
-    example = config_docs.EXAMPLE.read_text(encoding="utf-8")
+    example = EXAMPLE.read_text(encoding="utf-8")
     assert example == config_docs.example_yaml(), "stale: run `make config-docs`"
 
 
@@ -51,8 +56,8 @@ def test_the_defaults_the_example_prints_are_the_real_defaults() -> None:
     """Uncomment every setting of the example file: the config is the default one, but for
     the example's own rules and target (so the printed defaults, in their written units,
     parse back to the declared values)."""
-    shown = _uncommented(config_docs.EXAMPLE.read_text(encoding="utf-8"))
-    values = resolve_config_paths(yaml.safe_load(shown), config_docs.EXAMPLE.parent, TABLE)
+    shown = _uncommented(EXAMPLE.read_text(encoding="utf-8"))
+    values = resolve_config_paths(yaml.safe_load(shown), EXAMPLE.parent, TABLE)
     written = [key for section in values.values() if isinstance(section, dict) for key in section]
     assert len(written) == len(SETTINGS)
     cfg = build_config(values, {})
@@ -67,27 +72,25 @@ def test_the_defaults_the_example_prints_are_the_real_defaults() -> None:
 
 
 @pytest.mark.parametrize("which", ["PAGE", "EXAMPLE"])
-def test_check_mode_fails_on_a_stale_copy(
-    which: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_check_mode_fails_on_a_stale_copy(which: str, tmp_path: Path) -> None:
     """`make config-docs-check` is what stops a forgotten regeneration."""
-    page = tmp_path / "configuration.md"
-    page.write_text(config_docs.render_page(config_docs.PAGE.read_text("utf-8")), "utf-8")
-    example = tmp_path / "example.yaml"
+    page = tmp_path / config_docs.PAGE
+    page.parent.mkdir(parents=True)
+    page.write_text(config_docs.render_page(PAGE.read_text("utf-8")), "utf-8")
+    example = tmp_path / config_docs.EXAMPLE
+    example.parent.mkdir(parents=True)
     example.write_text(config_docs.example_yaml(), "utf-8")
-    monkeypatch.setattr(config_docs, "PAGE", page)
-    monkeypatch.setattr(config_docs, "EXAMPLE", example)
-    assert config_docs.main(["--check"]) == 0
+    assert config_docs.main(["--check"], tmp_path) == 0
     stale = page if which == "PAGE" else example
     stale.write_text(stale.read_text("utf-8").replace("max_concurrent", "max_parallel"), "utf-8")
-    assert config_docs.main(["--check"]) == 1
-    assert config_docs.main([]) == 0
-    assert config_docs.main(["--check"]) == 0
+    assert config_docs.main(["--check"], tmp_path) == 1
+    assert config_docs.main([], tmp_path) == 0
+    assert config_docs.main(["--check"], tmp_path) == 0
 
 
 def test_the_collector_page_shows_the_errors_serve_prints() -> None:
     """docs/collector.md's example of a config with four mistakes is what serve says for it."""
-    page = (config_docs.ROOT / "docs" / "collector.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "collector.md").read_text(encoding="utf-8")
     shown = page.split("```\nError: 4 problems in the configuration:\n", 1)[1].split("```")[0]
     values = {
         "decision": {"wait": "soon", "tick": "5s"},

@@ -8,9 +8,9 @@ Two artifacts, both written from ``config.SETTINGS`` so they cannot drift from t
   commented out at its default (uncomment what you change), except the example's own
   rules file and target.
 
-Usage: ``python -m tracejudge.collector.config_docs [--check]`` (``make config-docs`` /
-``make config-docs-check``); a test checks the committed files equal :func:`render_page`
-and :func:`example_yaml`.
+Usage, from the repository's root: ``python -m tracejudge.collector.config_docs [--check]``
+(``make config-docs`` / ``make config-docs-check``); a test checks the committed files
+equal :func:`render_page` and :func:`example_yaml`.
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ from typing import Any
 from tracejudge.collector.config import SETTINGS
 from tracejudge.collector.config_kinds import format_value
 
-ROOT = Path(__file__).resolve().parents[3]
-PAGE = ROOT / "docs" / "configuration.md"
-EXAMPLE = ROOT / "collector" / "tracejudge.example.yaml"
+PAGE = Path("docs") / "configuration.md"
+EXAMPLE = Path("collector") / "tracejudge.example.yaml"
+"""Both artifacts' places in a source checkout, relative to its root: the generator runs
+from the checkout (``make``), never from an installed package, whose location says nothing
+about where the repository is (the compiled build's tests import it from site-packages)."""
 BEGIN = (
     "<!-- settings table: generated from src/tracejudge/collector/config.py by make config-docs -->"
 )
@@ -96,9 +98,12 @@ def example_yaml() -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str]) -> int:
-    """Write both files, or with ``--check`` exit 1 when one is out of date."""
-    wanted = {PAGE: render_page(PAGE.read_text(encoding="utf-8")), EXAMPLE: example_yaml()}
+def main(argv: list[str], root: Path | None = None) -> int:
+    """Write both files under ``root`` (the checkout; None: the working directory, as
+    ``make`` runs it), or with ``--check`` exit 1 when one is out of date."""
+    base = Path.cwd() if root is None else root
+    page, example = base / PAGE, base / EXAMPLE
+    wanted = {page: render_page(page.read_text(encoding="utf-8")), example: example_yaml()}
     stale = [p for p, text in wanted.items() if not p.exists() or p.read_text("utf-8") != text]
     if "--check" in argv:
         for path in stale:
