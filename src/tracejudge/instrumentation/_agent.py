@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any, TypeVar, cast
 
 from opentelemetry.util.types import AttributeValue
@@ -21,6 +20,7 @@ from opentelemetry.util.types import AttributeValue
 from tracejudge import semconv
 from tracejudge.instrumentation._invocation import AgentInvocation
 from tracejudge.instrumentation._runtime import get_runtime
+from tracejudge.instrumentation._scope import InvocationScope
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -28,7 +28,7 @@ AgentRun = AgentInvocation
 """The handle of a running agent: ``set_output(answer)``, ``output``, ``span``."""
 
 
-class AgentScope:
+class AgentScope(InvocationScope[AgentInvocation]):
     """``agent(...)``'s return value: a decorator and a (sync or async) context manager.
 
     As a context manager it can be entered once; as a decorator every call of the
@@ -54,31 +54,6 @@ class AgentScope:
         self._entered = True
         self._run = AgentInvocation(get_runtime(), self._name, self._attributes)
         return self._run
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        run, self._run = self._run, None
-        if run is None:
-            return
-        if exc is not None:
-            run.fail(exc)
-        else:
-            run.stop()
-
-    async def __aenter__(self) -> AgentRun:
-        return self.__enter__()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.__exit__(exc_type, exc, tb)
 
     # --- decorator -------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from tracejudge import semconv
+from tracejudge.instrumentation._scope import ContextValueScope
 from tracejudge.instrumentation._shapes import get
 
 SUPPRESS_KEY: Final = otel_context.create_key("tracejudge-suppress-model-spans")
@@ -226,28 +227,13 @@ def take_explicit_call_id() -> str | None:
         return None
 
 
-class ToolCallIdScope:
+class ToolCallIdScope(ContextValueScope[list[str]]):
     """``with tool_call_id("call_abc"): refund(...)`` (see ``tool_call_id``)."""
 
-    __slots__ = ("_call_id", "_token")
+    __slots__ = ()
 
     def __init__(self, call_id: str) -> None:
-        self._call_id = call_id
-        self._token: contextvars.Token[list[str] | None] | None = None
-
-    def __enter__(self) -> ToolCallIdScope:
-        if self._token is not None:
-            raise RuntimeError("a tool_call_id() scope can be entered only once")
-        self._token = _EXPLICIT.set([self._call_id])
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        token, self._token = self._token, None
-        if token is not None:
-            try:
-                _EXPLICIT.reset(token)
-            except ValueError:  # exited in another context than entered
-                _EXPLICIT.set(None)
+        super().__init__(_EXPLICIT, [call_id], "a tool_call_id()")
 
 
 def tool_call_id(call_id: str) -> ToolCallIdScope:

@@ -58,6 +58,24 @@ UNSET: Final[Any] = object()
 _EXECUTE_TOOL: Final = sc.GenAiOperationNameValues.EXECUTE_TOOL
 _INVOKE_AGENT: Final = sc.GenAiOperationNameValues.INVOKE_AGENT
 _STATUS_MAX: Final = 512
+IDENTITY_KEYS: Final = (
+    sc.TRACEJUDGE_RUN_ID,
+    sc.TRACEJUDGE_CASE_ID,
+    sc.TRACEJUDGE_EXPERIMENT_ID,
+    sc.TRACEJUDGE_VARIANT_ID,
+    sc.TRACEJUDGE_TENANT_ID,
+    sc.USER_ID,
+)
+"""The run's identity a framework carries in its run metadata (a LangChain run's
+``metadata``, an Agents SDK trace's ``metadata``), copied onto the agent span."""
+
+
+def identity_from(metadata: Mapping[str, Any], into: dict[str, AttributeValue]) -> None:
+    """Copy the non-empty string values of ``IDENTITY_KEYS`` in ``metadata`` into ``into``."""
+    for key in IDENTITY_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value:
+            into[key] = value
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +139,47 @@ class _Context:
             otel_context.detach(span_token)  # type: ignore[arg-type]
 
 
-class ToolInvocation:
+class _Ending:
+    """The end every invocation shares, once: the context given back, the span stamped
+    (``_stamp``) inside the runtime's guard, then ended, whatever happens, when the
+    invocation owns it."""
+
+    __slots__ = ("_ended",)
+
+    runtime: Runtime
+    span: Span
+    _ended: bool
+
+    def release(self) -> None:
+        """Give the context back now (``stop``/``fail`` do it too)."""
+        raise NotImplementedError
+
+    def _stamp(self, rt: Runtime) -> None:
+        raise NotImplementedError
+
+    def _owns_span(self) -> bool:
+        return True
+
+    def _end(self) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        self.release()
+        rt = self.runtime
+        try:
+            with rt.guard:
+                self._stamp(rt)
+        finally:
+            if self._owns_span():
+                self.span.end()
+
+    @property
+    def ended(self) -> bool:
+        """Whether ``stop``/``fail`` ran."""
+        return self._ended
+
+
+class ToolInvocation(_Ending):
     """One tool execution: an INTERNAL ``execute_tool {name}`` span.
 
     - ``name``: the tool's name (None: known only at the end, see ``rename``);
@@ -142,7 +200,6 @@ class ToolInvocation:
 
     __slots__ = (
         "_context",
-        "_ended",
         "_error",
         "_error_type",
         "_linked",
@@ -265,25 +322,15 @@ class ToolInvocation:
         """Finish: link, content, error (if one was recorded), end. Idempotent."""
         if result is not UNSET:
             self.result = result
-        self._finish()
+        self._end()
 
     def fail(self, error: Error, *, error_type: str | None = None, result: Any = UNSET) -> None:
         """Finish failed (``result``: what the tool reported, for an error it returned)."""
         self.record_error(error, error_type=error_type)
         self.stop(result)
 
-    def _finish(self) -> None:
-        if self._ended:
-            return
-        self._ended = True
-        self.release()
-        rt = self.runtime
-        try:
-            with rt.guard:
-                self._stamp(rt)
-        finally:
-            if self._owned:
-                self.span.end()
+    def _owns_span(self) -> bool:
+        return self._owned
 
     def _stamp(self, rt: Runtime) -> None:
         span = self.span
@@ -328,7 +375,7 @@ class ToolInvocation:
             attrs[sc.GEN_AI_TOOL_DESCRIPTION] = self.description
 
 
-class AgentInvocation:
+class AgentInvocation(_Ending):
     """One agent run: an INTERNAL ``invoke_agent {name}`` span, current while the agent
     runs, with a fresh tool-call ledger and the ``AgentState`` its model calls report
     their provider to. At the end: ``gen_ai.provider.name`` when every model call used the
@@ -339,7 +386,7 @@ class AgentInvocation:
     ``span``).
     """
 
-    __slots__ = ("_context", "_ended", "_error", "name", "output", "runtime", "span", "state")
+    __slots__ = ("_context", "_error", "name", "output", "runtime", "span", "state")
 
     def __init__(
         self,
@@ -383,26 +430,12 @@ class AgentInvocation:
 
     def stop(self) -> None:
         """Finish: provider, final answer, error (if one was recorded), end. Idempotent."""
-        if self._ended:
-            return
-        self._ended = True
-        self.release()
-        rt = self.runtime
-        try:
-            with rt.guard:
-                self._stamp(rt)
-        finally:
-            self.span.end()
+        self._end()
 
     def fail(self, error: Error) -> None:
         """Finish failed."""
         self.record_error(error)
         self.stop()
-
-    @property
-    def ended(self) -> bool:
-        """Whether ``stop``/``fail`` ran."""
-        return self._ended
 
     def _stamp(self, rt: Runtime) -> None:
         span = self.span

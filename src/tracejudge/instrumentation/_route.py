@@ -38,6 +38,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from tracejudge import semconv as sc
+from tracejudge.instrumentation._scope import ContextValueScope
 
 ROUTE_KEY: Final = sc.TRACEJUDGE_ROUTE_KEY
 _UNKNOWN_SERVICE: Final = "unknown_service"
@@ -174,28 +175,13 @@ class RouteKeyProcessor(SpanProcessor):
         return True
 
 
-class RouteKeyScope:
+class RouteKeyScope(ContextValueScope[str]):
     """``with route_key("tenant-7:conv-42"): ...`` (see ``route_key``)."""
 
-    __slots__ = ("_key", "_token")
+    __slots__ = ()
 
     def __init__(self, key: str) -> None:
-        self._key = key
-        self._token: contextvars.Token[str | None] | None = None
-
-    def __enter__(self) -> RouteKeyScope:
-        if self._token is not None:
-            raise RuntimeError("a route_key() scope can be entered only once")
-        self._token = _EXPLICIT.set(self._key)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        token, self._token = self._token, None
-        if token is not None:
-            try:
-                _EXPLICIT.reset(token)
-            except ValueError:  # exited in another context than entered
-                _EXPLICIT.set(None)
+        super().__init__(_EXPLICIT, key, "a route_key()")
 
 
 def route_key(key: str) -> RouteKeyScope:

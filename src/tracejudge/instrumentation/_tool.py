@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any, Final, TypeVar, cast, overload
 
 from opentelemetry.util.types import AttributeValue
@@ -25,6 +24,7 @@ from opentelemetry.util.types import AttributeValue
 from tracejudge import semconv
 from tracejudge.instrumentation._invocation import UNSET, ToolInvocation
 from tracejudge.instrumentation._runtime import Runtime, get_runtime
+from tracejudge.instrumentation._scope import InvocationScope
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -73,7 +73,7 @@ class _ToolSpec:
         )
 
 
-class ToolScope:
+class ToolScope(InvocationScope[ToolInvocation]):
     """``tool(...)``'s return value: a decorator factory and a context manager."""
 
     def __init__(self, spec: _ToolSpec, arguments: Any, call_id: str | None) -> None:
@@ -93,31 +93,6 @@ class ToolScope:
             raise RuntimeError("a tool() scope can be entered only once")
         self._run = self._spec.start(get_runtime(), name, (), self._arguments, self._call_id)
         return self._run
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        run = self._run
-        if run is None:
-            return
-        if exc is not None:
-            run.fail(exc)
-        else:
-            run.stop()
-
-    async def __aenter__(self) -> ToolInvocation:
-        return self.__enter__()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.__exit__(exc_type, exc, tb)
 
 
 def _binder(func: Callable[..., Any]) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:

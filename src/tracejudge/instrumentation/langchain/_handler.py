@@ -53,6 +53,7 @@ from tracejudge.instrumentation._invocation import (
     AgentInvocation,
     Failure,
     ToolInvocation,
+    identity_from,
 )
 from tracejudge.instrumentation._runtime import Runtime
 from tracejudge.instrumentation._shapes import get
@@ -63,14 +64,6 @@ _TOOL_ERROR_TYPE: Final = "_OTHER"
 """``error.type`` of a tool error langchain handled into a ``ToolMessage`` (it reports a
 message, not an exception)."""
 _STATUS_MAX: Final = 512
-_IDENTITY_KEYS: Final = (
-    sc.TRACEJUDGE_RUN_ID,
-    sc.TRACEJUDGE_CASE_ID,
-    sc.TRACEJUDGE_EXPERIMENT_ID,
-    sc.TRACEJUDGE_VARIANT_ID,
-    sc.TRACEJUDGE_TENANT_ID,
-    sc.USER_ID,
-)
 _THREAD_ID: Final = "thread_id"
 """LangGraph's conversation key (``config["configurable"]["thread_id"]``), which it
 copies into the runs' metadata."""
@@ -332,10 +325,7 @@ class GenAiCallbacks:
             thread = metadata.get(_THREAD_ID)
             if isinstance(thread, (str, int)) and not isinstance(thread, bool):
                 attrs[sc.GEN_AI_CONVERSATION_ID] = str(thread)
-            for key in _IDENTITY_KEYS:
-                value = metadata.get(key)
-                if isinstance(value, str) and value:
-                    attrs[key] = value
+            identity_from(metadata, attrs)
         run = AgentInvocation(rt, name, attrs)
         return _Mapped(run, run)
 

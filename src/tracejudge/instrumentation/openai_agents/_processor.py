@@ -50,6 +50,7 @@ from tracejudge.instrumentation._invocation import (
     AgentInvocation,
     Failure,
     ToolInvocation,
+    identity_from,
     mark_failed,
 )
 from tracejudge.instrumentation._runtime import Runtime
@@ -58,14 +59,6 @@ from tracejudge.instrumentation.openai_agents import _convert as cv
 
 _ERROR_TYPE: Final = "_OTHER"
 """``error.type`` of an SDK span error: the SDK reports a message, not an exception class."""
-_IDENTITY_KEYS: Final = (
-    sc.TRACEJUDGE_RUN_ID,
-    sc.TRACEJUDGE_CASE_ID,
-    sc.TRACEJUDGE_EXPERIMENT_ID,
-    sc.TRACEJUDGE_VARIANT_ID,
-    sc.TRACEJUDGE_TENANT_ID,
-    sc.USER_ID,
-)
 
 
 class _Open:
@@ -147,10 +140,7 @@ class GenAiProcessor:
             identity: dict[str, AttributeValue] = {}
             metadata = get(sdk_trace, "metadata")
             if isinstance(metadata, Mapping):
-                for key in _IDENTITY_KEYS:
-                    value = metadata.get(key)
-                    if isinstance(value, str) and value:
-                        identity[key] = value
+                identity_from(metadata, identity)
             with self._lock:
                 self._traces[trace_id] = _TraceInfo(
                     cv.text_of(get(sdk_trace, "group_id")), identity
