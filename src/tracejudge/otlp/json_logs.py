@@ -18,26 +18,26 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, SeverityNumber
 from tracejudge.model.errors import OtlpDecodeError
 from tracejudge.otlp.json_values import (
     TOO_DEEP,
-    as_list,
-    as_object,
+    Shape,
     enum,
+    fill_request,
     get,
     id_bytes,
     parse_json_document,
-    prefixed,
     set_any,
     set_attrs,
-    set_resource,
-    set_scope,
     string,
     uint32,
     uint64,
-    with_path,
 )
 
 __all__ = ["logs_from_json"]
 
 _SEVERITIES = {name: int(num) for name, num in SeverityNumber.items()}
+_SHAPE = Shape(
+    ("resourceLogs", "resource_logs"), ("scopeLogs", "scope_logs"), ("logRecords", "log_records")
+)
+"""Where a request's log records are (``fill_request``)."""
 # Message depth of a record's body (request > ResourceLogs > ScopeLogs > LogRecord >
 # AnyValue) and of the first AnyValue of its attributes (... > KeyValue > AnyValue).
 _BODY_DEPTH = 5
@@ -95,32 +95,5 @@ def _logs_from_json(obj: Any) -> tuple[ExportLogsServiceRequest, list[str]]:
         raise OtlpDecodeError("", f"expected an OTLP/JSON object, got {type(obj).__name__}")
     rejects: list[str] = []
     request = ExportLogsServiceRequest()
-    for ri, rl in enumerate(as_list(get(obj, "resourceLogs", "resource_logs"), "resourceLogs")):
-        try:
-            rl = as_object(rl, "")
-            prl = request.resource_logs.add()
-            set_resource(prl.resource, rl.get("resource"), "resource")
-            schema_url = get(rl, "schemaUrl", "schema_url")
-            if schema_url:
-                prl.schema_url = string(schema_url, "schemaUrl")
-            for si, sl in enumerate(as_list(get(rl, "scopeLogs", "scope_logs"), "scopeLogs")):
-                try:
-                    sl = as_object(sl, "")
-                    psl = prl.scope_logs.add()
-                    set_scope(psl.scope, sl.get("scope"), "scope")
-                    schema_url = get(sl, "schemaUrl", "schema_url")
-                    if schema_url:
-                        psl.schema_url = string(schema_url, "schemaUrl")
-                    records = as_list(get(sl, "logRecords", "log_records"), "logRecords")
-                    for i, rec in enumerate(records):
-                        try:
-                            _set_record(psl.log_records.add(), rec)
-                        except ValueError as exc:  # OtlpDecodeError, or a rule missed
-                            del psl.log_records[-1]
-                            where = f"resourceLogs[{ri}].scopeLogs[{si}].logRecords[{i}]"
-                            rejects.append(str(with_path(exc, where)))
-                except OtlpDecodeError as exc:
-                    raise prefixed(exc, f"scopeLogs[{si}]") from None
-        except OtlpDecodeError as exc:
-            raise prefixed(exc, f"resourceLogs[{ri}]") from None
+    fill_request(request, obj, _SHAPE, _set_record, rejects)
     return request, rejects

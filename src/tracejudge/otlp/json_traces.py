@@ -20,26 +20,28 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from tracejudge.model.errors import OtlpDecodeError
 from tracejudge.otlp.json_values import (
     TOO_DEEP,
+    Shape,
     as_list,
     as_object,
     enum,
+    fill_request,
     get,
     id_bytes,
     parse_json_document,
-    prefixed,
     set_attrs,
-    set_resource,
-    set_scope,
     string,
     uint32,
     uint64,
-    with_path,
 )
 
 __all__ = ["PartialRequest", "json_to_proto", "json_to_proto_partial"]
 
 _SPAN_KINDS = {name: int(num) for name, num in Span.SpanKind.items()}
 _STATUS_CODES = {name: int(num) for name, num in Status.StatusCode.items()}
+_SHAPE = Shape(
+    ("resourceSpans", "resource_spans"), ("scopeSpans", "scope_spans"), ("spans", "spans")
+)
+"""Where a request's spans are (``fill_request``)."""
 # Message depth of the first ``AnyValue`` of a span's attributes (request > ResourceSpans >
 # ScopeSpans > Span > KeyValue > AnyValue), and of an event's or a link's.
 _SPAN_VALUE_DEPTH = 6
@@ -156,34 +158,5 @@ def _json_to_proto(obj: Any, rejects: list[str] | None) -> ExportTraceServiceReq
     if not isinstance(obj, dict):
         raise OtlpDecodeError("", f"expected an OTLP/JSON object, got {type(obj).__name__}")
     request = ExportTraceServiceRequest()
-    for ri, rs in enumerate(as_list(get(obj, "resourceSpans", "resource_spans"), "resourceSpans")):
-        try:
-            rs = as_object(rs, "")
-            prs = request.resource_spans.add()
-            set_resource(prs.resource, rs.get("resource"), "resource")
-            schema_url = get(rs, "schemaUrl", "schema_url")
-            if schema_url:
-                prs.schema_url = string(schema_url, "schemaUrl")
-            for si, ss in enumerate(as_list(get(rs, "scopeSpans", "scope_spans"), "scopeSpans")):
-                try:
-                    ss = as_object(ss, "")
-                    pss = prs.scope_spans.add()
-                    set_scope(pss.scope, ss.get("scope"), "scope")
-                    schema_url = get(ss, "schemaUrl", "schema_url")
-                    if schema_url:
-                        pss.schema_url = string(schema_url, "schemaUrl")
-                    for i, span in enumerate(as_list(ss.get("spans"), "spans")):
-                        try:
-                            _set_span(pss.spans.add(), span)
-                        except ValueError as exc:  # OtlpDecodeError, or a rule missed
-                            error = with_path(exc, f"spans[{i}]")
-                            if rejects is None:
-                                raise error from None
-                            del pss.spans[-1]
-                            where = f"resourceSpans[{ri}].scopeSpans[{si}]"
-                            rejects.append(str(prefixed(error, where)))
-                except OtlpDecodeError as exc:
-                    raise prefixed(exc, f"scopeSpans[{si}]") from None
-        except OtlpDecodeError as exc:
-            raise prefixed(exc, f"resourceSpans[{ri}]") from None
+    fill_request(request, obj, _SHAPE, _set_span, rejects)
     return request

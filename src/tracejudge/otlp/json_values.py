@@ -1,5 +1,10 @@
 """The OTLP/JSON rules, written once for every signal (traces, logs).
 
+Both signals share the document's shape, walked once by ``fill_request``: a list of
+resource entries (``resourceSpans``/``resourceLogs``), each a resource, a schema URL and
+a list of scope entries, each a scope, a schema URL and the signal's items (``spans``,
+``logRecords``), which the signal's own setter fills.
+
 The OTLP/JSON encoding (specification.md, "JSON Protobuf Encoding") is protobuf's JSON
 mapping with a few differences, and these helpers are the only place tracejudge spells
 them out:
@@ -27,6 +32,7 @@ import binascii
 import json
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -40,9 +46,11 @@ __all__ = [
     "RESOURCE_VALUE_DEPTH",
     "SCOPE_VALUE_DEPTH",
     "TOO_DEEP",
+    "Shape",
     "as_list",
     "as_object",
     "enum",
+    "fill_request",
     "get",
     "id_bytes",
     "parse_json_document",
@@ -412,3 +420,62 @@ def set_scope(target: InstrumentationScope, value: Any, path: str) -> None:
     dropped = get(scope, "droppedAttributesCount", "dropped_attributes_count")
     if dropped:
         target.dropped_attributes_count = uint32(dropped, path + ".droppedAttributesCount")
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """A signal's three levels as (JSON name, protobuf field name, which the JSON also
+    accepts): resource entries, scope entries, items."""
+
+    resources: tuple[str, str]
+    scopes: tuple[str, str]
+    items: tuple[str, str]
+
+
+def fill_request(
+    request: Any,
+    obj: dict[str, Any],
+    shape: Shape,
+    set_item: Callable[[Any, Any], None],
+    rejects: list[str] | None,
+) -> None:
+    """Fill ``request`` (an ``Export*ServiceRequest``) from the OTLP/JSON document ``obj``:
+    every resource and scope, and each item by ``set_item(message, json_item)``. A
+    malformed item is left out and reported in ``rejects`` with its full path (OTLP
+    partial success), or raised when ``rejects`` is None; a malformed resource or scope
+    entry raises, its path prefixed."""
+    r_json, r_field = shape.resources
+    s_json, s_field = shape.scopes
+    i_json, i_field = shape.items
+    for ri, entry in enumerate(as_list(get(obj, r_json, r_field), r_json)):
+        try:
+            entry = as_object(entry, "")
+            resource = getattr(request, r_field).add()
+            set_resource(resource.resource, entry.get("resource"), "resource")
+            _set_schema_url(resource, entry)
+            for si, scope_entry in enumerate(as_list(get(entry, s_json, s_field), s_json)):
+                try:
+                    scope_entry = as_object(scope_entry, "")
+                    scope = getattr(resource, s_field).add()
+                    set_scope(scope.scope, scope_entry.get("scope"), "scope")
+                    _set_schema_url(scope, scope_entry)
+                    items = getattr(scope, i_field)
+                    for i, item in enumerate(as_list(get(scope_entry, i_json, i_field), i_json)):
+                        try:
+                            set_item(items.add(), item)
+                        except ValueError as exc:  # OtlpDecodeError, or a rule missed
+                            error = with_path(exc, f"{i_json}[{i}]")
+                            if rejects is None:
+                                raise error from None
+                            del items[-1]
+                            rejects.append(str(prefixed(error, f"{r_json}[{ri}].{s_json}[{si}]")))
+                except OtlpDecodeError as exc:
+                    raise prefixed(exc, f"{s_json}[{si}]") from None
+        except OtlpDecodeError as exc:
+            raise prefixed(exc, f"{r_json}[{ri}]") from None
+
+
+def _set_schema_url(message: Any, entry: dict[str, Any]) -> None:
+    schema_url = get(entry, "schemaUrl", "schema_url")
+    if schema_url:
+        message.schema_url = string(schema_url, "schemaUrl")
