@@ -16,7 +16,9 @@ with the request's attributes), the SDK call with the span current (and the spec
 ``settle``: a response is recorded and the span ended, a stream is observed until it
 ends, a raw response is parsed when that is free (the SDK caches ``parse()``, so the
 application gets the same object), an unread ``with_streaming_response`` body is left
-to the application (the span keeps the request side). Translation runs inside the
+to the application (the span keeps the request side), a coroutine from a sync call
+(LiteLLM's ``completion(..., acompletion=True)``) is followed to its result
+(``instrumentation._deferred``). Translation runs inside the
 runtime's guard, so a telemetry bug never turns a successful SDK call into an exception
 (unless ``raise_internal_errors``); the SDK's own exceptions pass through unchanged.
 """
@@ -28,9 +30,11 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import CoroutineType
 from typing import Any, Protocol
 
 from tracejudge.instrumentation._context import should_skip_model_span
+from tracejudge.instrumentation._deferred import follow
 from tracejudge.instrumentation._functions import as_function
 from tracejudge.instrumentation._genai import ModelCallTelemetry
 from tracejudge.instrumentation._integration import SupportedVersions, installed_version
@@ -471,6 +475,26 @@ async def returned_async(
             raise
 
 
+def deferred(
+    runtime: Runtime,
+    spec: ProviderSpec,
+    endpoint: Endpoint,
+    call: ModelCallTelemetry,
+    result: CoroutineType[Any, Any, Any],
+    kwargs: Mapping[str, Any],
+    streams: _Streams,
+) -> CoroutineType[Any, Any, Any]:
+    """A sync call returned a coroutine (LiteLLM's ``completion(..., acompletion=True)``):
+    the span follows it to its result or exception (``instrumentation._deferred``)."""
+    return follow(
+        runtime,
+        call,
+        result,
+        lambda value: returned_async(runtime, spec, endpoint, call, value, kwargs, streams),
+        lambda exc: failed(runtime, call, exc),
+    )
+
+
 # --- the wrappers ---------------------------------------------------------------------
 
 
@@ -539,6 +563,8 @@ def sync_wrapper(
         if scope is not None:
             scope.exit(token)
         call.deactivate()
+        if type(result) is CoroutineType:  # the request is made when it is awaited
+            return deferred(rt, spec, endpoint, call, result, kwargs, streams)
         returned(rt, spec, endpoint, call, result, kwargs, streams)
         return result
 
