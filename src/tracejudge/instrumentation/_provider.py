@@ -226,9 +226,10 @@ class ProviderPatcher:
                     )
         for function in spec.functions:
             module = importlib.import_module(function.module)
+            sync = getattr(module, function.sync_function)  # AttributeError: the SDK moved
             names = ((function.sync_function, False), (function.async_function, True))
             for name, is_async in names:
-                current = getattr(module, name)  # AttributeError: the SDK moved
+                current = getattr(module, name)
                 if self._wrapped_by_other(current, f"{function.module}.{name}"):
                     continue
                 self._patches.patch_method(
@@ -240,6 +241,7 @@ class ProviderPatcher:
                         spec=spec,
                         endpoint=function.endpoint,
                         is_async=is_async,
+                        like=sync if is_async else None,
                     ),
                 )
         if self._extension is not None:
@@ -521,16 +523,18 @@ def wrap_function(
     spec: ProviderSpec,
     endpoint: Endpoint,
     is_async: bool = False,
+    like: Callable[..., Any] | None = None,
 ) -> Callable[..., Any]:
     """The wrapper ``ProviderPatcher`` installs on a module-level function: the method
     wrapper over it, with no resource (the endpoint's ``start`` gets None; see
-    ``instrumentation._functions`` for how its arguments are passed on)."""
+    ``instrumentation._functions`` for how its arguments are passed on, and ``like``)."""
     return as_function(
         original,
         lambda method: wrap_method(
             method, runtime=runtime, spec=spec, endpoint=endpoint, is_async=is_async
         ),
         is_async=is_async,
+        like=like,
     )
 
 
