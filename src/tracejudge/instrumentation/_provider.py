@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from types import CoroutineType
 from typing import Any, Protocol
@@ -482,10 +482,10 @@ def deferred(
     spec: ProviderSpec,
     endpoint: Endpoint,
     call: ModelCallTelemetry,
-    result: CoroutineType[Any, Any, Any],
+    result: Coroutine[Any, Any, Any],
     kwargs: Mapping[str, Any],
     streams: _Streams,
-) -> CoroutineType[Any, Any, Any]:
+) -> Coroutine[Any, Any, Any]:
     """A sync call returned a coroutine (LiteLLM's ``completion(..., acompletion=True)``):
     the span follows it to its result or exception (``instrumentation._deferred``)."""
     return follow(
