@@ -1061,6 +1061,57 @@ def test_api_error_fails_the_span_and_reaches_the_caller(
     )
 
 
+def test_a_server_error_fails_the_span_and_reaches_the_caller(
+    replay: Replay, span_exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    """A 5xx (the recorded Anthropic response served with status 503: no recording holds
+    a server error) on LiteLLM's own HTTP code, no retries: LiteLLM's exception reaches the
+    application unchanged; the span is ERROR with ``error.type`` the HTTP status."""
+    server = replay(derived_cassette(ANTHROPIC_CREATE, tmp_path, [], status=503))
+    with pytest.raises(litellm.exceptions.ServiceUnavailableError) as raised:
+        claude(server, num_retries=0)
+    assert len(server.requests) == 1
+    [span] = span_dicts(span_exporter, drop=("gen_ai.input.messages",))
+    event = span["events"][0]["attributes"]
+    assert event["exception.message"] == str(raised.value)
+    assert str(raised.value).startswith(span["status_description"])  # cut to a bound
+    event["exception.message"] = span["status_description"] = "<message>"
+    assert [span] == snapshot(
+        [
+            {
+                "name": "chat claude-3-opus-20240229",
+                "kind": "CLIENT",
+                "context": {"trace_id": 1, "span_id": 1},
+                "parent": None,
+                "start_time": 1000000000,
+                "end_time": 3000000000,
+                "status": "ERROR",
+                "status_description": "<message>",
+                "attributes": {
+                    "gen_ai.request.max_tokens": 1024,
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.provider.name": "anthropic",
+                    "gen_ai.request.model": "claude-3-opus-20240229",
+                    "server.address": "127.0.0.1",
+                    "server.port": "<port>",
+                    "error.type": "503",
+                },
+                "events": [
+                    {
+                        "name": "exception",
+                        "timestamp": 2000000000,
+                        "attributes": {
+                            "exception.type": "litellm.exceptions.ServiceUnavailableError",
+                            "exception.message": "<message>",
+                            "exception.stacktrace": "<traceback>",
+                        },
+                    }
+                ],
+            }
+        ]
+    )
+
+
 def test_a_telemetry_bug_never_reaches_the_application(
     replay: Replay,
     span_exporter: InMemorySpanExporter,
