@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import CoroutineType
 from typing import Any, Protocol
@@ -477,26 +477,6 @@ async def returned_async(
             raise
 
 
-def deferred(
-    runtime: Runtime,
-    spec: ProviderSpec,
-    endpoint: Endpoint,
-    call: ModelCallTelemetry,
-    result: Coroutine[Any, Any, Any],
-    kwargs: Mapping[str, Any],
-    streams: _Streams,
-) -> Coroutine[Any, Any, Any]:
-    """A sync call returned a coroutine (LiteLLM's ``completion(..., acompletion=True)``):
-    the span follows it to its result or exception (``instrumentation._deferred``)."""
-    return follow(
-        runtime,
-        call,
-        result,
-        lambda value: returned_async(runtime, spec, endpoint, call, value, kwargs, streams),
-        lambda exc: failed(runtime, call, exc),
-    )
-
-
 # --- the wrappers ---------------------------------------------------------------------
 
 
@@ -567,8 +547,14 @@ def sync_wrapper(
         if scope is not None:
             scope.exit(token)
         call.deactivate()
-        if type(result) is CoroutineType:  # the request is made when it is awaited
-            return deferred(rt, spec, endpoint, call, result, kwargs, streams)
+        if type(result) is CoroutineType:  # made when awaited: follow it (``_deferred``)
+            return follow(
+                rt,
+                call,
+                result,
+                lambda value: returned_async(rt, spec, endpoint, call, value, kwargs, streams),
+                lambda exc: failed(rt, call, exc),
+            )
         returned(rt, spec, endpoint, call, result, kwargs, streams)
         return result
 
