@@ -119,7 +119,8 @@ DESELECT=(
   --deselect "tests/frameworks/openai_agents/test_openai_agents.py::test_handoff_nests_the_next_agent_and_is_the_transfer_tool_execution"
   --deselect "tests/frameworks/openai_agents/test_openai_agents.py::test_a_triggered_guardrail_is_its_own_span_and_fails_the_run"
 )
-LITELLM_TESTS=(tests/instrumentation/test_litellm.py tests/instrumentation/test_litellm_embeddings.py)
+LITELLM_TESTS=(tests/instrumentation/test_litellm.py tests/instrumentation/test_litellm_coroutines.py
+  tests/instrumentation/test_litellm_embeddings.py)
 PROVIDER_TESTS=(tests/instrumentation/test_gemini.py tests/instrumentation/test_bedrock.py
   "${LITELLM_TESTS[@]}")
 IGNORE=()
