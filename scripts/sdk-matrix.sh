@@ -119,8 +119,10 @@ DESELECT=(
   --deselect "tests/frameworks/openai_agents/test_openai_agents.py::test_handoff_nests_the_next_agent_and_is_the_transfer_tool_execution"
   --deselect "tests/frameworks/openai_agents/test_openai_agents.py::test_a_triggered_guardrail_is_its_own_span_and_fails_the_run"
 )
+LITELLM_TESTS=(tests/instrumentation/test_litellm.py tests/instrumentation/test_litellm_coroutines.py
+  tests/instrumentation/test_litellm_embeddings.py)
 PROVIDER_TESTS=(tests/instrumentation/test_gemini.py tests/instrumentation/test_bedrock.py
-  tests/instrumentation/test_litellm.py)
+  "${LITELLM_TESTS[@]}")
 IGNORE=()
 for path in "${PROVIDER_TESTS[@]}"; do
   IGNORE+=(--ignore "$path")
@@ -161,4 +163,4 @@ assert litellm == "$LITELLM_OLDEST", litellm
 print(f"sdk-matrix: litellm {litellm}")
 PY
 exec "$LITELLM_VENV/bin/python" -m pytest -q -p no:cacheprovider \
-  tests/instrumentation/test_litellm.py "$@"
+  "${LITELLM_TESTS[@]}" "$@"

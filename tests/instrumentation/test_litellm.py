@@ -37,6 +37,20 @@ import openai
 
 import tracejudge
 from tests.support.guards import PROCESS_S
+from tests.support.litellm_calls import (
+    ANTHROPIC_ASYNC_STREAM,
+    ANTHROPIC_CREATE,
+    ANTHROPIC_STREAM,
+    ANTHROPIC_TOOLS,
+    JOKE,
+    OPENAI_CREATE,
+    OPENAI_STREAM,
+    TEST,
+    WEATHER,
+    WEATHER_TOOLS,
+    claude,
+    masked_id,
+)
 from tests.support.providers import (
     assert_an_unread_stream_ends_when_collected,
     assert_left_unpatched_outside_the_range,
@@ -50,69 +64,6 @@ from tracejudge.instrumentation.litellm import _patch as litellm_patch
 pytestmark = pytest.mark.usefixtures("instrumented")
 
 Replay = Callable[..., ReplayServer]
-JOKE: Any = [{"role": "user", "content": "Tell me a joke about OpenTelemetry"}]
-TEST: Any = [{"role": "user", "content": "Say this is a test"}]
-ANTHROPIC_CREATE = "anthropic/test_anthropic_message_create_with_events_with_content.yaml"
-ANTHROPIC_STREAM = "anthropic/test_anthropic_message_streaming_with_events_with_content.yaml"
-ANTHROPIC_ASYNC_STREAM = (
-    "anthropic/test_async_anthropic_message_streaming_with_events_with_content.yaml"
-)
-ANTHROPIC_TOOLS = "anthropic/test_anthropic_tools_with_events_with_content.yaml"
-OPENAI_CREATE = "openai/test_chat_completion_with_content.yaml"
-OPENAI_STREAM = "openai/test_chat_completion_streaming.yaml"
-WEATHER: Any = [
-    {
-        "role": "user",
-        "content": "What is the weather like right now in New York? "
-        "Also what time is it there now?",
-    }
-]
-WEATHER_TOOLS: Any = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Get the current weather in a given location",
-            "parameters": {
-                "type": "object",
-                "properties": {"location": {"type": "string"}},
-                "required": ["location"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "get_time",
-            "description": "Get the current time in a given time zone",
-            "parameters": {
-                "type": "object",
-                "properties": {"timezone": {"type": "string"}},
-                "required": ["timezone"],
-            },
-        },
-    },
-]
-
-
-def masked_id(spans: list[dict[str, Any]], expected: str) -> list[dict[str, Any]]:
-    """Check each span's response id is ``expected`` (what the application got), then
-    mask it (LiteLLM makes one up for an Anthropic response)."""
-    for span in spans:
-        assert span["attributes"]["gen_ai.response.id"] == expected
-        span["attributes"]["gen_ai.response.id"] = "<id>"
-    return spans
-
-
-def claude(server: ReplayServer, **kwargs: Any) -> Any:
-    return litellm.completion(
-        model="anthropic/claude-3-opus-20240229",
-        messages=JOKE,
-        api_base=server.origin,
-        api_key="test-key",
-        max_tokens=1024,
-        **kwargs,
-    )
 
 
 def test_completion_on_litellms_own_http_code(
@@ -764,6 +715,57 @@ def test_api_error_fails_the_span_and_reaches_the_caller(
                         "timestamp": 2000000000,
                         "attributes": {
                             "exception.type": "litellm.exceptions.BadRequestError",
+                            "exception.message": "<message>",
+                            "exception.stacktrace": "<traceback>",
+                        },
+                    }
+                ],
+            }
+        ]
+    )
+
+
+def test_a_server_error_fails_the_span_and_reaches_the_caller(
+    replay: Replay, span_exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    """A 5xx (the recorded Anthropic response served with status 503: no recording holds
+    a server error) on LiteLLM's own HTTP code, no retries: LiteLLM's exception reaches the
+    application unchanged; the span is ERROR with ``error.type`` the HTTP status."""
+    server = replay(derived_cassette(ANTHROPIC_CREATE, tmp_path, [], status=503))
+    with pytest.raises(litellm.exceptions.ServiceUnavailableError) as raised:
+        claude(server, num_retries=0)
+    assert len(server.requests) == 1
+    [span] = span_dicts(span_exporter, drop=("gen_ai.input.messages",))
+    event = span["events"][0]["attributes"]
+    assert event["exception.message"] == str(raised.value)
+    assert str(raised.value).startswith(span["status_description"])  # cut to a bound
+    event["exception.message"] = span["status_description"] = "<message>"
+    assert [span] == snapshot(
+        [
+            {
+                "name": "chat claude-3-opus-20240229",
+                "kind": "CLIENT",
+                "context": {"trace_id": 1, "span_id": 1},
+                "parent": None,
+                "start_time": 1000000000,
+                "end_time": 3000000000,
+                "status": "ERROR",
+                "status_description": "<message>",
+                "attributes": {
+                    "gen_ai.request.max_tokens": 1024,
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.provider.name": "anthropic",
+                    "gen_ai.request.model": "claude-3-opus-20240229",
+                    "server.address": "127.0.0.1",
+                    "server.port": "<port>",
+                    "error.type": "503",
+                },
+                "events": [
+                    {
+                        "name": "exception",
+                        "timestamp": 2000000000,
+                        "attributes": {
+                            "exception.type": "litellm.exceptions.ServiceUnavailableError",
                             "exception.message": "<message>",
                             "exception.stacktrace": "<traceback>",
                         },

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
 import openai
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.support.otel import PORT_MASK, TTFC_MASK, snap
-from tests.support.replay import ReplayServer
+from tests.support.replay import ReplayServer, derived_cassette
 
 pytestmark = pytest.mark.usefixtures("instrumented")
 
@@ -169,6 +170,36 @@ def test_embeddings_span(replay: Replay, span_exporter: InMemorySpanExporter) ->
             "gen_ai.usage.input_tokens": 6,
             "gen_ai.embeddings.dimension.count": len(r.data[0].embedding),
         },
+    }
+
+
+def test_embeddings_malformed_usage_and_model_are_left_out(
+    replay: Replay, span_exporter: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    """The recorded response with the token count a string and the model a number (the
+    SDK passes both on; no recording holds one): the span leaves them out rather than
+    break the conventions' types (checked on every span) or raise."""
+    recorded = derived_cassette(
+        "openai/test_embeddings_with_content.yaml",
+        tmp_path,
+        [
+            ('"prompt_tokens": 6', '"prompt_tokens": "six"'),
+            ('"model": "text-', '"model": 3, "x": "'),
+        ],
+    )
+    r = client(replay(recorded)).embeddings.create(
+        model="text-embedding-3-small", input="This is a test for embeddings"
+    )
+    tokens: object = r.usage.prompt_tokens  # typed int; the SDK passes the string on
+    assert tokens == "six"
+    [span] = span_exporter.get_finished_spans()
+    assert snap(span)["attributes"] == {
+        "gen_ai.operation.name": "embeddings",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "text-embedding-3-small",
+        "server.address": "127.0.0.1",
+        "server.port": PORT_MASK,
+        "gen_ai.embeddings.dimension.count": 1536,
     }
 
 

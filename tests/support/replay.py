@@ -106,6 +106,7 @@ def derived_cassette(
     *,
     drop_lines: str = "",
     path: str | None = None,
+    status: int | None = None,
 ) -> Path:
     """A copy of a recorded cassette whose response bodies are edited: each ``(old, new)``
     replaced (``old`` must occur), and, with ``drop_lines``, the SSE ``data:`` lines that
@@ -113,15 +114,22 @@ def derived_cassette(
     JSON, an unknown finish reason, missing usage): the test says what it changed from
     the real response, rather than inventing one. With ``path``, every recording is
     served at that path instead (the same API behind another route: Azure OpenAI's
-    ``/openai/deployments/{name}/chat/completions``). Written to ``into`` (a tmp_path)."""
+    ``/openai/deployments/{name}/chat/completions``). With ``status``, every recording is
+    served with that HTTP status instead (a server error no recording holds: the body
+    stays the recorded one). Written to ``into`` (a tmp_path)."""
     p = Path(source)
     if not p.is_absolute():
         p = CASSETTE_ROOT / p
     doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    edits = list(edits)
     for interaction in doc.get("interactions", []):
         if path is not None:
             parts = urlsplit(interaction["request"]["uri"])
             interaction["request"]["uri"] = f"{parts.scheme}://{parts.netloc}{path}"
+        if status is not None:
+            interaction["response"]["status"] = {"code": status, "message": ""}
+        if not edits and not drop_lines:
+            continue  # the body as recorded (a binary one too)
         body = interaction["response"]["body"]
         text = body["string"]
         if not isinstance(text, str):

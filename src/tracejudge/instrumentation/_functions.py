@@ -23,10 +23,15 @@ def as_function(
     wrap: Callable[[Callable[..., Any]], Callable[..., Any]],
     *,
     is_async: bool,
+    like: Callable[..., Any] | None = None,
 ) -> Callable[..., Any]:
     """``original`` behind ``wrap`` (a method wrapper factory): the method gets None as
-    its resource, and positional arguments as keywords (``as_keywords``)."""
+    its resource, and positional arguments as keywords (``as_keywords``). ``like``: the
+    function whose parameters ``original``'s are when ``original`` names none
+    (LiteLLM's ``aembedding(*args, **kwargs)`` passes them on to ``embedding``)."""
     signature = _signature(original)
+    if like is not None and not _names_parameters(signature):
+        signature = _signature(like)
 
     def method(resource: Any, *args: Any, **kwargs: Any) -> Any:
         return original(*args, **kwargs)
@@ -54,6 +59,10 @@ def _signature(function: Callable[..., Any]) -> inspect.Signature | None:
         return inspect.signature(function)
     except (TypeError, ValueError):
         return None
+
+
+def _names_parameters(signature: inspect.Signature | None) -> bool:
+    return signature is not None and any(p.kind in _NAMED for p in signature.parameters.values())
 
 
 def as_keywords(

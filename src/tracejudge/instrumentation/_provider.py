@@ -16,7 +16,9 @@ with the request's attributes), the SDK call with the span current (and the spec
 ``settle``: a response is recorded and the span ended, a stream is observed until it
 ends, a raw response is parsed when that is free (the SDK caches ``parse()``, so the
 application gets the same object), an unread ``with_streaming_response`` body is left
-to the application (the span keeps the request side). Translation runs inside the
+to the application (the span keeps the request side), a coroutine from a sync call
+(LiteLLM's ``completion(..., acompletion=True)``) is followed to its result
+(``instrumentation._deferred``). Translation runs inside the
 runtime's guard, so a telemetry bug never turns a successful SDK call into an exception
 (unless ``raise_internal_errors``); the SDK's own exceptions pass through unchanged.
 """
@@ -28,9 +30,11 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import CoroutineType
 from typing import Any, Protocol
 
 from tracejudge.instrumentation._context import should_skip_model_span
+from tracejudge.instrumentation._deferred import follow
 from tracejudge.instrumentation._functions import as_function
 from tracejudge.instrumentation._genai import ModelCallTelemetry
 from tracejudge.instrumentation._integration import SupportedVersions, installed_version
@@ -222,9 +226,10 @@ class ProviderPatcher:
                     )
         for function in spec.functions:
             module = importlib.import_module(function.module)
+            sync = getattr(module, function.sync_function)  # AttributeError: the SDK moved
             names = ((function.sync_function, False), (function.async_function, True))
             for name, is_async in names:
-                current = getattr(module, name)  # AttributeError: the SDK moved
+                current = getattr(module, name)
                 if self._wrapped_by_other(current, f"{function.module}.{name}"):
                     continue
                 self._patches.patch_method(
@@ -236,6 +241,7 @@ class ProviderPatcher:
                         spec=spec,
                         endpoint=function.endpoint,
                         is_async=is_async,
+                        like=sync if is_async else None,
                     ),
                 )
         if self._extension is not None:
@@ -497,16 +503,18 @@ def wrap_function(
     spec: ProviderSpec,
     endpoint: Endpoint,
     is_async: bool = False,
+    like: Callable[..., Any] | None = None,
 ) -> Callable[..., Any]:
     """The wrapper ``ProviderPatcher`` installs on a module-level function: the method
     wrapper over it, with no resource (the endpoint's ``start`` gets None; see
-    ``instrumentation._functions`` for how its arguments are passed on)."""
+    ``instrumentation._functions`` for how its arguments are passed on, and ``like``)."""
     return as_function(
         original,
         lambda method: wrap_method(
             method, runtime=runtime, spec=spec, endpoint=endpoint, is_async=is_async
         ),
         is_async=is_async,
+        like=like,
     )
 
 
@@ -539,6 +547,14 @@ def sync_wrapper(
         if scope is not None:
             scope.exit(token)
         call.deactivate()
+        if type(result) is CoroutineType:  # made when awaited: follow it (``_deferred``)
+            return follow(
+                rt,
+                call,
+                result,
+                lambda value: returned_async(rt, spec, endpoint, call, value, kwargs, streams),
+                lambda exc: failed(rt, call, exc),
+            )
         returned(rt, spec, endpoint, call, result, kwargs, streams)
         return result
 

@@ -1,5 +1,5 @@
-"""The ``litellm`` patch: ``litellm.completion`` and ``litellm.acompletion`` as GenAI
-``chat`` spans.
+"""The ``litellm`` patch: ``litellm.completion``/``acompletion`` as GenAI ``chat`` spans,
+``litellm.embedding``/``aembedding`` as ``embeddings`` spans.
 
 Which layer owns the span: LiteLLM's. LiteLLM reaches some providers through an SDK that
 tracejudge also patches (``azure/...`` calls the ``openai`` SDK's
@@ -14,10 +14,14 @@ model span) makes the SDK call inside it pass through untraced; a direct ``opena
 call outside LiteLLM keeps its own span. A stream is observed on LiteLLM's
 ``CustomStreamWrapper``, not on the SDK stream inside it.
 
-The patch replaces the two functions on the ``litellm`` package (what applications and
-LiteLLM's ``Router`` call); LiteLLM's internal ``acompletion`` → ``completion`` call goes
-to ``litellm.main`` and is not traced twice. ``completion(..., acompletion=True)`` (a
-coroutine from the sync function) is not followed: its span ends with the request only.
+The patch replaces the four functions on the ``litellm`` package (what applications and
+LiteLLM's ``Router`` call); LiteLLM's internal ``acompletion`` → ``completion`` and
+``aembedding`` → ``embedding`` calls go to ``litellm.main`` and are not traced twice.
+``completion(..., acompletion=True)`` and ``embedding(..., aembedding=True)`` (a
+coroutine from the sync function) are followed: the span covers the awaited call and
+ends with its result or exception (``instrumentation._deferred``). An embeddings
+response has OpenAI's shape, so its translation is the OpenAI embeddings code's
+(``instrumentation.openai._embeddings``), with the provider LiteLLM routed to.
 
 Nothing here imports ``litellm`` at module level: ``instrument()`` must not import it
 (the patcher is built when the application imports ``litellm``).
@@ -41,7 +45,7 @@ from tracejudge.instrumentation._provider import (
 )
 from tracejudge.instrumentation._runtime import Runtime
 from tracejudge.instrumentation._shapes import get, url_server
-from tracejudge.instrumentation.openai import _chat
+from tracejudge.instrumentation.openai import _chat, _embeddings
 from tracejudge.instrumentation.openai._common import CHAT_PARAMS
 
 SUPPORTED: Final = SupportedVersions("1.108.0", "2")
@@ -98,11 +102,17 @@ def route(kwargs: Mapping[str, Any]) -> tuple[Any, str, str | None]:
     return resolved or model, PROVIDERS.get(name, name), base if isinstance(base, str) else None
 
 
+def server(kwargs: Mapping[str, Any], routed_base: str | None) -> tuple[str | None, int | None]:
+    """``server.address``/``server.port``: the API base the call gives, else the one
+    LiteLLM routes to."""
+    return url_server(kwargs.get("api_base") or kwargs.get("base_url") or routed_base)
+
+
 def start(runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]) -> ModelCallTelemetry:
     """Start the ``chat {model}`` span of a ``completion``/``acompletion`` call."""
     model, provider, base = route(kwargs)
     attrs = _chat.chat_request_attributes(kwargs, PARAMS)
-    address, port = url_server(kwargs.get("api_base") or kwargs.get("base_url") or base)
+    address, port = server(kwargs, base)
     request = dict(kwargs)
     request["model"] = model
     return _chat.open_chat(runtime, provider, request, attrs, address, port)
@@ -136,14 +146,29 @@ class ChunkAccumulator(_chat.ChatStreamAccumulator):
     vendor = staticmethod(no_vendor_attributes)
 
 
+def start_embeddings(
+    runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]
+) -> ModelCallTelemetry:
+    """Start the ``embeddings {model}`` span of an ``embedding``/``aembedding`` call:
+    routed like a completion, with OpenAI's embeddings parameters (LiteLLM takes them)."""
+    model, provider, base = route(kwargs)
+    address, port = server(kwargs, base)
+    return _embeddings.open_embeddings(runtime, provider, model, kwargs, address, port)
+
+
 COMPLETION: Final = Endpoint(start, finish, ChunkAccumulator)
+EMBEDDING: Final = Endpoint(start_embeddings, _embeddings.finish)
+"""An ``EmbeddingResponse`` has OpenAI's shape (``data[].embedding``, ``usage``)."""
 _STREAM: Final = "litellm.utils.CustomStreamWrapper"
 
 SPEC: Final = ProviderSpec(
     name="litellm",
     sdk_module="litellm",
     targets=(),
-    functions=(FunctionTarget("litellm", "completion", "acompletion", COMPLETION),),
+    functions=(
+        FunctionTarget("litellm", "completion", "acompletion", COMPLETION),
+        FunctionTarget("litellm", "embedding", "aembedding", EMBEDDING),
+    ),
     stream_classes=(_STREAM, _STREAM),
     distribution="litellm",
     supported=SUPPORTED,

@@ -19,6 +19,20 @@ from tracejudge.instrumentation.openai._common import PROVIDER, get, server_of
 
 def start(runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]) -> ModelCallTelemetry:
     """Start the ``embeddings {model}`` span."""
+    address, port = server_of(resource)
+    return open_embeddings(runtime, PROVIDER, kwargs.get("model"), kwargs, address, port)
+
+
+def open_embeddings(
+    runtime: Runtime,
+    provider: str,
+    model: Any,
+    kwargs: Mapping[str, Any],
+    address: str | None,
+    port: int | None,
+) -> ModelCallTelemetry:
+    """Start an ``embeddings {model}`` span whose request has OpenAI's embeddings
+    parameters (``encoding_format``, ``dimensions``; LiteLLM takes the same)."""
     attrs: dict[str, AttributeValue] = {}
     fmt = kwargs.get("encoding_format")
     if isinstance(fmt, str):
@@ -26,12 +40,10 @@ def start(runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]) -> ModelCa
     dims = kwargs.get("dimensions")
     if isinstance(dims, int) and not isinstance(dims, bool):
         attrs[semconv.GEN_AI_EMBEDDINGS_DIMENSION_COUNT] = dims
-    model = kwargs.get("model")
-    address, port = server_of(resource)
     return ModelCallTelemetry(
         runtime,
         semconv.GenAiOperationNameValues.EMBEDDINGS,
-        PROVIDER,
+        provider,
         model if isinstance(model, str) else None,
         attrs,
         address,
@@ -40,16 +52,19 @@ def start(runtime: Runtime, resource: Any, kwargs: Mapping[str, Any]) -> ModelCa
 
 
 def finish(call: ModelCallTelemetry, response: Any) -> None:
-    """Record the response model and input token count."""
-    usage = get(response, "usage")
+    """Record the response model, the input token count and the dimension count of the
+    embeddings returned (a value of the wrong type is left out: a malformed response is
+    recorded as far as it is well-formed, never raised on)."""
     extra: dict[str, AttributeValue] = {}
-    data = get(response, "data") or ()
-    if data and semconv.GEN_AI_EMBEDDINGS_DIMENSION_COUNT not in extra:
+    data = get(response, "data")
+    if isinstance(data, (list, tuple)) and data:
         first = get(data[0], "embedding")
-        if isinstance(first, list) and first:
+        if isinstance(first, list) and first:  # base64 embeddings are strings: no count
             extra[semconv.GEN_AI_EMBEDDINGS_DIMENSION_COUNT] = len(first)
+    model = get(response, "model")
+    tokens = get(get(response, "usage"), "prompt_tokens")
     call.set_response(
-        response_model=get(response, "model"),
-        input_tokens=get(usage, "prompt_tokens"),
+        response_model=model if isinstance(model, str) else None,
+        input_tokens=tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None,
         extra=extra,
     )
