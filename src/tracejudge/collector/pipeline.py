@@ -22,9 +22,6 @@ from tracejudge.collector.clock import Clock, SystemClock
 from tracejudge.collector.codec.otlp import (
     RequestLimits,
     SplitResult,
-    TraceFragment,
-    split_body,
-    split_by_trace,
 )
 from tracejudge.collector.component import Consumer
 from tracejudge.collector.config import CollectorConfig
@@ -33,6 +30,7 @@ from tracejudge.collector.exporters.fanout import FanOut
 from tracejudge.collector.exporters.forward import TargetQueue
 from tracejudge.collector.exporters.payload import Payload, Piece
 from tracejudge.collector.exporters.sinks import VerdictObserver, VerdictSink
+from tracejudge.collector.processors.admission import Admission
 from tracejudge.collector.processors.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.processors.conversations import ConversationBuffer, conversation_trace_ids
 from tracejudge.collector.processors.cost import CostWatch, RuleCost
@@ -146,6 +144,10 @@ class Pipeline:
         self.rule_cost = rule_cost
         """What the rules cost on the synthetic run (measured by the collector; None for a
         judge that is not the engine): ``/metrics`` ``judging.rule_cost_ms``."""
+        self.admission = Admission(
+            config, self.clock, stats, self.hold, self.fanout, self.mode, self
+        )
+        """What the receivers hand requests to (``processors/admission.py``)."""
 
     @property
     def buffer(self) -> TraceBuffer:
@@ -190,27 +192,12 @@ class Pipeline:
         return self.hold.arm_timer()
 
     def check_capacity(self) -> None:
-        """Raise ``Throttled`` when the buffer or a forward queue is full (back-pressure).
-        A cheap test before parsing; ``ingest`` checks the request's exact size."""
-        if self.hold.buffer.full() or self.hold.over_bytes(0):
-            raise Throttled("trace buffer full", self.config.retry_after_hint)
-        lag = self.judge_lag()
-        if lag > self.config.max_judge_lag:
-            raise Throttled(
-                f"judging is {lag:.1f}s behind (max_judge_lag {self.config.max_judge_lag:g}s)",
-                self.config.retry_after_hint,
-            )
-        if self._blocked_need:
-            raise Throttled(self._blocked_reason, self.config.retry_after_hint)
-        full = self.fanout.at_cap()
-        if full is not None:
-            raise Throttled(
-                f"forward queue for {full.target.url} full", self.config.retry_after_hint
-            )
+        """``Admission.check_capacity``."""
+        self.admission.check_capacity()
 
     def throttled(self) -> None:
-        """Count a refused request (refused before parsing, so its spans are not counted)."""
-        self.stats.requests_throttled += 1
+        """``Admission.throttled``."""
+        self.admission.throttled()
 
     def ingest(
         self,
@@ -218,76 +205,23 @@ class Pipeline:
         raw: bytes | None = None,
         decode_rejects: Sequence[str] = (),
     ) -> IngestResult:
-        """Admit a parsed request: ``admit(split(request, decode_rejects))`` in one call
-        on the loop (the receivers split off it). ``raw`` (the protobuf body ``request`` was
-        parsed from) saves re-serializing; ``decode_rejects`` are spans the decoder
-        already refused (reported, counted)."""
-        return self.admit(split_by_trace(request, raw, decode_rejects, self.limits))
+        """``Admission.ingest``."""
+        return self.admission.ingest(request, raw, decode_rejects)
 
     @property
     def limits(self) -> RequestLimits:
-        """What one request may bring (``max_traces_per_request``, at most ``max_traces``;
-        ``max_spans_per_trace``)."""
-        cfg = self.config
-        if cfg.max_traces_per_request <= cfg.max_traces:
-            return RequestLimits(cfg.max_traces_per_request, cfg.max_spans_per_trace)
-        return RequestLimits(cfg.max_traces, cfg.max_spans_per_trace, "max_traces")
+        """``Admission.limits``."""
+        return self.admission.limits
 
     def split(
         self, request: ExportTraceServiceRequest | bytes, decode_rejects: Sequence[str] = ()
     ) -> SplitResult:
-        """Validate and split a request (a protobuf body, or a request parsed from
-        OTLP/JSON) per trace, within the per-request limits. Reads only the config, so
-        the receivers run it on a decoding thread: a large request never holds the loop.
-        Raises ``ValueError`` for an undecodable body."""
-        if isinstance(request, bytes):
-            return split_body(request, self.limits)
-        return split_by_trace(request, None, decode_rejects, self.limits)
+        """``Admission.split``."""
+        return self.admission.split(request, decode_rejects)
 
     def admit(self, split: SplitResult) -> IngestResult:
-        """Admit a split request (on the loop): buffer each trace, forward late spans;
-        ``Throttled`` when it does not fit, before anything of it is kept."""
-        now = self._now()
-        fresh = []
-        # What goes straight to the forward queues: late spans, and in passthrough mode
-        # every fresh fragment too.
-        direct: list[Payload] = []
-        for frag in split.fragments:
-            decision = self.hold.decided.get(frag.trace_id)
-            if decision is None:
-                fresh.append(frag)
-            else:
-                direct.append(Payload(self._late_payload(frag.data, decision), frag.spans, 1))
-        late = sum(p.spans for p in direct)
-        for f in fresh:
-            now_out = self.mode.on_arrival(f.data)
-            if now_out is not None:
-                direct.append(Payload(now_out, f.spans, 1))
-        self._admit(fresh, direct)
-        self.fanout.accept(fresh, direct)
-        for frag in fresh:
-            self.hold.add(frag, now)
-        self.hold.poke()
-        self.stats.count("late", late)
-        self.stats.count("received", split.accepted)
-        self.stats.count("rejected", split.rejected)
-        for limit, n in split.over_limit.items():
-            self.stats.over_limit[limit] = self.stats.over_limit.get(limit, 0) + n
-        return IngestResult(split.accepted, split.rejected, split.error_message)
-
-    def _admit(self, fresh: Sequence[TraceFragment], direct: Sequence[Payload]) -> None:
-        """Refuse (``Throttled``) a request that would take the buffer or a forward queue
-        past its limit, before anything of it is kept: the limits hold exactly."""
-        incoming = sum(len(f.data) for f in fresh)
-        if incoming and self.hold.over_bytes(incoming):
-            raise Throttled("trace buffer full", self.config.retry_after_hint)
-        if self.hold.over_traces(fresh):
-            raise Throttled("trace buffer full (max_traces)", self.config.retry_after_hint)
-        full = self.fanout.room(sum(len(p.data) for p in direct), True)
-        if full is not None:
-            raise Throttled(
-                f"forward queue for {full.target.url} full", self.config.retry_after_hint
-            )
+        """``Admission.admit``."""
+        return self.admission.admit(split)
 
     def judge_lag(self) -> float:
         """Seconds the oldest due trace not yet judged is past its deadline (0 when none)."""
@@ -487,6 +421,10 @@ class Pipeline:
     def decisions_waiting(self) -> bool:
         """True while decisions wait for room in a forward queue."""
         return self._blocked_need > 0
+
+    def waiting_reason(self) -> str:
+        """Why decisions wait (the full forward queue); meaningful while they do."""
+        return self._blocked_reason
 
     def queue_depth(self) -> int:
         """Spans waiting in all forward queues."""
