@@ -25,6 +25,7 @@ from tracejudge.collector.exporters.forward import ForwardTarget, TargetQueue
 from tracejudge.collector.exporters.sinks import JsonlSink, TextSink, VerdictSink, WebhookSink
 from tracejudge.collector.exporters.targets import TargetSpec
 from tracejudge.collector.pipeline import Pipeline
+from tracejudge.collector.processors.admission import Admission
 from tracejudge.collector.processors.cost import RuleCost
 from tracejudge.collector.processors.decided import Context, Decided
 from tracejudge.collector.processors.graders import GraderStage
@@ -45,9 +46,10 @@ __all__ = ["Stages", "build_stages", "forward_queues", "verdict_sinks"]
 
 @dataclass(slots=True)
 class Stages:
-    """What ``build_stages`` made: the receivers' consumers and the processors of the
-    decided edge, in order."""
+    """What ``build_stages`` made: the receivers' consumers (admission for traces, the
+    logs intake), the pipeline and the processors of the decided edge, in order."""
 
+    admission: Admission
     pipeline: Pipeline
     logs: LogsIntake
     processors: list[Processor[Decided]]
@@ -139,4 +141,4 @@ def build_stages(
         rules_version=str(getattr(ruleset, "version", "")),
         rule_cost=rule_cost,
     )
-    return Stages(pipeline, logs, chain)
+    return Stages(pipeline.admission, pipeline, logs, chain)

@@ -28,6 +28,7 @@ from tracejudge.collector.exporters.registry import EXPORTERS, ExporterRegistry
 from tracejudge.collector.exporters.sinks import VerdictSink
 from tracejudge.collector.exporters.targets import TargetSpec, split_forward, target_specs
 from tracejudge.collector.pipeline import Pipeline, scrubber_for
+from tracejudge.collector.processors.admission import Admission
 from tracejudge.collector.processors.cost import RuleCost, check_budget, measure
 from tracejudge.collector.processors.decided import Decided
 from tracejudge.collector.processors.graders import GraderStage, graders_for
@@ -115,6 +116,8 @@ class Collector:
         self.dead_letter: DeadLetterFile | None = None
         self.removed_targets: list[QueuedTarget] = []
         """Disk-queue payloads of targets no longer configured, as counted at start."""
+        self.admission: Admission | None = None
+        """The receivers' trace consumer, the graph's first stage (``processors/admission.py``)."""
         self.pipeline: Pipeline | None = None
         self.logs: LogsIntake | None = None
         """The OTLP logs side (``logs_intake.py``): records held with their traces."""
@@ -146,8 +149,8 @@ class Collector:
 
     def snapshot(self) -> dict[str, Any]:
         """``/metrics`` (and ``/healthz``): the sum of the components' snapshots (the
-        counters, the listeners, the pipeline, the disk queue and dead-letter file, the
-        decided edge's processors), with the status they add up to."""
+        counters, the listeners, admission, the pipeline, the disk queue and dead-letter
+        file, the decided edge's processors), with the status they add up to."""
         p = self.pipeline
         queues = p.queues if p is not None else []
         disk: dict[str, Any] | None = None
@@ -162,6 +165,7 @@ class Collector:
         parts = merge(
             [
                 self.listeners.snapshot(),
+                self.admission.snapshot() if self.admission is not None else {},
                 p.snapshot() if p is not None else {},
                 {
                     "disk_queue": disk,
@@ -255,7 +259,8 @@ class Collector:
             processors=self.processors,
             rule_cost=self.rule_cost,
         )
-        self.pipeline, self.logs, self.graders = stages.pipeline, stages.logs, stages.graders
+        self.admission, self.pipeline = stages.admission, stages.pipeline
+        self.logs, self.graders = stages.logs, stages.graders
         self.chain = stages.processors
         # Log lines can quote span content (exception texts, backend answers).
         self._log_filter = LogScrubber(scrubber)
@@ -265,6 +270,7 @@ class Collector:
             self.logs.queue.start()
         for processor in self.chain:
             processor.start()
+        self.admission.start()
         if self.store is not None:
             # The store keeps each target's URL for `tracejudge queue`: never its credentials.
             shown = [TargetSpec(spec.name, display_url(spec.url)) for spec in specs]
@@ -272,7 +278,7 @@ class Collector:
         for q in queues:
             q.start()
         try:
-            await self.listeners.start(self.pipeline, self.logs, self._server_log)
+            await self.listeners.start(self.admission, self.logs, self._server_log)
         except BaseException:
             await self._abort_start()
             raise
@@ -336,6 +342,8 @@ class Collector:
     async def _abort_start(self) -> None:
         """Undo a half-finished start (e.g. a port in use) so nothing is left running."""
         await self.listeners.abort()
+        if self.admission is not None:
+            self.admission.shutdown()
         if self.pipeline is not None:
             self.pipeline.close()
             for processor in self.chain:
@@ -389,6 +397,8 @@ class Collector:
         loop = asyncio.get_running_loop()
         end = loop.time() + budget
         await self.listeners.stop_intake(min(1.0, budget))
+        if self.admission is not None:  # the receivers are stopped: nothing more comes
+            self.admission.shutdown()
         p = self.pipeline
         if self._timer is not None:
             # Let a tick judging a chunk finish rather than cancel it mid-way (a cancelled

@@ -30,7 +30,7 @@ from tracejudge.collector.exporters.fanout import FanOut
 from tracejudge.collector.exporters.forward import TargetQueue
 from tracejudge.collector.exporters.payload import Payload, Piece
 from tracejudge.collector.exporters.sinks import VerdictObserver, VerdictSink
-from tracejudge.collector.processors.admission import Admission
+from tracejudge.collector.processors.admission import AdmissionContext, AdmissionFactory
 from tracejudge.collector.processors.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.processors.conversations import ConversationBuffer, conversation_trace_ids
 from tracejudge.collector.processors.cost import CostWatch, RuleCost
@@ -144,8 +144,11 @@ class Pipeline:
         self.rule_cost = rule_cost
         """What the rules cost on the synthetic run (measured by the collector; None for a
         judge that is not the engine): ``/metrics`` ``judging.rule_cost_ms``."""
-        self.admission = Admission(
-            config, self.clock, stats, self.hold, self.fanout, self.mode, self
+        factory = AdmissionFactory()
+        self.admission = factory.create(
+            factory.config_for(config),
+            self.hold,
+            AdmissionContext(self.clock, stats, self.hold, self.fanout, self.mode, self),
         )
         """What the receivers hand requests to (``processors/admission.py``)."""
 

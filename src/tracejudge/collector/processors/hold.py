@@ -13,14 +13,25 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from tracejudge.collector.clock import Clock
 from tracejudge.collector.codec.otlp import TraceFragment
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.processors.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.processors.conversations import ConversationBuffer
+from tracejudge.collector.processors.stamp import Decision
 
-__all__ = ["TraceHold"]
+__all__ = ["Admitted", "TraceHold"]
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """The batch of the admitted edge: one request's fresh fragments (none of a decided
+    trace), persisted already, and when they were admitted."""
+
+    fragments: tuple[TraceFragment, ...]
+    at: float
 
 
 class TraceHold:
@@ -77,6 +88,13 @@ class TraceHold:
         if self.buffer.next_deadline() < self.wake_at:
             self.wake.set()
 
+    def consume(self, batch: Admitted) -> None:
+        """Take one request's admitted fragments (``add``), then wake the timer if one of
+        them made a trace due before ``wake_at`` (``poke``)."""
+        for frag in batch.fragments:
+            self.add(frag, batch.at)
+        self.poke()
+
     def add(self, frag: TraceFragment, now: float) -> None:
         """Take an admitted fragment: held for its trace being decided, held with its
         conversation, or buffered."""
@@ -85,6 +103,15 @@ class TraceHold:
             held.append(frag)  # its trace is being decided: goes out late, once decided
         elif self.held is None or not self.held.add(frag, now):
             self.buffer.add(frag, now)
+
+    def full(self) -> bool:
+        """True when the buffer takes nothing more: ``max_traces`` traces, or
+        ``max_buffered_bytes`` reached (with the traces being judged)."""
+        return self.buffer.full() or self.over_bytes(0)
+
+    def decision(self, trace_id: bytes) -> Decision | None:
+        """The decision remembered for ``trace_id`` (None: not decided, or forgotten)."""
+        return self.decided.get(trace_id)
 
     def over_traces(self, fresh: Sequence[TraceFragment]) -> bool:
         """True when the new traces of ``fresh`` would take the buffer past ``max_traces``
