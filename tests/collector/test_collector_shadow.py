@@ -21,6 +21,7 @@ from tests.collector.test_collector_timing import ListSink, drive
 from tests.support import shadow_runs
 from tests.support.shadow_runs import Shape, run_once
 from tracejudge.collector import CollectorConfig
+from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import ConfigError, build_config
 from tracejudge.collector.pipeline import Pipeline, scrubber_for
@@ -72,6 +73,7 @@ class Rig:
             shadow=self.pairs,
         )
         self.pipeline.arm_timer()
+        self.admission = admission_for(self.pipeline)
         self._sent = 0
 
     def send(self, shape: Shape, request_id: str | None, shadow: bool = False) -> None:
@@ -79,7 +81,7 @@ class Rig:
         run_once(shape, request_id=request_id, shadow=shadow, variant="v2" if shadow else "v1")
         spans = list(self.exporter.get_finished_spans())[self._sent :]
         self._sent += len(spans)
-        self.pipeline.ingest(_request(spans))
+        self.admission.ingest(_request(spans))
 
     def run(self, seconds: float) -> None:
         asyncio.run(drive(self.pipeline, self.clock, seconds))

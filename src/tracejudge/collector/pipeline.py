@@ -1,11 +1,12 @@
-"""The processor: admit spans, assemble traces, and at decision judge, stamp and enqueue.
+"""The decision side: take due traces from the hold, judge, stamp and enqueue them.
 
 Everything here runs on the collector's one event loop except the CPU-bound part of a
 decision (decode, build the run, judge, scrub, stamp: ``decide``), which runs on one worker
 thread a chunk of traces at a time, so an expensive rules file never stalls the receivers
 or ``/healthz`` (the loop only waits for the chunk's outcomes, then counts, remembers and
 enqueues them in deadline order). When judging falls more than ``max_judge_lag`` behind
-the traces' deadlines, the receivers push back ("retry later") instead of buffering more.
+the traces' deadlines, admission (``processors/admission.py``, in front of the hold) has
+the receivers push back ("retry later") instead of buffering more.
 """
 
 from __future__ import annotations
@@ -16,21 +17,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
 from tracejudge.collector.clock import Clock, SystemClock
-from tracejudge.collector.codec.otlp import (
-    RequestLimits,
-    SplitResult,
-)
 from tracejudge.collector.component import Consumer
 from tracejudge.collector.config import CollectorConfig
-from tracejudge.collector.consumer import IngestResult, Throttled
 from tracejudge.collector.exporters.fanout import FanOut
 from tracejudge.collector.exporters.forward import TargetQueue
 from tracejudge.collector.exporters.payload import Payload, Piece
 from tracejudge.collector.exporters.sinks import VerdictObserver, VerdictSink
-from tracejudge.collector.processors.admission import AdmissionContext, AdmissionFactory
 from tracejudge.collector.processors.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.processors.conversations import ConversationBuffer, conversation_trace_ids
 from tracejudge.collector.processors.cost import CostWatch, RuleCost
@@ -52,7 +45,7 @@ from tracejudge.engine.verdict import Verdict
 
 log = logging.getLogger("tracejudge.collector")
 
-__all__ = ["IngestResult", "Outcome", "Payload", "Piece", "Pipeline", "Throttled", "scrubber_for"]
+__all__ = ["Outcome", "Payload", "Piece", "Pipeline", "scrubber_for"]
 
 _CHUNK = 8
 """Traces the worker hands over at once, settled and enqueued to forwarders in one commit."""
@@ -70,8 +63,8 @@ def scrubber_for(config: CollectorConfig) -> Scrubber:
 
 
 class Pipeline:
-    """Buffer + decisions + fan-out to the target queues and verdict sinks; the
-    receivers' ``TraceConsumer``."""
+    """Decisions over the hold's due traces, and fan-out of what they decide to the target
+    queues and verdict sinks; the decision side admission reads (``DecisionBacklog``)."""
 
     def __init__(
         self,
@@ -144,13 +137,6 @@ class Pipeline:
         self.rule_cost = rule_cost
         """What the rules cost on the synthetic run (measured by the collector; None for a
         judge that is not the engine): ``/metrics`` ``judging.rule_cost_ms``."""
-        factory = AdmissionFactory()
-        self.admission = factory.create(
-            factory.config_for(config),
-            self.hold,
-            AdmissionContext(self.clock, stats, self.hold, self.fanout, self.mode, self),
-        )
-        """What the receivers hand requests to (``processors/admission.py``)."""
 
     @property
     def buffer(self) -> TraceBuffer:
@@ -193,38 +179,6 @@ class Pipeline:
     def arm_timer(self) -> float:
         """Seconds until the decision timer should run ``tick`` next (``TraceHold.arm_timer``)."""
         return self.hold.arm_timer()
-
-    def check_capacity(self) -> None:
-        """``Admission.check_capacity``."""
-        self.admission.check_capacity()
-
-    def throttled(self) -> None:
-        """``Admission.throttled``."""
-        self.admission.throttled()
-
-    def ingest(
-        self,
-        request: ExportTraceServiceRequest,
-        raw: bytes | None = None,
-        decode_rejects: Sequence[str] = (),
-    ) -> IngestResult:
-        """``Admission.ingest``."""
-        return self.admission.ingest(request, raw, decode_rejects)
-
-    @property
-    def limits(self) -> RequestLimits:
-        """``Admission.limits``."""
-        return self.admission.limits
-
-    def split(
-        self, request: ExportTraceServiceRequest | bytes, decode_rejects: Sequence[str] = ()
-    ) -> SplitResult:
-        """``Admission.split``."""
-        return self.admission.split(request, decode_rejects)
-
-    def admit(self, split: SplitResult) -> IngestResult:
-        """``Admission.admit``."""
-        return self.admission.admit(split)
 
     def judge_lag(self) -> float:
         """Seconds the oldest due trace not yet judged is past its deadline (0 when none)."""
