@@ -139,7 +139,7 @@ def build_stages(
         stats,
         store,
         clock,
-        [recent],
+        [recent, shadow],  # every observer registered here: the pipeline adds none
         hold=hold,
         scrubber=scrubber,
         shadow=shadow,

@@ -87,7 +87,8 @@ class Pipeline:
         """The collaborators after ``observers`` are built by the collector, which shares
         them with other stages (the logs intake holds its records in ``hold``); left out,
         the pipeline makes its own ``hold`` and ``scrubber`` from ``config`` and has no
-        shadow pairing nor processors after the decision (``decided``)."""
+        shadow pairing nor processors after the decision (``decided``). ``shadow``, when
+        given, must be one of ``observers`` (``ValueError``): it is registered with them."""
         self.config = config
         self.clock: Clock = SystemClock() if clock is None else clock
         self.judge = judge
@@ -102,13 +103,14 @@ class Pipeline:
         self.scrubber = scrubber_for(config) if scrubber is None else scrubber
         self.mode = forward_mode(config, self.scrubber)
         """Stamp or passthrough, with the content filter: every branch on those flags."""
-        self.observers = list(observers)
-        """Given each decided verdict object (the gate's window of recent runs)."""
+        self.observers = tuple(observers)
+        """Given each decided verdict object (the gate's window of recent runs, shadow
+        pairing), as the assembly registered them: the pipeline adds none."""
         self.shadow = shadow
-        """Shadow runs waiting for their stable run (also an observer): the timer reports
+        """Shadow runs waiting for their stable run (one of ``observers``): the timer reports
         those that waited too long, shutdown the rest (``collector/processors/shadow.py``)."""
-        if shadow is not None:
-            self.observers.append(shadow)
+        if shadow is not None and not any(o is shadow for o in self.observers):
+            raise ValueError("shadow pairing is given verdicts as one of the observers")
         self.decider = Decider(
             judge,
             self.scrubber,
