@@ -107,7 +107,7 @@ def _request(tid: bytes, n: int = 1) -> ExportTraceServiceRequest:
 
 def _forwarded(queue: TargetQueue) -> list[dict[str, Any]]:
     """The spans queued for the backend, as attribute dicts."""
-    out = []
+    out: list[dict[str, Any]] = []
     for item in queue.items:
         req = ExportTraceServiceRequest.FromString(item.payload)
         for rs in req.resource_spans:

@@ -1,7 +1,7 @@
 """When decisions happen, on a manual clock: no sockets, no sleeps, exact times.
 
 The pipeline reads deadlines from its injected ``Clock``; ``drive`` below plays the
-collector's timer loop (``Collector._tick_loop``: sleep what ``Pipeline.arm_timer`` says,
+collector's timer loop (``TraceHold.run_timer``: sleep what ``Pipeline.arm_timer`` says,
 cut short when ingest sets ``wake``, then ``tick``) with the manual clock's time instead of
 the event loop's. The judge is the stand-in (rule semantics do not matter here) and the
 verdict sink is a list: a decision is the moment its record reaches the sink.

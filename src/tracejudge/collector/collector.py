@@ -270,6 +270,7 @@ class Collector:
             self.logs.queue.start()
         for processor in self.chain:
             processor.start()
+        self.pipeline.hold.start()
         self.admission.start()
         if self.store is not None:
             # The store keeps each target's URL for `tracejudge queue`: never its credentials.
@@ -282,7 +283,10 @@ class Collector:
         except BaseException:
             await self._abort_start()
             raise
-        self._timer = asyncio.get_running_loop().create_task(self._tick_loop())
+        hold = self.pipeline.hold  # its timer hands due traces to the pipeline's decisions
+        self._timer = asyncio.get_running_loop().create_task(
+            hold.run_timer(self.pipeline, self.stopping)
+        )
         if announce is not None:
             announce(self.describe())
         else:
@@ -345,6 +349,7 @@ class Collector:
         if self.admission is not None:
             self.admission.shutdown()
         if self.pipeline is not None:
+            self.pipeline.hold.shutdown()
             self.pipeline.close()
             for processor in self.chain:
                 processor.shutdown()
@@ -361,27 +366,6 @@ class Collector:
         if self._log_filter is not None:
             log.removeFilter(self._log_filter)
         self.stats.shutdown(0.1)
-
-    async def _tick_loop(self) -> None:
-        p = self.pipeline
-        assert p is not None
-        while not self.stopping():
-            # Wake at the earliest decision deadline, or sooner when ingest buffers a
-            # trace due before that (see ``Pipeline.arm_timer``).
-            # The deadline arm_timer read, not a delay from a second reading: a clock
-            # moved in between (a test's ManualClock, from its thread) must not push it on.
-            p.arm_timer()
-            timer = self.clock.call_at(p.wake_at, p.wake.set)
-            try:
-                await p.wake.wait()
-            finally:
-                timer.cancel()
-            if self.stopping():
-                return
-            try:
-                await p.tick()
-            except Exception:
-                log.exception("decision tick failed")
 
     def stopping(self) -> bool:
         """True once ``stop`` has begun (the timer ends after its current tick)."""
@@ -409,6 +393,7 @@ class Collector:
                 await self._timer
         if p is not None:
             await p.decide_all()
+            p.hold.shutdown()
             p.close()
             for processor in self.chain:  # graders: waiting runs not_evaluated, sent below
                 processor.shutdown()

@@ -346,10 +346,16 @@ class Pipeline:
 
     async def tick(self) -> None:
         """Decide every trace whose deadline has passed (while the forward queues have
-        room for them)."""
-        if self._blocked_need and self._blocked(self._blocked_need, True):
-            return  # still no room: leave the due traces in the buffer, untouched
-        due = self.hold.due(self._now())
+        room for them): what the hold's timer does when it wakes (``TraceHold.hand_due``)."""
+        await self.hold.hand_due(self)
+
+    def has_room(self) -> bool:
+        """False while decisions wait for room in a forward queue (asked again now)."""
+        return not (self._blocked_need and self._blocked(self._blocked_need, True))
+
+    async def decide_due(self, due: list[PendingTrace]) -> None:
+        """Decide the traces the hold's timer found due, then report shadows that waited
+        too long for their stable run."""
         if due:
             await self.decide_batch(due, {})
         if self.shadow is not None:
