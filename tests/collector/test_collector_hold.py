@@ -19,7 +19,7 @@ from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.codec.otlp import TraceFragment, split_by_trace
 from tracejudge.collector.component import ComponentStopped
 from tracejudge.collector.processors.buffer import PendingTrace
-from tracejudge.collector.processors.hold import Admitted, TraceHold
+from tracejudge.collector.processors.hold import TraceHold
 
 
 class Decisions:
@@ -66,14 +66,14 @@ def test_the_processor_contract() -> None:
     hold.start()
     hold.start()
     tid = os.urandom(16)
-    hold.consume(Admitted(_fragments(tid), 7.0))
+    hold.consume((_fragments(tid), 7.0))
     assert list(hold.buffer.traces) == [tid]
     assert hold.next_deadline() == 7.5  # its root arrived at 7.0: due 0.5 s later
     assert hold.snapshot()["buffered_traces"] == 1
     hold.shutdown()
     hold.shutdown()
     with pytest.raises(ComponentStopped, match="processor 'hold' is shut down"):
-        hold.consume(Admitted(_fragments(os.urandom(16)), 7.0))
+        hold.consume((_fragments(os.urandom(16)), 7.0))
     assert list(hold.buffer.traces) == [tid]
     assert set(hold.snapshot()) == keys
 
@@ -85,11 +85,11 @@ def test_due_traces_are_handed_on_only_while_the_decision_side_has_room() -> Non
     hold = _hold(clock)
     decisions = Decisions()
     first, second, later = os.urandom(16), os.urandom(16), os.urandom(16)
-    hold.consume(Admitted(_fragments(first), clock.now()))
+    hold.consume((_fragments(first), clock.now()))
     clock.advance(0.1)
-    hold.consume(Admitted(_fragments(second), clock.now()))
+    hold.consume((_fragments(second), clock.now()))
     clock.advance(0.5)
-    hold.consume(Admitted(_fragments(later), clock.now()))
+    hold.consume((_fragments(later), clock.now()))
     decisions.room = False
     asyncio.run(hold.hand_due(decisions))
     assert decisions.handed == []
@@ -114,7 +114,7 @@ def test_the_timer_wakes_at_the_deadline_and_hands_the_trace_on() -> None:
         nonlocal stop
         timer = asyncio.get_running_loop().create_task(hold.run_timer(decisions, lambda: stop))
         await until(lambda: clock.deadlines() == [1.0], "the timer armed a tick away")
-        hold.consume(Admitted(_fragments(tid), clock.now()))  # due at 0.5: before the tick
+        hold.consume((_fragments(tid), clock.now()))  # due at 0.5: before the tick
         await until(lambda: clock.deadlines() == [0.5], "the timer re-armed at the deadline")
         assert decisions.handed == [[]]  # the poke woke it: nothing was due yet
         clock.advance(0.5)

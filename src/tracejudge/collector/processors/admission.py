@@ -224,8 +224,9 @@ class Admission:
         # What goes straight to the forward queues: late spans, and in passthrough mode
         # every fresh fragment too.
         direct: list[Payload] = []
+        decided = self.room.decision
         for frag in split.fragments:
-            decision = self.room.decision(frag.trace_id)
+            decision = decided(frag.trace_id)
             if decision is None:
                 fresh.append(frag)
             else:
@@ -237,7 +238,7 @@ class Admission:
                 direct.append(Payload(now_out, f.spans, 1))
         self._refuse_over_limits(fresh, direct)
         self.fanout.accept(fresh, direct)
-        self.next.consume(Admitted(tuple(fresh), now))
+        self.next.consume((tuple(fresh), now))
         self.stats.count("late", late)
         self.stats.count("received", split.accepted)
         self.stats.count("rejected", split.rejected)

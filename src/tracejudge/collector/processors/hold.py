@@ -17,7 +17,6 @@ import asyncio
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from tracejudge.collector.clock import Clock
@@ -35,13 +34,10 @@ __all__ = ["Admitted", "DueDecisions", "TraceHold"]
 KIND = "hold"
 
 
-@dataclass(frozen=True, slots=True)
-class Admitted:
-    """The batch of the admitted edge: one request's fresh fragments (none of a decided
-    trace), persisted already, and when they were admitted."""
-
-    fragments: tuple[TraceFragment, ...]
-    at: float
+Admitted = tuple[tuple[TraceFragment, ...], float]
+"""The batch of the admitted edge: one request's fresh fragments (none of a decided trace),
+persisted already, and when they were admitted (``now``, read once per request). A plain
+tuple, as ``Decided`` is: built once per request on the receivers' path."""
 
 
 class DueDecisions(Protocol):
@@ -154,8 +150,9 @@ class TraceHold:
         them made a trace due before ``wake_at`` (``poke``); ``ComponentStopped`` after
         ``shutdown``."""
         self.state.check()
-        for frag in batch.fragments:
-            self.add(frag, batch.at)
+        fragments, at = batch
+        for frag in fragments:
+            self.add(frag, at)
         self.poke()
 
     def add(self, frag: TraceFragment, now: float) -> None:
