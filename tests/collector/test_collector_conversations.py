@@ -25,10 +25,12 @@ from tests.collector.conversation_support import (
 )
 from tests.collector.test_collector_timing import ListSink, drive
 from tracejudge.collector import CollectorConfig
+from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import ConfigError
 from tracejudge.collector.consumer import Throttled
 from tracejudge.collector.pipeline import Pipeline
+from tracejudge.collector.processors.admission import Admission
 from tracejudge.collector.storage.store import DiskStore
 from tracejudge.collector.telemetry.stats import Stats
 
@@ -42,12 +44,12 @@ WAITS: dict[str, Any] = {
 
 def _pipeline(
     clock: ManualClock, store: DiskStore | None = None, **overrides: Any
-) -> tuple[Pipeline, ListSink]:
+) -> tuple[Pipeline, Admission, ListSink]:
     cfg = CollectorConfig(**{"forward": [], "grpc_port": 0, "http_port": 0, **overrides})
     sink = ListSink(clock)
     p = Pipeline(cfg.validate(), engine(), [], [sink], Stats([]), store, clock)
     p.arm_timer()
-    return p, sink
+    return p, admission_for(p), sink
 
 
 def _by_trace(sink: ListSink) -> dict[str, tuple[float, dict[str, Any]]]:
@@ -64,7 +66,7 @@ def test_a_conversation_is_held_until_quiet_then_judged_once_as_one_run() -> Non
     user's yes (turn 2) confirms the cancellation (turn 3). A trace without a conversation
     id, sent meanwhile, is judged at its usual time."""
     clock = ManualClock()
-    p, sink = _pipeline(clock, **WAITS)
+    p, entry, sink = _pipeline(clock, **WAITS)
     rec = Recorder()
     t0 = clock.now()
 
@@ -73,11 +75,11 @@ def test_a_conversation_is_held_until_quiet_then_judged_once_as_one_run() -> Non
         for n, turn in enumerate(CONFIRMED):
             trace_id, root, request = rec.turn("conv-A", turn, n)
             turns.append((trace_id, root))
-            p.ingest(request)
+            entry.ingest(request)
             if n == 0:
                 await drive(p, clock, 2.0)
                 alone, _, request = rec.turn(None, ALONE, 9)
-                p.ingest(request)  # at t0 + 2
+                entry.ingest(request)  # at t0 + 2
                 await drive(p, clock, 8.0)
             elif n == 1:
                 await drive(p, clock, 10.0)
@@ -116,7 +118,7 @@ def test_interleaved_conversations_stay_separate() -> None:
     """Two conversations whose turns alternate are two runs: the unconfirmed one fails on
     its own (merged with the other's yes it would pass)."""
     clock = ManualClock()
-    p, sink = _pipeline(clock, **WAITS)
+    p, entry, sink = _pipeline(clock, **WAITS)
     rec = Recorder()
     order = [
         ("conv-A", CONFIRMED[0]),
@@ -131,7 +133,7 @@ def test_interleaved_conversations_stay_separate() -> None:
         for n, (cid, turn) in enumerate(order):
             trace_id, _, request = rec.turn(cid, turn, n)
             traces[cid].append(trace_id)
-            p.ingest(request)
+            entry.ingest(request)
             await drive(p, clock, 3.0)
         await drive(p, clock, 40.0)
         got = _by_trace(sink)
@@ -149,7 +151,9 @@ def test_off_by_default_each_turn_is_judged_alone() -> None:
     """Without ``conversation_wait`` nothing is held: each turn gets its verdict at its
     decision time, and turn 3, alone, fails."""
     clock = ManualClock()
-    p, sink = _pipeline(clock, **{k: v for k, v in WAITS.items() if k != "conversation_wait"})
+    p, entry, sink = _pipeline(
+        clock, **{k: v for k, v in WAITS.items() if k != "conversation_wait"}
+    )
     assert p.held is None
     rec = Recorder()
 
@@ -158,7 +162,7 @@ def test_off_by_default_each_turn_is_judged_alone() -> None:
         for n, turn in enumerate(CONFIRMED):
             trace_id, _, request = rec.turn("conv-A", turn, n)
             ids.append(trace_id)
-            p.ingest(request)
+            entry.ingest(request)
             await drive(p, clock, 1.0)
         got = _by_trace(sink)
         assert [got[t][1]["verdict"] for t in ids] == ["pass", "pass", "fail"]
@@ -170,14 +174,14 @@ def test_off_by_default_each_turn_is_judged_alone() -> None:
 def test_a_turn_marked_as_the_end_judges_the_conversation_when_assembled() -> None:
     """``tracejudge.conversation.end`` on the last turn's agent span: no quiet time."""
     clock = ManualClock()
-    p, sink = _pipeline(clock, **WAITS)
+    p, entry, sink = _pipeline(clock, **WAITS)
     rec = Recorder()
     t0 = clock.now()
 
     async def go() -> None:
         for n, turn in enumerate(CONFIRMED):
             _, _, request = rec.turn("conv-A", turn, n, end=n == len(CONFIRMED) - 1)
-            p.ingest(request)
+            entry.ingest(request)
             await drive(p, clock, 10.0)
         ((at, record),) = sink.records
         assert at - t0 == pytest.approx(20.5)
@@ -191,14 +195,14 @@ def test_a_conversation_that_never_goes_quiet_is_judged_at_the_longest_hold() ->
     """Turns every 20 s never leave 30 s of quiet; ``conversation_max_hold`` (45 s after
     the first turn was held) bounds the wait, with the turns held by then."""
     clock = ManualClock()
-    p, sink = _pipeline(clock, **WAITS, conversation_max_hold=45.0)
+    p, entry, sink = _pipeline(clock, **WAITS, conversation_max_hold=45.0)
     rec = Recorder()
     t0 = clock.now()
 
     async def go() -> None:
         for n in range(4):
             _, _, request = rec.turn("conv-A", CONFIRMED[min(n, 2)], n)
-            p.ingest(request)
+            entry.ingest(request)
             await drive(p, clock, 20.0)
             if n == 1:
                 assert sink.records == []  # at + 40
@@ -216,17 +220,17 @@ def test_a_span_of_a_held_trace_joins_it_and_restarts_the_quiet_time() -> None:
     """A span that arrives for a trace already held is kept with the conversation (not
     buffered as a new trace, not forwarded as late) and counts as activity."""
     clock = ManualClock()
-    p, sink = _pipeline(clock, **WAITS)
+    p, entry, sink = _pipeline(clock, **WAITS)
     rec = Recorder()
     t0 = clock.now()
 
     async def go() -> None:
         trace_id, root, request = rec.turn("conv-A", CONFIRMED[0], 0)
-        p.ingest(request)
+        entry.ingest(request)
         await drive(p, clock, 20.0)
         assert p.buffer.held_spans == 2
         straggler = make_span(bytes.fromhex(trace_id), parent=bytes.fromhex(root))
-        p.ingest(make_request([straggler]))  # at t0 + 20
+        entry.ingest(make_request([straggler]))  # at t0 + 20
         assert not p.buffer.traces
         assert p.buffer.held_spans == 3
         await drive(p, clock, 29.9)
@@ -244,19 +248,19 @@ def test_held_conversations_count_against_the_memory_limits() -> None:
     """Back-pressure sees held traces: with room for two traces, two held turns make the
     receivers answer "retry later" although the assembly buffer is empty."""
     clock = ManualClock()
-    p, _ = _pipeline(clock, **WAITS, max_traces=2)
+    p, entry, _ = _pipeline(clock, **WAITS, max_traces=2)
     rec = Recorder()
 
     async def go() -> None:
         for n, cid in enumerate(("conv-A", "conv-B")):
-            p.ingest(rec.turn(cid, CONFIRMED[0], n)[2])
+            entry.ingest(rec.turn(cid, CONFIRMED[0], n)[2])
         await drive(p, clock, 1.0)
         assert not p.buffer.traces
         assert p.buffer.held_traces == 2
         with pytest.raises(Throttled, match="trace buffer full"):
-            p.check_capacity()
+            entry.check_capacity()
         await drive(p, clock, 31.0)  # both judged: room again
-        p.check_capacity()
+        entry.check_capacity()
 
     asyncio.run(go())
 
@@ -268,15 +272,15 @@ def test_held_bytes_count_against_the_byte_limit() -> None:
     rec = Recorder()
     _, _, first = rec.turn("conv-A", CONFIRMED[0], 0)
     size = first.ByteSize()
-    p, _ = _pipeline(clock, **WAITS, max_buffered_bytes=size + size // 2)
+    p, entry, _ = _pipeline(clock, **WAITS, max_buffered_bytes=size + size // 2)
 
     async def go() -> None:
-        p.ingest(first)
+        entry.ingest(first)
         await drive(p, clock, 1.0)
         assert p.buffer.nbytes == 0
         assert p.buffer.used_bytes() > 0
         with pytest.raises(Throttled, match="trace buffer full"):
-            p.ingest(rec.turn("conv-B", CONFIRMED[0], 1)[2])
+            entry.ingest(rec.turn("conv-B", CONFIRMED[0], 1)[2])
         assert not p.buffer.traces
 
     asyncio.run(go())
@@ -286,7 +290,7 @@ def test_shutdown_judges_what_is_held() -> None:
     """``decide_all`` (the SIGTERM path) judges held conversations with the traces still
     being assembled: nothing waits for a quiet time that will never come."""
     clock = ManualClock()
-    p, sink = _pipeline(clock, **WAITS)
+    p, entry, sink = _pipeline(clock, **WAITS)
     rec = Recorder()
 
     async def go() -> None:
@@ -294,7 +298,7 @@ def test_shutdown_judges_what_is_held() -> None:
         for n, turn in enumerate(CONFIRMED):
             trace_id, _, request = rec.turn("conv-A", turn, n)
             ids.append(trace_id)
-            p.ingest(request)
+            entry.ingest(request)
             if n < 2:
                 await drive(p, clock, 5.0)
         assert len(p.buffer.traces) == 1  # the last turn is not assembled yet
@@ -312,7 +316,7 @@ def test_with_a_disk_queue_held_turns_survive_a_crash(tmp_path: Path) -> None:
     them with the third turn as one run."""
     clock = ManualClock()
     store = DiskStore(tmp_path / "q")
-    p, _ = _pipeline(clock, store, **WAITS)
+    p, entry, _ = _pipeline(clock, store, **WAITS)
     rec = Recorder()
 
     async def go() -> None:
@@ -320,16 +324,16 @@ def test_with_a_disk_queue_held_turns_survive_a_crash(tmp_path: Path) -> None:
         for n, turn in enumerate(CONFIRMED[:2]):
             trace_id, _, request = rec.turn("conv-A", turn, n)
             ids.append(trace_id)
-            p.ingest(request)
+            entry.ingest(request)
             await drive(p, clock, 5.0)
         assert p.buffer.held_traces == 2
         store.close()  # the process dies here: nothing was decided
         again = DiskStore(tmp_path / "q")
-        p2, sink = _pipeline(clock, again, **WAITS)
+        p2, entry2, sink = _pipeline(clock, again, **WAITS)
         assert p2.replay_inbox(again.load_inbox()) == 0
         trace_id, _, request = rec.turn("conv-A", CONFIRMED[2], 2)
         ids.append(trace_id)
-        p2.ingest(request)
+        entry2.ingest(request)
         await drive(p2, clock, 40.0)
         ((_, record),) = sink.records
         assert record["verdict"] == "pass"

@@ -17,6 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from tests.collector.collector_support import StandInJudge, attrs, make_request, make_span
 from tracejudge import semconv as sc
 from tracejudge.collector import CollectorConfig
+from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.codec.otlp import TraceFragment
 from tracejudge.collector.exporters.file_target import FileTarget
@@ -48,7 +49,7 @@ def test_every_root_of_a_trace_whose_decision_failed_is_marked(tmp_path: Path) -
 
     async def go() -> None:
         for root in roots:
-            p.ingest(make_request([make_span(tid, root)]))
+            admission_for(p).ingest(make_request([make_span(tid, root)]))
         p.buffer.add(TraceFragment(tid, b"\x0a\xff\xff\xff", 1, False), clock.now())
         clock.advance(0.6)
         await p.tick()

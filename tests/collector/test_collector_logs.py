@@ -23,6 +23,7 @@ from tests.collector.logs_support import log_record, logs_request
 from tests.collector.test_collector_timing import ListSink, drive
 from tracejudge import semconv as sc
 from tracejudge.collector import CollectorConfig
+from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.component import Discard
 from tracejudge.collector.consumer import Throttled
@@ -92,7 +93,7 @@ def test_logs_after_the_root_move_the_deadline_and_join_their_span() -> None:
     p, logs, sink, judge = _setup(clock)
     tid, root = new_ids()
     _, chat = new_ids()
-    p.ingest(make_request([make_span(tid, root), make_span(tid, chat, parent=root)]))
+    admission_for(p).ingest(make_request([make_span(tid, root), make_span(tid, chat, parent=root)]))
 
     async def go() -> None:
         await drive(p, clock, 0.4)
@@ -131,7 +132,7 @@ def test_logs_first_open_the_trace_and_count_against_the_buffer() -> None:
     assert p.buffer.spans == 0
     with pytest.raises(Throttled):
         logs.ingest_logs(logs_request([log_record(tid, root, "x", body="y" * 3000)]))
-    p.ingest(make_request([make_span(tid, root)]))
+    admission_for(p).ingest(make_request([make_span(tid, root)]))
     asyncio.run(drive(p, clock, 1.0))
     (spans,) = judge.seen
     assert [e.name for e in spans[0].events] == [sc.FOREIGN_GEN_AI_CHOICE]
@@ -145,7 +146,7 @@ def test_untraced_and_late_records_are_forwarded_at_once_and_counted() -> None:
     clock = ManualClock()
     p, logs, sink, judge = _setup(clock)
     tid, root = new_ids()
-    p.ingest(make_request([make_span(tid, root)]))
+    admission_for(p).ingest(make_request([make_span(tid, root)]))
     asyncio.run(drive(p, clock, 1.0))
     assert len(sink.records) == 1
     lone = log_record(b"", b"", "", body="a plain log line")
@@ -167,7 +168,7 @@ def test_without_a_logs_endpoint_records_are_judged_and_counted_not_kept() -> No
     tid, root = new_ids()
     logs.ingest_logs(logs_request([log_record(tid, root, sc.FOREIGN_GEN_AI_CHOICE, body="x")]))
     logs.ingest_logs(logs_request([log_record(b"", b"", "", body="untraced")]))
-    p.ingest(make_request([make_span(tid, root)]))
+    admission_for(p).ingest(make_request([make_span(tid, root)]))
     asyncio.run(drive(p, clock, 1.0))
     assert [e.name for e in judge.seen[0][0].events] == [sc.FOREIGN_GEN_AI_CHOICE]
     assert logs.counts.not_kept == 2
@@ -201,7 +202,7 @@ def test_drop_content_strips_message_bodies_from_forwarded_records() -> None:
     user = log_record(tid, root, sc.FOREIGN_GEN_AI_USER_MESSAGE, body="my card 4111")
     other = log_record(tid, root, "app.note", attributes={"key": secret})
     logs.ingest_logs(logs_request([user, other]))
-    p.ingest(make_request([make_span(tid, root)]))
+    admission_for(p).ingest(make_request([make_span(tid, root)]))
     asyncio.run(drive(p, clock, 1.0))
     events = judge.seen[0][0].events
     assert events[0].attributes == {"content": "my card 4111"}
@@ -244,7 +245,7 @@ def test_records_of_a_held_conversation_travel_with_it() -> None:
     tid, root = bytes.fromhex(trace_hex), bytes.fromhex(root_hex)
 
     async def go() -> None:
-        p.ingest(request)
+        admission_for(p).ingest(request)
         logs.ingest_logs(logs_request([log_record(tid, root, "app.before", body="1")]))
         await drive(p, clock, 1.0)
         assert p.held is not None

@@ -241,8 +241,8 @@ def test_span_arriving_while_its_trace_is_being_decided_is_not_judged_twice(
         collector: Collector | None = None
 
         def judge_spans(self, spans: Sequence[SpanRecord]) -> list[Verdict]:
-            if not self.calls and self.collector is not None and self.collector.pipeline:
-                self.collector.pipeline.ingest(make_request([extra]))
+            if not self.calls and self.collector is not None and self.collector.admission:
+                self.collector.admission.ingest(make_request([extra]))
             return super().judge_spans(spans)
 
     judge = IngestingJudge()

@@ -236,9 +236,11 @@ def test_metrics_is_the_sum_of_the_components_snapshots(lt: LoopThread) -> None:
     try:
         snap = c.snapshot()
         assert c.pipeline is not None
+        assert c.admission is not None
         parts = [
             c.stats.snapshot(),
             c.listeners.snapshot(),
+            c.admission.snapshot(),
             c.pipeline.snapshot(),
             *(p.snapshot() for p in c.chain),
         ]

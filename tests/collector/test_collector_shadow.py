@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,7 +21,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.collector.test_collector_timing import ListSink, drive
 from tests.support import shadow_runs
 from tests.support.shadow_runs import Shape, run_once
-from tracejudge.collector import CollectorConfig
+from tracejudge.collector import Collector, CollectorConfig
+from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import ConfigError, build_config
 from tracejudge.collector.pipeline import Pipeline, scrubber_for
@@ -67,11 +69,12 @@ class Rig:
             self.stats,
             None,
             self.clock,
-            [self.recent],
+            [self.recent, self.pairs],
             scrubber=scrubber,
             shadow=self.pairs,
         )
         self.pipeline.arm_timer()
+        self.admission = admission_for(self.pipeline)
         self._sent = 0
 
     def send(self, shape: Shape, request_id: str | None, shadow: bool = False) -> None:
@@ -79,7 +82,7 @@ class Rig:
         run_once(shape, request_id=request_id, shadow=shadow, variant="v2" if shadow else "v1")
         spans = list(self.exporter.get_finished_spans())[self._sent :]
         self._sent += len(spans)
-        self.pipeline.ingest(_request(spans))
+        self.admission.ingest(_request(spans))
 
     def run(self, seconds: float) -> None:
         asyncio.run(drive(self.pipeline, self.clock, seconds))
@@ -227,3 +230,20 @@ def test_shadow_wait_is_a_checked_duration() -> None:
         build_config({}, {"shadow_wait": "0s"})
     with pytest.raises(ConfigError, match="shadow_max_pending: must be positive"):
         build_config({"shadow_max_pending": 0}, {})
+
+
+def test_shadow_pairing_is_registered_as_an_observer_when_the_graph_is_built(
+    collector_factory: Callable[..., Collector],
+) -> None:
+    """The assembly registers the gate's window and shadow pairing as the pipeline's
+    observers, in that order; the pipeline adds none itself, so shadow pairing given
+    for its timer but left out of the observers (it would never see a verdict) is refused."""
+    c = collector_factory()
+    assert c.pipeline is not None
+    assert c.pipeline.shadow is not None
+    assert c.pipeline.observers == (c.recent, c.pipeline.shadow)
+    cfg = CollectorConfig(forward=[], grpc_port=0, http_port=0).validate()
+    stats = Stats([])
+    pairs = shadow_pairs_for(cfg, stats, [], scrubber_for(cfg), RULESET)
+    with pytest.raises(ValueError, match="shadow pairing is given verdicts as one of the obs"):
+        Pipeline(cfg, Engine(RULESET), [], [], stats, None, ManualClock(), [], shadow=pairs)

@@ -1,7 +1,7 @@
 """When decisions happen, on a manual clock: no sockets, no sleeps, exact times.
 
 The pipeline reads deadlines from its injected ``Clock``; ``drive`` below plays the
-collector's timer loop (``Collector._tick_loop``: sleep what ``Pipeline.arm_timer`` says,
+collector's timer loop (``TraceHold.run_timer``: sleep what ``Pipeline.arm_timer`` says,
 cut short when ingest sets ``wake``, then ``tick``) with the manual clock's time instead of
 the event loop's. The judge is the stand-in (rule semantics do not matter here) and the
 verdict sink is a list: a decision is the moment its record reaches the sink.
@@ -17,8 +17,10 @@ import pytest
 
 from tests.collector.collector_support import StandInJudge, make_request, make_span, new_ids
 from tracejudge.collector import CollectorConfig
+from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.pipeline import Pipeline
+from tracejudge.collector.processors.admission import Admission
 from tracejudge.collector.telemetry.stats import Stats
 
 
@@ -36,12 +38,12 @@ class ListSink:
         return None
 
 
-def _pipeline(clock: ManualClock, **overrides: Any) -> tuple[Pipeline, ListSink]:
+def _pipeline(clock: ManualClock, **overrides: Any) -> tuple[Pipeline, Admission, ListSink]:
     cfg = CollectorConfig(**{"forward": [], "grpc_port": 0, "http_port": 0, **overrides})
     sink = ListSink(clock)
     p = Pipeline(cfg.validate(), StandInJudge(), [], [sink], Stats([]), None, clock)
     p.arm_timer()
-    return p, sink
+    return p, admission_for(p), sink
 
 
 async def drive(p: Pipeline, clock: ManualClock, seconds: float) -> None:
@@ -64,14 +66,14 @@ def test_decision_follows_the_deadline_not_the_tick() -> None:
     0.1 s wait, back-to-back traces are each decided 0.1 s after their root. A timer that
     slept a whole tick between batches made the second trace wait ~1 s."""
     clock = ManualClock()
-    p, sink = _pipeline(clock, decision_wait_after_root=0.1, decision_wait=5.0, tick=1.0)
+    p, entry, sink = _pipeline(clock, decision_wait_after_root=0.1, decision_wait=5.0, tick=1.0)
 
     async def go() -> list[float]:
         took = []
         for n in range(1, 4):
             trace_id, root_id = new_ids()
             start = clock.now()
-            p.ingest(make_request([make_span(trace_id, root_id)]))
+            entry.ingest(make_request([make_span(trace_id, root_id)]))
             while len(sink.records) < n:
                 await drive(p, clock, 0.01)
                 assert clock.now() - start < 2.0, f"trace {n} not decided"
@@ -86,16 +88,16 @@ def test_root_wait_restarts_with_each_span_and_a_rootless_trace_waits_the_maximu
     """A span arriving after the root moves the decision to ``wait_after_root`` after it;
     a trace whose root never comes is decided ``decision_wait`` after its first span."""
     clock = ManualClock()
-    p, sink = _pipeline(clock, decision_wait_after_root=0.5, decision_wait=3.0, tick=0.25)
+    p, entry, sink = _pipeline(clock, decision_wait_after_root=0.5, decision_wait=3.0, tick=0.25)
     trace_id, root_id = new_ids()
     orphan, _ = new_ids()
 
     async def go() -> None:
         t0 = clock.now()
-        p.ingest(make_request([make_span(trace_id, root_id)]))
-        p.ingest(make_request([make_span(orphan, parent=b"\x01" * 8)]))
+        entry.ingest(make_request([make_span(trace_id, root_id)]))
+        entry.ingest(make_request([make_span(orphan, parent=b"\x01" * 8)]))
         await drive(p, clock, 0.4)
-        p.ingest(make_request([make_span(trace_id, parent=root_id)]))  # at t0 + 0.4
+        entry.ingest(make_request([make_span(trace_id, parent=root_id)]))  # at t0 + 0.4
         await drive(p, clock, 0.45)
         assert sink.records == []  # 0.85 s: the root's wait restarted at 0.4
         await drive(p, clock, 0.1)

@@ -7,7 +7,9 @@ first: the dead-letter file takes it too), the forward queues and verdict sinks,
 ``TraceHold`` shared by the pipeline and the logs intake, shadow pairing, the logs intake,
 the processors of the decided edge in their declared order (``processors/registry.py``:
 the logs join, the graders, which send their outcomes through the logs intake), each
-created with the next, and the pipeline over all of them. Observers (the gate's window,
+created with the next, the pipeline over all of them, and last the receivers' entry in
+front of it, admission (``processors/admission.py``: its next consumer the hold, its
+back-pressure the pipeline's decisions). Observers (the gate's window,
 shadow pairing, verdict sinks) are given to the stage that tells them when it is built:
 nothing is attached to a stage after it is built.
 """
@@ -25,6 +27,11 @@ from tracejudge.collector.exporters.forward import ForwardTarget, TargetQueue
 from tracejudge.collector.exporters.sinks import JsonlSink, TextSink, VerdictSink, WebhookSink
 from tracejudge.collector.exporters.targets import TargetSpec
 from tracejudge.collector.pipeline import Pipeline
+from tracejudge.collector.processors.admission import (
+    Admission,
+    AdmissionContext,
+    AdmissionFactory,
+)
 from tracejudge.collector.processors.cost import RuleCost
 from tracejudge.collector.processors.decided import Context, Decided
 from tracejudge.collector.processors.graders import GraderStage
@@ -40,14 +47,15 @@ from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.gate.recent import RecentVerdicts
 from tracejudge.graders.apply import GraderRule
 
-__all__ = ["Stages", "build_stages", "forward_queues", "verdict_sinks"]
+__all__ = ["Stages", "admission_for", "build_stages", "forward_queues", "verdict_sinks"]
 
 
 @dataclass(slots=True)
 class Stages:
-    """What ``build_stages`` made: the receivers' consumers and the processors of the
-    decided edge, in order."""
+    """What ``build_stages`` made: the receivers' consumers (admission for traces, the
+    logs intake), the pipeline and the processors of the decided edge, in order."""
 
+    admission: Admission
     pipeline: Pipeline
     logs: LogsIntake
     processors: list[Processor[Decided]]
@@ -131,7 +139,7 @@ def build_stages(
         stats,
         store,
         clock,
-        [recent],
+        [recent, shadow],  # every observer registered here: the pipeline adds none
         hold=hold,
         scrubber=scrubber,
         shadow=shadow,
@@ -139,4 +147,15 @@ def build_stages(
         rules_version=str(getattr(ruleset, "version", "")),
         rule_cost=rule_cost,
     )
-    return Stages(pipeline, logs, chain)
+    return Stages(admission_for(pipeline), pipeline, logs, chain)
+
+
+def admission_for(pipeline: Pipeline) -> Admission:
+    """The receivers' stage in front of ``pipeline``, from its config: fresh fragments to
+    its hold, direct payloads (late spans, passthrough) to its fan-out, back-pressure from
+    its decisions."""
+    factory = AdmissionFactory()
+    context = AdmissionContext(
+        pipeline.clock, pipeline.stats, pipeline.hold, pipeline.fanout, pipeline.mode, pipeline
+    )
+    return factory.create(factory.config_for(pipeline.config), pipeline.hold, context)

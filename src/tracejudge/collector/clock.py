@@ -1,12 +1,12 @@
 """The collector's clock, injectable so decision timing is tested without sleeps.
 
 Decision deadlines (``decision_wait_after_root``, ``decision_wait``), the judge's lag and
-the timer's next wake are computed from ``Clock.now()``, and the timer sleeps with
-``Clock.call_later``; the gate's window uses ``Clock.wall()``. The default reads the real
-clocks and sleeps on the event loop; a test passes a ``ManualClock`` to ``Collector`` and
-moves time with ``advance`` (the collector's timer wakes when the clock passes its
-deadline, on its own loop), or drives a ``Pipeline`` step by step (``Pipeline.arm_timer``
-then ``Pipeline.tick``).
+the timer's next wake are computed from ``Clock.now()``, and the timer (the hold's,
+``TraceHold.run_timer``) sleeps with ``Clock.call_at``; the gate's window uses
+``Clock.wall()``. The default reads the real clocks and sleeps on the event loop; a test
+passes a ``ManualClock`` to ``Collector`` and moves time with ``advance`` (the collector's
+timer wakes when the clock passes its deadline, on its own loop), or drives a ``Pipeline``
+step by step (``Pipeline.arm_timer`` then ``Pipeline.tick``).
 """
 
 from __future__ import annotations

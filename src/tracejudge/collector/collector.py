@@ -28,6 +28,7 @@ from tracejudge.collector.exporters.registry import EXPORTERS, ExporterRegistry
 from tracejudge.collector.exporters.sinks import VerdictSink
 from tracejudge.collector.exporters.targets import TargetSpec, split_forward, target_specs
 from tracejudge.collector.pipeline import Pipeline, scrubber_for
+from tracejudge.collector.processors.admission import Admission
 from tracejudge.collector.processors.cost import RuleCost, check_budget, measure
 from tracejudge.collector.processors.decided import Decided
 from tracejudge.collector.processors.graders import GraderStage, graders_for
@@ -115,6 +116,8 @@ class Collector:
         self.dead_letter: DeadLetterFile | None = None
         self.removed_targets: list[QueuedTarget] = []
         """Disk-queue payloads of targets no longer configured, as counted at start."""
+        self.admission: Admission | None = None
+        """The receivers' trace consumer, the graph's first stage (``processors/admission.py``)."""
         self.pipeline: Pipeline | None = None
         self.logs: LogsIntake | None = None
         """The OTLP logs side (``logs_intake.py``): records held with their traces."""
@@ -146,8 +149,8 @@ class Collector:
 
     def snapshot(self) -> dict[str, Any]:
         """``/metrics`` (and ``/healthz``): the sum of the components' snapshots (the
-        counters, the listeners, the pipeline, the disk queue and dead-letter file, the
-        decided edge's processors), with the status they add up to."""
+        counters, the listeners, admission, the pipeline, the disk queue and dead-letter
+        file, the decided edge's processors), with the status they add up to."""
         p = self.pipeline
         queues = p.queues if p is not None else []
         disk: dict[str, Any] | None = None
@@ -162,6 +165,7 @@ class Collector:
         parts = merge(
             [
                 self.listeners.snapshot(),
+                self.admission.snapshot() if self.admission is not None else {},
                 p.snapshot() if p is not None else {},
                 {
                     "disk_queue": disk,
@@ -255,7 +259,8 @@ class Collector:
             processors=self.processors,
             rule_cost=self.rule_cost,
         )
-        self.pipeline, self.logs, self.graders = stages.pipeline, stages.logs, stages.graders
+        self.admission, self.pipeline = stages.admission, stages.pipeline
+        self.logs, self.graders = stages.logs, stages.graders
         self.chain = stages.processors
         # Log lines can quote span content (exception texts, backend answers).
         self._log_filter = LogScrubber(scrubber)
@@ -265,6 +270,8 @@ class Collector:
             self.logs.queue.start()
         for processor in self.chain:
             processor.start()
+        self.pipeline.hold.start()
+        self.admission.start()
         if self.store is not None:
             # The store keeps each target's URL for `tracejudge queue`: never its credentials.
             shown = [TargetSpec(spec.name, display_url(spec.url)) for spec in specs]
@@ -272,11 +279,14 @@ class Collector:
         for q in queues:
             q.start()
         try:
-            await self.listeners.start(self.pipeline, self.logs, self._server_log)
+            await self.listeners.start(self.admission, self.logs, self._server_log)
         except BaseException:
             await self._abort_start()
             raise
-        self._timer = asyncio.get_running_loop().create_task(self._tick_loop())
+        hold = self.pipeline.hold  # its timer hands due traces to the pipeline's decisions
+        self._timer = asyncio.get_running_loop().create_task(
+            hold.run_timer(self.pipeline, self.stopping)
+        )
         if announce is not None:
             announce(self.describe())
         else:
@@ -336,7 +346,10 @@ class Collector:
     async def _abort_start(self) -> None:
         """Undo a half-finished start (e.g. a port in use) so nothing is left running."""
         await self.listeners.abort()
+        if self.admission is not None:
+            self.admission.shutdown()
         if self.pipeline is not None:
+            self.pipeline.hold.shutdown()
             self.pipeline.close()
             for processor in self.chain:
                 processor.shutdown()
@@ -354,27 +367,6 @@ class Collector:
             log.removeFilter(self._log_filter)
         self.stats.shutdown(0.1)
 
-    async def _tick_loop(self) -> None:
-        p = self.pipeline
-        assert p is not None
-        while not self.stopping():
-            # Wake at the earliest decision deadline, or sooner when ingest buffers a
-            # trace due before that (see ``Pipeline.arm_timer``).
-            # The deadline arm_timer read, not a delay from a second reading: a clock
-            # moved in between (a test's ManualClock, from its thread) must not push it on.
-            p.arm_timer()
-            timer = self.clock.call_at(p.wake_at, p.wake.set)
-            try:
-                await p.wake.wait()
-            finally:
-                timer.cancel()
-            if self.stopping():
-                return
-            try:
-                await p.tick()
-            except Exception:
-                log.exception("decision tick failed")
-
     def stopping(self) -> bool:
         """True once ``stop`` has begun (the timer ends after its current tick)."""
         return self._stopping
@@ -389,6 +381,8 @@ class Collector:
         loop = asyncio.get_running_loop()
         end = loop.time() + budget
         await self.listeners.stop_intake(min(1.0, budget))
+        if self.admission is not None:  # the receivers are stopped: nothing more comes
+            self.admission.shutdown()
         p = self.pipeline
         if self._timer is not None:
             # Let a tick judging a chunk finish rather than cancel it mid-way (a cancelled
@@ -399,6 +393,7 @@ class Collector:
                 await self._timer
         if p is not None:
             await p.decide_all()
+            p.hold.shutdown()
             p.close()
             for processor in self.chain:  # graders: waiting runs not_evaluated, sent below
                 processor.shutdown()

@@ -1,11 +1,12 @@
-"""The processor: admit spans, assemble traces, and at decision judge, stamp and enqueue.
+"""The decision side: take due traces from the hold, judge, stamp and enqueue them.
 
 Everything here runs on the collector's one event loop except the CPU-bound part of a
 decision (decode, build the run, judge, scrub, stamp: ``decide``), which runs on one worker
 thread a chunk of traces at a time, so an expensive rules file never stalls the receivers
 or ``/healthz`` (the loop only waits for the chunk's outcomes, then counts, remembers and
 enqueues them in deadline order). When judging falls more than ``max_judge_lag`` behind
-the traces' deadlines, the receivers push back ("retry later") instead of buffering more.
+the traces' deadlines, admission (``processors/admission.py``, in front of the hold) has
+the receivers push back ("retry later") instead of buffering more.
 """
 
 from __future__ import annotations
@@ -16,19 +17,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
 from tracejudge.collector.clock import Clock, SystemClock
-from tracejudge.collector.codec.otlp import (
-    RequestLimits,
-    SplitResult,
-    TraceFragment,
-    split_body,
-    split_by_trace,
-)
 from tracejudge.collector.component import Consumer
 from tracejudge.collector.config import CollectorConfig
-from tracejudge.collector.consumer import IngestResult, Throttled
 from tracejudge.collector.exporters.fanout import FanOut
 from tracejudge.collector.exporters.forward import TargetQueue
 from tracejudge.collector.exporters.payload import Payload, Piece
@@ -54,7 +45,7 @@ from tracejudge.engine.verdict import Verdict
 
 log = logging.getLogger("tracejudge.collector")
 
-__all__ = ["IngestResult", "Outcome", "Payload", "Piece", "Pipeline", "Throttled", "scrubber_for"]
+__all__ = ["Outcome", "Payload", "Piece", "Pipeline", "scrubber_for"]
 
 _CHUNK = 8
 """Traces the worker hands over at once, settled and enqueued to forwarders in one commit."""
@@ -72,8 +63,8 @@ def scrubber_for(config: CollectorConfig) -> Scrubber:
 
 
 class Pipeline:
-    """Buffer + decisions + fan-out to the target queues and verdict sinks; the
-    receivers' ``TraceConsumer``."""
+    """Decisions over the hold's due traces, and fan-out of what they decide to the target
+    queues and verdict sinks; the decision side admission reads (``DecisionBacklog``)."""
 
     def __init__(
         self,
@@ -96,7 +87,8 @@ class Pipeline:
         """The collaborators after ``observers`` are built by the collector, which shares
         them with other stages (the logs intake holds its records in ``hold``); left out,
         the pipeline makes its own ``hold`` and ``scrubber`` from ``config`` and has no
-        shadow pairing nor processors after the decision (``decided``)."""
+        shadow pairing nor processors after the decision (``decided``). ``shadow``, when
+        given, must be one of ``observers`` (``ValueError``): it is registered with them."""
         self.config = config
         self.clock: Clock = SystemClock() if clock is None else clock
         self.judge = judge
@@ -111,13 +103,14 @@ class Pipeline:
         self.scrubber = scrubber_for(config) if scrubber is None else scrubber
         self.mode = forward_mode(config, self.scrubber)
         """Stamp or passthrough, with the content filter: every branch on those flags."""
-        self.observers = list(observers)
-        """Given each decided verdict object (the gate's window of recent runs)."""
+        self.observers = tuple(observers)
+        """Given each decided verdict object (the gate's window of recent runs, shadow
+        pairing), as the assembly registered them: the pipeline adds none."""
         self.shadow = shadow
-        """Shadow runs waiting for their stable run (also an observer): the timer reports
+        """Shadow runs waiting for their stable run (one of ``observers``): the timer reports
         those that waited too long, shutdown the rest (``collector/processors/shadow.py``)."""
-        if shadow is not None:
-            self.observers.append(shadow)
+        if shadow is not None and not any(o is shadow for o in self.observers):
+            raise ValueError("shadow pairing is given verdicts as one of the observers")
         self.decider = Decider(
             judge,
             self.scrubber,
@@ -188,106 +181,6 @@ class Pipeline:
     def arm_timer(self) -> float:
         """Seconds until the decision timer should run ``tick`` next (``TraceHold.arm_timer``)."""
         return self.hold.arm_timer()
-
-    def check_capacity(self) -> None:
-        """Raise ``Throttled`` when the buffer or a forward queue is full (back-pressure).
-        A cheap test before parsing; ``ingest`` checks the request's exact size."""
-        if self.hold.buffer.full() or self.hold.over_bytes(0):
-            raise Throttled("trace buffer full", self.config.retry_after_hint)
-        lag = self.judge_lag()
-        if lag > self.config.max_judge_lag:
-            raise Throttled(
-                f"judging is {lag:.1f}s behind (max_judge_lag {self.config.max_judge_lag:g}s)",
-                self.config.retry_after_hint,
-            )
-        if self._blocked_need:
-            raise Throttled(self._blocked_reason, self.config.retry_after_hint)
-        full = self.fanout.at_cap()
-        if full is not None:
-            raise Throttled(
-                f"forward queue for {full.target.url} full", self.config.retry_after_hint
-            )
-
-    def throttled(self) -> None:
-        """Count a refused request (refused before parsing, so its spans are not counted)."""
-        self.stats.requests_throttled += 1
-
-    def ingest(
-        self,
-        request: ExportTraceServiceRequest,
-        raw: bytes | None = None,
-        decode_rejects: Sequence[str] = (),
-    ) -> IngestResult:
-        """Admit a parsed request: ``admit(split(request, decode_rejects))`` in one call
-        on the loop (the receivers split off it). ``raw`` (the protobuf body ``request`` was
-        parsed from) saves re-serializing; ``decode_rejects`` are spans the decoder
-        already refused (reported, counted)."""
-        return self.admit(split_by_trace(request, raw, decode_rejects, self.limits))
-
-    @property
-    def limits(self) -> RequestLimits:
-        """What one request may bring (``max_traces_per_request``, at most ``max_traces``;
-        ``max_spans_per_trace``)."""
-        cfg = self.config
-        if cfg.max_traces_per_request <= cfg.max_traces:
-            return RequestLimits(cfg.max_traces_per_request, cfg.max_spans_per_trace)
-        return RequestLimits(cfg.max_traces, cfg.max_spans_per_trace, "max_traces")
-
-    def split(
-        self, request: ExportTraceServiceRequest | bytes, decode_rejects: Sequence[str] = ()
-    ) -> SplitResult:
-        """Validate and split a request (a protobuf body, or a request parsed from
-        OTLP/JSON) per trace, within the per-request limits. Reads only the config, so
-        the receivers run it on a decoding thread: a large request never holds the loop.
-        Raises ``ValueError`` for an undecodable body."""
-        if isinstance(request, bytes):
-            return split_body(request, self.limits)
-        return split_by_trace(request, None, decode_rejects, self.limits)
-
-    def admit(self, split: SplitResult) -> IngestResult:
-        """Admit a split request (on the loop): buffer each trace, forward late spans;
-        ``Throttled`` when it does not fit, before anything of it is kept."""
-        now = self._now()
-        fresh = []
-        # What goes straight to the forward queues: late spans, and in passthrough mode
-        # every fresh fragment too.
-        direct: list[Payload] = []
-        for frag in split.fragments:
-            decision = self.hold.decided.get(frag.trace_id)
-            if decision is None:
-                fresh.append(frag)
-            else:
-                direct.append(Payload(self._late_payload(frag.data, decision), frag.spans, 1))
-        late = sum(p.spans for p in direct)
-        for f in fresh:
-            now_out = self.mode.on_arrival(f.data)
-            if now_out is not None:
-                direct.append(Payload(now_out, f.spans, 1))
-        self._admit(fresh, direct)
-        self.fanout.accept(fresh, direct)
-        for frag in fresh:
-            self.hold.add(frag, now)
-        self.hold.poke()
-        self.stats.count("late", late)
-        self.stats.count("received", split.accepted)
-        self.stats.count("rejected", split.rejected)
-        for limit, n in split.over_limit.items():
-            self.stats.over_limit[limit] = self.stats.over_limit.get(limit, 0) + n
-        return IngestResult(split.accepted, split.rejected, split.error_message)
-
-    def _admit(self, fresh: Sequence[TraceFragment], direct: Sequence[Payload]) -> None:
-        """Refuse (``Throttled``) a request that would take the buffer or a forward queue
-        past its limit, before anything of it is kept: the limits hold exactly."""
-        incoming = sum(len(f.data) for f in fresh)
-        if incoming and self.hold.over_bytes(incoming):
-            raise Throttled("trace buffer full", self.config.retry_after_hint)
-        if self.hold.over_traces(fresh):
-            raise Throttled("trace buffer full (max_traces)", self.config.retry_after_hint)
-        full = self.fanout.room(sum(len(p.data) for p in direct), True)
-        if full is not None:
-            raise Throttled(
-                f"forward queue for {full.target.url} full", self.config.retry_after_hint
-            )
 
     def judge_lag(self) -> float:
         """Seconds the oldest due trace not yet judged is past its deadline (0 when none)."""
@@ -453,10 +346,16 @@ class Pipeline:
 
     async def tick(self) -> None:
         """Decide every trace whose deadline has passed (while the forward queues have
-        room for them)."""
-        if self._blocked_need and self._blocked(self._blocked_need, True):
-            return  # still no room: leave the due traces in the buffer, untouched
-        due = self.hold.due(self._now())
+        room for them): what the hold's timer does when it wakes (``TraceHold.hand_due``)."""
+        await self.hold.hand_due(self)
+
+    def has_room(self) -> bool:
+        """False while decisions wait for room in a forward queue (asked again now)."""
+        return not (self._blocked_need and self._blocked(self._blocked_need, True))
+
+    async def decide_due(self, due: list[PendingTrace]) -> None:
+        """Decide the traces the hold's timer found due, then report shadows that waited
+        too long for their stable run."""
         if due:
             await self.decide_batch(due, {})
         if self.shadow is not None:
@@ -487,6 +386,10 @@ class Pipeline:
     def decisions_waiting(self) -> bool:
         """True while decisions wait for room in a forward queue."""
         return self._blocked_need > 0
+
+    def waiting_reason(self) -> str:
+        """Why decisions wait (the full forward queue); meaningful while they do."""
+        return self._blocked_reason
 
     def queue_depth(self) -> int:
         """Spans waiting in all forward queues."""

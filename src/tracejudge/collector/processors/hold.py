@@ -1,35 +1,67 @@
-"""Where an admitted trace waits until it is settled, and when the decision timer wakes.
+"""Where an admitted trace waits until it is settled, and the decision timer.
 
-A fresh fragment goes to one of three places (``add``): the spans held for a trace being
-decided (forwarded as late once it is), the conversation it belongs to
-(``--conversation-wait``, ``conversations.py``), or the tail buffer (``buffer.py``). The
-batch scheduler (``pipeline.py``) takes due traces from here (``due``, ``drain``), marks
-them in flight (``begin``), and either settles them (``release``) or puts them back
-(``park``). Decided traces are remembered (``decided``), so later spans get their verdict.
+The processor after admission (issue 20): it ``consume``s each request's admitted
+fragments (an ``Admitted`` batch), and its timer, on the ``Clock``, hands the traces whose
+deadline has passed on to the decision side (``run_timer``, ``hand_due``). A fresh fragment
+goes to one of three places (``add``): the spans held for a trace being decided (forwarded
+as late once it is), the conversation it belongs to (``--conversation-wait``,
+``conversations.py``), or the tail buffer (``buffer.py``). The batch scheduler
+(``pipeline.py``) marks the traces handed to it in flight (``begin``), and either settles
+them (``release``) or puts them back (``park``); at shutdown it takes the rest (``drain``).
+Decided traces are remembered (``decided``), so later spans get their verdict.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from tracejudge.collector.clock import Clock
 from tracejudge.collector.codec.otlp import TraceFragment
+from tracejudge.collector.component import Lifecycle
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.processors.buffer import DecisionCache, PendingTrace, TraceBuffer
 from tracejudge.collector.processors.conversations import ConversationBuffer
+from tracejudge.collector.processors.stamp import Decision
 
-__all__ = ["TraceHold"]
+log = logging.getLogger("tracejudge.collector")
+
+__all__ = ["Admitted", "DueDecisions", "TraceHold"]
+
+KIND = "hold"
+
+
+Admitted = tuple[tuple[TraceFragment, ...], float]
+"""The batch of the admitted edge: one request's fresh fragments (none of a decided trace),
+persisted already, and when they were admitted (``now``, read once per request). A plain
+tuple, as ``Decided`` is: built once per request on the receivers' path."""
+
+
+class DueDecisions(Protocol):
+    """The decision side, as the hold's timer hands it due traces (the pipeline)."""
+
+    def has_room(self) -> bool:
+        """False while decisions wait for room in a forward queue (due traces stay)."""
+        ...
+
+    async def decide_due(self, due: list[PendingTrace]) -> None:
+        """Decide the traces the timer found due (none: only its periodic work)."""
+        ...
 
 
 class TraceHold:
     """The pipeline's traces from admission to settling: buffered, held with their
     conversation, in flight (being decided), decided."""
 
+    kind = KIND
+
     def __init__(self, config: CollectorConfig, clock: Clock) -> None:
         self.config = config
         self.clock = clock
+        self.state = Lifecycle(KIND)
         self.buffer = TraceBuffer(
             wait_after_root=config.decision_wait_after_root,
             wait=config.decision_wait,
@@ -66,6 +98,34 @@ class TraceHold:
         self.wake_at = now + delay
         return delay
 
+    async def hand_due(self, decisions: DueDecisions) -> None:
+        """Hand every trace and conversation whose deadline has passed to ``decisions``
+        (while it has room: else they stay here, untouched)."""
+        if decisions.has_room():
+            await decisions.decide_due(self.due(self.clock.now()))
+
+    async def run_timer(self, decisions: DueDecisions, stopping: Callable[[], bool]) -> None:
+        """The decision timer, until ``stopping()``: sleep on the clock until the earliest
+        deadline (or ``wake``), then ``hand_due``. A failed hand-over is logged and the
+        timer goes on."""
+        while not stopping():
+            # Wake at the earliest decision deadline, or sooner when a consumed fragment
+            # makes a trace due before that (``poke``). The deadline arm_timer read, not a
+            # delay from a second reading: a clock moved in between (a test's ManualClock,
+            # from its thread) must not push it on.
+            self.arm_timer()
+            timer = self.clock.call_at(self.wake_at, self.wake.set)
+            try:
+                await self.wake.wait()
+            finally:
+                timer.cancel()
+            if stopping():
+                return
+            try:
+                await self.hand_due(decisions)
+            except Exception:
+                log.exception("decision tick failed")
+
     def next_deadline(self) -> float:
         """The earliest decision deadline, buffered or held (infinity when none)."""
         held = self.held
@@ -77,6 +137,24 @@ class TraceHold:
         if self.buffer.next_deadline() < self.wake_at:
             self.wake.set()
 
+    def start(self) -> None:
+        """Nothing to start: the collector runs the timer (``run_timer``) on its loop."""
+        self.state.start()
+
+    def shutdown(self) -> None:
+        """After the last decision (what is left stays in the disk queue's inbox)."""
+        self.state.shutdown()
+
+    def consume(self, batch: Admitted) -> None:
+        """Take one request's admitted fragments (``add``), then wake the timer if one of
+        them made a trace due before ``wake_at`` (``poke``); ``ComponentStopped`` after
+        ``shutdown``."""
+        self.state.check()
+        fragments, at = batch
+        for frag in fragments:
+            self.add(frag, at)
+        self.poke()
+
     def add(self, frag: TraceFragment, now: float) -> None:
         """Take an admitted fragment: held for its trace being decided, held with its
         conversation, or buffered."""
@@ -85,6 +163,15 @@ class TraceHold:
             held.append(frag)  # its trace is being decided: goes out late, once decided
         elif self.held is None or not self.held.add(frag, now):
             self.buffer.add(frag, now)
+
+    def full(self) -> bool:
+        """True when the buffer takes nothing more: ``max_traces`` traces, or
+        ``max_buffered_bytes`` reached (with the traces being judged)."""
+        return self.buffer.full() or self.over_bytes(0)
+
+    def decision(self, trace_id: bytes) -> Decision | None:
+        """The decision remembered for ``trace_id`` (None: not decided, or forgotten)."""
+        return self.decided.get(trace_id)
 
     def over_traces(self, fresh: Sequence[TraceFragment]) -> bool:
         """True when the new traces of ``fresh`` would take the buffer past ``max_traces``

@@ -166,9 +166,10 @@ def shadow_pairs_for(
     ruleset: RuleSet | None,
     gate: RecentVerdicts | None = None,
 ) -> ShadowPairs:
-    """Pairing for a pipeline's shadow runs, given to it as ``Pipeline(shadow=...)``: an
-    observer of its verdicts, reporting to its ``sinks`` and ``stats``, expired by its timer
-    (``Pipeline.tick``) and closed at shutdown (``Pipeline.decide_all``); findings scrubbed
+    """Pairing for a pipeline's shadow runs, registered as one of its observers when the
+    graph is built (``assembly.build_stages``) and given as ``Pipeline(shadow=...)``:
+    reporting to its ``sinks`` and ``stats``, expired by its timer (``Pipeline.tick``)
+    and closed at shutdown (``Pipeline.decide_all``); findings scrubbed
     by its ``scrubber``, like verdicts (they quote arguments). The argument allowances are
     those of the rule set's ``baseline`` rule, if any; paired shadows go to ``gate`` as
     evidence the gate reads only when asked (``shadow=include``)."""

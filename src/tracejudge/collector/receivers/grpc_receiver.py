@@ -133,7 +133,7 @@ async def _answer(
 
 
 def grpc_handler(
-    pipeline: TraceConsumer,
+    consumer: TraceConsumer,
     budget: InflightBytes,
     cap: int,
     auth: Authenticator | None = None,
@@ -143,9 +143,9 @@ def grpc_handler(
     metadata entry is answered UNAUTHENTICATED before its message is even read."""
 
     def admit(split: SplitResult, _raw: bytes) -> IngestResult:
-        return pipeline.admit(split)
+        return consumer.admit(split)
 
-    method = export_method(pipeline, auth, budget, cap, pipeline.split, admit, response_bytes)
+    method = export_method(consumer, auth, budget, cap, consumer.split, admit, response_bytes)
     return grpc.method_handlers_generic_handler(_SERVICE, {"Export": method})
 
 
@@ -243,7 +243,7 @@ def grpc_options(max_bytes: int, limits: GrpcLimits) -> list[tuple[str, int]]:
 
 
 async def start_grpc(
-    pipeline: TraceConsumer,
+    consumer: TraceConsumer,
     host: str,
     port: int,
     max_bytes: int,
@@ -260,7 +260,7 @@ async def start_grpc(
     ``budget``: the in-flight request bytes shared with the HTTP receiver (None: no limit)."""
     inflight = InflightBytes(1 << 62) if budget is None else budget
     server = grpc.aio.server(options=grpc_options(max_bytes, limits))
-    server.add_generic_rpc_handlers((grpc_handler(pipeline, inflight, max_bytes, auth), *extra))
+    server.add_generic_rpc_handlers((grpc_handler(consumer, inflight, max_bytes, auth), *extra))
     # Try the address with a plain socket first: when grpc's C core fails to bind, it
     # writes its own log line (``E... add_port.cc ... Failed to add port``) straight to
     # the process's stderr before Python hears of it, ahead of our one-line error.

@@ -1,6 +1,6 @@
 """OTLP/HTTP receiver: ``POST /v1/traces``, plus health, metrics and the gate's routes.
 
-It takes raw bytes, has a ``TraceConsumer`` (the pipeline in ``serve``) split them on a
+It takes raw bytes, has a ``TraceConsumer`` (the admission stage in ``serve``) split them on a
 decoding thread and admits the split on the loop; it knows nothing else of it. It follows
 the OTLP/HTTP rules exactly: protobuf or JSON in, the answer in the request's encoding,
 gzip decompressed as a stream with a cap (a zip bomb gets 413, not an OOM), 400 with a
@@ -262,7 +262,7 @@ async def read_otlp_body(
 
 
 def traces_handler(
-    pipeline: TraceConsumer,
+    consumer: TraceConsumer,
     cap: int,
     body_timeout: float,
     inflight: InflightBytes | None = None,
@@ -281,18 +281,18 @@ def traces_handler(
             charge.release()
 
     async def _handle(request: web.Request, charge: BodyCharge) -> web.StreamResponse:
-        got = await read_otlp_body(request, pipeline, cap, body_timeout, charge, clock=clock)
+        got = await read_otlp_body(request, consumer, cap, body_timeout, charge, clock=clock)
         if isinstance(got, web.StreamResponse):
             return got
         body, ctype = got
         try:
-            split = await decode(partial(_split, pipeline, json=ctype == JSON), body, len(body))
+            split = await decode(partial(_split, consumer, json=ctype == JSON), body, len(body))
         except (ValueError, UnicodeDecodeError) as exc:
             return _status_response(400, code_pb2.INVALID_ARGUMENT, str(exc)[:500], ctype)
         try:
-            result = pipeline.admit(split)
+            result = consumer.admit(split)
         except Throttled as exc:  # this request's exact size, or the disk queue refused it
-            pipeline.throttled()
+            consumer.throttled()
             return _status_response(503, code_pb2.UNAVAILABLE, str(exc), ctype, exc.retry_after)
         raw = response_bytes(result.rejected, result.error_message)
         if ctype == JSON:
@@ -303,14 +303,14 @@ def traces_handler(
     return handle
 
 
-def _split(pipeline: TraceConsumer, body: bytes, *, json: bool) -> SplitResult:
+def _split(consumer: TraceConsumer, body: bytes, *, json: bool) -> SplitResult:
     """Decode and split a body (on a decoding thread). OTLP/JSON spans the converter cannot
     represent (bad ids, values nested deeper than protobuf decoders accept) are rejected
     one by one: partial success."""
     if json:
         partial = json_to_proto_partial(body)
-        return pipeline.split(partial.request, partial.rejected)
-    return pipeline.split(body)
+        return consumer.split(partial.request, partial.rejected)
+    return consumer.split(body)
 
 
 GateAnswer = Callable[[Mapping[str, str]], dict[str, Any]]
@@ -381,7 +381,7 @@ def _otlp_refusal(request: web.Request, reason: str) -> web.StreamResponse:
 
 
 def receiver_app(
-    pipeline: TraceConsumer,
+    consumer: TraceConsumer,
     cap: int,
     snapshot: Callable[[], dict[str, Any]],
     body_timeout: float,
@@ -398,7 +398,7 @@ def receiver_app(
     ``/healthz`` needs a bearer token."""
     middlewares = [] if auth is None else [auth_middleware(auth, "OTLP/HTTP", _otlp_refusal)]
     app = web.Application(client_max_size=cap, middlewares=middlewares)
-    handler = traces_handler(pipeline, cap, body_timeout, inflight, clock)
+    handler = traces_handler(consumer, cap, body_timeout, inflight, clock)
     app.router.add_route("*", "/v1/traces", handler)
     if management:
         health_routes(app, snapshot, gate, prometheus)

@@ -83,8 +83,6 @@ class Stats:
         """Disk-queue fragments moved aside at start-up because they cannot be replayed."""
         self.judge_timeouts = 0
         """Traces whose judging ran out of ``max_judge_time`` (verdict ``error``)."""
-        self.over_limit: dict[str, int] = {}
-        """Spans refused (partial success) by a per-request limit, by the limit's name."""
         self._latencies: list[float] = []
         self._unsorted = False
         self.latency_buckets = [0] * (len(LATENCY_BUCKETS) + 1)
@@ -249,7 +247,6 @@ class Stats:
             "judge_timeouts": self.judge_timeouts,
             "decision_errors": self.decision_errors,
             "quarantined": self.quarantined,
-            "spans_over_request_limits": dict(self.over_limit),
             "queue_depth": self.queue_depth(),
             "decision_latency_s": {"p50": p50, "p99": p99, "count": len(self._latencies)},
             "shadow": {
