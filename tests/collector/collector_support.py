@@ -306,6 +306,18 @@ def post(
         conn.close()
 
 
+def post_until_accepted(port: int, body: bytes, what: str = "the request accepted") -> int:
+    """Post an OTLP/HTTP protobuf body as an OTLP client does: a 503 ("retry later": the
+    collector pushing back, which a busy machine makes happen at any point) is sent again
+    until the collector answers otherwise; returns that answer's status."""
+
+    def attempt() -> int | None:
+        status = post(port, body)[0]
+        return None if status == 503 else status
+
+    return eventually(attempt, what)
+
+
 def config(sink: Sink, tmp: Path | None = None, **overrides: Any) -> CollectorConfig:
     """A test config: free ports, short waits, forwarding to the sink over HTTP."""
     base: dict[str, Any] = {

@@ -24,6 +24,7 @@ from tests.collector.collector_support import (
     make_span,
     new_ids,
     post,
+    post_until_accepted,
     wait_for,
 )
 from tests.support.guards import IO_S, PROCESS_S
@@ -144,7 +145,9 @@ def test_trace_over_span_limit_is_judged_once_and_forwarded_whole(
         spans = [make_span(tid, parent=rid) for _ in range(5_000)]
         if batch == 0:
             spans[0] = make_span(tid, rid)
-        assert post(c.http_port, make_request(spans).SerializeToString())[0] == 200
+        # Back-pressure is allowed (judging the truncated trace may lag on a busy machine);
+        # losing or refusing spans is not.
+        assert post_until_accepted(c.http_port, make_request(spans).SerializeToString()) == 200
         sent += len(spans)
         assert c.pipeline is not None
         peak = max(peak, c.pipeline.buffer.spans)
