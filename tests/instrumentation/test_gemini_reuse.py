@@ -63,15 +63,14 @@ def test_a_config_changed_in_place_is_read_again(
     instruction change in place, the third span carries the new values."""
     server = replay("gemini/test_generate_content_with_tool.yaml")
     c = _client(server)
+    tool = _tool("Weather now")
     config = types.GenerateContentConfig(
-        system_instruction="Be brief.", tools=[_tool("Weather now")], temperature=0.5
+        system_instruction="Be brief.", tools=[tool], temperature=0.5
     )
     for _ in range(2):
         c.models.generate_content(model=MODEL, contents=ASK, config=config)
     config.temperature = 0.25
-    tools = config.tools
-    assert tools is not None
-    declarations = tools[0].function_declarations
+    declarations = tool.function_declarations
     assert declarations is not None
     declarations[0].description = "Weather, changed"
     config.system_instruction = "Be thorough."

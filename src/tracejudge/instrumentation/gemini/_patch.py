@@ -139,7 +139,9 @@ def _start(
             call.set_input(
                 messages,
                 runtime.encode_static_entry(system, call.stats) if system is not None else None,
-                runtime.encode_static_entry(tools, call.stats) if offered else offered,
+                runtime.encode_static_entry(tools, call.stats)
+                if tools is not None and offered
+                else offered,
             )
     return call
 
