@@ -31,6 +31,7 @@ from tracejudge.instrumentation._content import (
     ContentStats,
     dumps,
     parse_capture_mode,
+    to_jsonable,
 )
 
 Replay = Callable[..., ReplayServer]
@@ -305,6 +306,41 @@ def test_encoder_never_raises() -> None:
     assert "unrepresentable" in encoder.encode({"x": BadRepr()}, stats)
     assert isinstance(encoder.encode(cyclic, stats), str)
     assert dumps({"b": b"\x00\x01"}) == '{"b":"AAE="}'
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        [{"role": "user", "parts": [{"type": "text", "content": 'é \u2028 "q" \\ \x00'}]}],
+        {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf"), "x": 1.5, "n": None},
+        {2: "int key", 1.5: "float key", None: "null key", True: "bool key"},
+        {"tuple": (1, "two"), "nested": [[], {}, [{"k": [True, False]}]]},
+        [],
+        7,
+    ],
+)
+def test_dumps_writes_what_the_json_encoder_writes(value: Any) -> None:
+    """``dumps`` reuses one C encoder: its text is the standard encoder's with the same
+    options, for every kind of value (non-ASCII kept, NaN and infinities, non-string
+    keys)."""
+    expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    assert dumps(value) == expected
+
+
+def test_a_value_that_contains_itself_is_encoded_by_the_fallback() -> None:
+    """Without the encoder's cycle check a value containing itself fails with a recursion
+    error instead of a ValueError; ``dumps`` falls back as before: the converted value
+    (depth-capped, the cycle as its repr), not the unserializable marker."""
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    looped: dict[str, Any] = {"a": 1}
+    looped["self"] = looped
+    for value in (cyclic, looped):
+        text = dumps(value)
+        assert text == json.dumps(
+            to_jsonable(value), ensure_ascii=False, separators=(",", ":"), default=repr
+        )
+        assert "..." in text
 
 
 def test_capture_content_false_records_no_content_at_all(

@@ -21,7 +21,7 @@ import enum
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from tracejudge.redaction import _DEFAULT_PATTERN_KEYWORDS as _DEFAULT_PATTERN_KEYWORDS
@@ -157,14 +157,35 @@ _COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), al
 """Built once: ``json.dumps`` with non-default options builds an encoder per call."""
 
 
+def _c_encoder() -> Callable[[Any, int], Sequence[str]] | None:
+    """The C encoder ``_COMPACT.encode`` makes on every call, made once (None without the
+    ``_json`` accelerator): ``JSONEncoder.encode`` builds it, a float formatter and a
+    cycle-check dict per call, a third of encoding a call's messages. Without the cycle
+    check (stateless, so one serves every thread) a value that contains itself raises
+    ``RecursionError`` instead of ``ValueError``; ``dumps`` falls back alike for both.
+    Same arguments as ``_COMPACT``'s: same text."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    encoder: Callable[[Any, int], Sequence[str]] = make(
+        None, _COMPACT.default, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+    return encoder
+
+
+_ENCODE: Final = _c_encoder()
+
+
 def dumps(value: Any) -> str:
     """Compact JSON of ``value`` (SDK objects converted, repr fallback); never raises."""
     if isinstance(value, str):
         # Strings are JSON-encoded too so that consumers always parse one format.
         return json.dumps(value, ensure_ascii=False)
     try:
+        if _ENCODE is not None:
+            return "".join(_ENCODE(value, 0))
         return _COMPACT.encode(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         try:
             return json.dumps(
                 to_jsonable(value), ensure_ascii=False, separators=(",", ":"), default=_safe_repr

@@ -37,6 +37,22 @@ def request_attributes(params: Mapping[str, Any], *, stream: bool) -> dict[str, 
     """Span-start attributes of a Converse request: ``inferenceConfig``, the guardrail."""
     attrs: dict[str, AttributeValue] = {}
     config = params.get("inferenceConfig")
+    if config is not None:  # (absent on many calls: its four reads skipped)
+        _inference_attributes(config, attrs)
+    output = params.get("outputConfig")
+    if output is not None and get(output, "textFormat") is not None:
+        attrs[sc.GEN_AI_OUTPUT_TYPE] = sc.GenAiOutputTypeValues.JSON
+    guardrail = params.get("guardrailConfig")
+    guardrail = get(guardrail, "guardrailIdentifier") if guardrail is not None else None
+    if isinstance(guardrail, str) and guardrail:
+        attrs[sc.AWS_BEDROCK_GUARDRAIL_ID] = guardrail
+    if stream:
+        attrs[sc.GEN_AI_REQUEST_STREAM] = True
+    return attrs
+
+
+def _inference_attributes(config: Any, attrs: dict[str, AttributeValue]) -> None:
+    """The ``inferenceConfig`` part of ``request_attributes``."""
     max_tokens = _int(get(config, "maxTokens"))
     if max_tokens is not None:
         attrs[sc.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
@@ -50,14 +66,6 @@ def request_attributes(params: Mapping[str, Any], *, stream: bool) -> dict[str, 
     stops = get(config, "stopSequences")
     if isinstance(stops, (list, tuple)) and stops and all(isinstance(s, str) for s in stops):
         attrs[sc.GEN_AI_REQUEST_STOP_SEQUENCES] = list(stops)
-    if get(params.get("outputConfig"), "textFormat") is not None:
-        attrs[sc.GEN_AI_OUTPUT_TYPE] = sc.GenAiOutputTypeValues.JSON
-    guardrail = get(params.get("guardrailConfig"), "guardrailIdentifier")
-    if isinstance(guardrail, str) and guardrail:
-        attrs[sc.AWS_BEDROCK_GUARDRAIL_ID] = guardrail
-    if stream:
-        attrs[sc.GEN_AI_REQUEST_STREAM] = True
-    return attrs
 
 
 def finish_reason(stop_reason: Any) -> str | None:

@@ -101,6 +101,28 @@ def tool_calls_of(response: Any) -> list[PendingToolCall]:
     return calls
 
 
+def requested_calls(response: Any, output: list[dict[str, Any]]) -> list[PendingToolCall]:
+    """``tool_calls_of(response)``, taking each call's id, name and arguments from its
+    ``tool_call`` part in ``output`` (``output_messages(response)``): the arguments are
+    converted once per call, not twice."""
+    blocks = get(get(get(response, "output"), "message"), "content")
+    parts = output[0]["parts"]
+    if not isinstance(blocks, list) or len(blocks) != len(parts):
+        return tool_calls_of(response)  # not the shapes output_messages read block by block
+    calls: list[PendingToolCall] = []
+    for block, part in zip(blocks, parts, strict=True):
+        use = get(block, "toolUse")
+        if use is None:
+            continue
+        if part["type"] != "tool_call":  # a block with text too: read as tool_calls_of does
+            calls.extend(tool_calls_of({"output": {"message": {"content": [block]}}}))
+            continue
+        call_id, name = part.get("id"), part["name"]
+        if isinstance(call_id, str) and isinstance(name, str):
+            calls.append(PendingToolCall(call_id, name, part["arguments"]))
+    return calls
+
+
 def finish(call: ModelCallTelemetry, response: Any) -> None:
     """Record a complete Converse response."""
     record(call, response, complete=True)
@@ -122,7 +144,9 @@ def record(call: ModelCallTelemetry, response: Any, *, complete: bool) -> None:
     output = cv.output_messages(response)
     if complete or output[0]["parts"]:
         call.set_output(
-            output, tool_calls_of(response) if complete else (), record_tool_calls=complete
+            output,
+            requested_calls(response, output) if complete else (),
+            record_tool_calls=complete,
         )
 
 

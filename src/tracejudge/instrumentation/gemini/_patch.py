@@ -31,7 +31,7 @@ from tracejudge.instrumentation._provider import (
     ProviderSpec,
     Target,
 )
-from tracejudge.instrumentation._runtime import Runtime
+from tracejudge.instrumentation._runtime import Runtime, StaticContent
 from tracejudge.instrumentation._shapes import get, url_server
 from tracejudge.instrumentation.gemini import _convert as cv
 
@@ -56,24 +56,78 @@ def server_of(resource: Any) -> tuple[str | None, int | None]:
     return url_server(get(options, "base_url"))
 
 
+class ConfigParts:
+    """What a call reads from its ``config``, converted once per config (``Runtime.static``
+    keyed by the config object, used while it still equals its snapshot): the request
+    attributes, the tool definitions and the system instruction, each with its encoded text
+    made once (``Runtime.encode_static_entry``).
+
+    Why: an application passes the same config on every call; reading its eleven request
+    parameters, checking the tool list against its own snapshot and converting the system
+    instruction cost more than one equality check of the whole config. The entries are
+    shared by the calls that hit: read them, never change them."""
+
+    __slots__ = ("attributes", "instruction", "system_entry", "tools")
+
+    def __init__(self, config: Any) -> None:
+        self.attributes = cv.request_attributes(config, stream=False)
+        tools = get(config, "tools")
+        self.tools = (
+            StaticContent(tools, cv.tool_definitions, cv.tool_definitions(tools)) if tools else None
+        )
+        self.instruction = get(config, "system_instruction")
+        self.system_entry: StaticContent | None = None
+
+    def system(self) -> StaticContent:
+        """The system instruction, converted on first use: only with content capture, and
+        inside the runtime's guard (odd content must not cost the call its span)."""
+        entry = self.system_entry
+        if entry is None:
+            instruction = self.instruction
+            entry = StaticContent(
+                instruction, cv.system_instructions, cv.system_instructions(instruction)
+            )
+            self.system_entry = entry
+        return entry
+
+
+def _config_parts(runtime: Runtime, config: Any) -> ConfigParts:
+    """The config's ``ConfigParts``: remembered for a config that can be; for one that
+    cannot (no deep copy), made afresh with the tool list and a system instruction string
+    remembered on their own, as before the config was."""
+    entry = runtime.static(config, ConfigParts)
+    parts: ConfigParts = entry.value
+    if entry.snapshot is None:  # not remembered: keep the per-field caches
+        tools = get(config, "tools")
+        if isinstance(tools, list):
+            parts.tools = runtime.static(tools, cv.tool_definitions)
+        instruction = get(config, "system_instruction")
+        if isinstance(instruction, str) and instruction:
+            parts.system_entry = runtime.static_text(instruction, cv.system_instructions)
+    return parts
+
+
 def _start(
     runtime: Runtime, resource: Any, kwargs: Mapping[str, Any], *, stream: bool
 ) -> ModelCallTelemetry:
     config = kwargs.get("config")
     address, port = server_of(resource)
-    tools = get(config, "tools")
-    # the same tools list on every call: converted (and encoded) once, see ``static``
-    entry = runtime.static(tools, cv.tool_definitions) if isinstance(tools, list) else None
-    if entry is not None:
-        offered = entry.value if tools else None
+    parts = _config_parts(runtime, config) if config is not None else None
+    if parts is None:
+        attributes: dict[str, AttributeValue] = {}
+        tools: StaticContent | None = None
     else:
-        offered = cv.tool_definitions(tools) if tools else None
+        attributes = dict(parts.attributes)  # the call adds to it: the shared one stays
+        tools = parts.tools
+    if stream:
+        attributes[sc.GEN_AI_REQUEST_STREAM] = True
+    offered = tools.value if tools is not None else None
     call = ModelCallTelemetry(
         runtime,
         sc.GenAiOperationNameValues.GENERATE_CONTENT,
         provider_of(resource),
         cv.model_name(kwargs.get("model")),
-        cv.request_attributes(config, stream=stream),
+        attributes,
         server_address=address,
         server_port=port,
         offered_tools=offered,
@@ -81,20 +135,12 @@ def _start(
     if runtime.capture_any:  # nothing is recorded in NO_CONTENT: skip converting
         with runtime.guard:  # the span exists now: odd content must not orphan it
             messages = cv.input_messages(kwargs.get("contents"))
-            instruction = get(config, "system_instruction")
-            # one string, the same on every call as a rule: converted and encoded once
-            system: list[dict[str, Any]] | str | None = (
-                runtime.encode_static_entry(
-                    runtime.static_text(instruction, cv.system_instructions), call.stats
-                )
-                if isinstance(instruction, str) and instruction
-                else cv.system_instructions(instruction)
-            )
+            system = parts.system() if parts is not None else None
             call.set_input(
                 messages,
-                system,
-                runtime.encode_static_entry(entry, call.stats)
-                if entry is not None and offered
+                runtime.encode_static_entry(system, call.stats) if system is not None else None,
+                runtime.encode_static_entry(tools, call.stats)
+                if tools is not None and offered
                 else offered,
             )
     return call
@@ -130,16 +176,37 @@ def finish(call: ModelCallTelemetry, response: Any) -> None:
     record(call, response, complete=True)
 
 
+def requested_calls(response: Any, output: list[dict[str, Any]]) -> list[PendingToolCall]:
+    """``tool_calls_of(response)``, taking each call's name, id and arguments from its
+    ``tool_call`` part in ``output`` (``output_messages(response)``) where there is one:
+    the arguments are converted once per call, not twice."""
+    candidates = get(response, "candidates") or ()
+    first = next(iter(candidates), None) if isinstance(candidates, (list, tuple)) else None
+    raw = get(get(first, "content"), "parts") if first is not None else None
+    converted = output[0]["parts"] if output else None
+    if not isinstance(raw, list) or converted is None or len(raw) != len(converted):
+        return tool_calls_of(response)  # not the shapes output_messages read part by part
+    calls: list[PendingToolCall] = []
+    for part, done in zip(raw, converted, strict=True):
+        if get(part, "function_call") is None:
+            continue
+        if done["type"] != "tool_call":  # a part with text too: read as tool_calls_of does
+            calls.extend(tool_calls_of({"candidates": [{"content": {"parts": [part]}}]}))
+            continue
+        name = done["name"]
+        if isinstance(name, str):
+            calls.append(PendingToolCall(done.get("id", ""), name, done["arguments"]))
+    return calls
+
+
 def record(call: ModelCallTelemetry, response: Any, *, complete: bool) -> None:
     """Record a response, complete or as far as a stream got (``complete`` False: the
     requested tool calls are not handed to the ledger, empty output is left out)."""
     usage = cv.usage_attributes(get(response, "usage_metadata"))
     extra: dict[str, AttributeValue] = {k: v for k, v in usage.items() if k not in _RESPONSE_KEYS}
-    reasons = [
-        r
-        for c in get(response, "candidates") or ()
-        if (r := cv.finish_reason(get(c, "finish_reason"))) is not None
-    ]
+    output = cv.output_messages(response)
+    # one message per candidate, with its finish reason when it has one
+    reasons = [m["finish_reason"] for m in output if "finish_reason" in m]
     rid, model = get(response, "response_id"), get(response, "model_version")
     in_tok = usage.get(sc.GEN_AI_USAGE_INPUT_TOKENS)
     out_tok = usage.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)
@@ -151,9 +218,8 @@ def record(call: ModelCallTelemetry, response: Any, *, complete: bool) -> None:
         output_tokens=out_tok if isinstance(out_tok, int) else None,
         extra=extra,
     )
-    output = cv.output_messages(response)
     if complete or any(m["parts"] for m in output):
-        requested = tool_calls_of(response) if complete else []
+        requested = requested_calls(response, output) if complete else []
         if complete:  # only a call with an id can be joined to its tool execution
             record_requested_tool_calls([c for c in requested if c.call_id], call.offered_tools)
         # every requested call keeps its ``tool_call`` part, even without content capture
