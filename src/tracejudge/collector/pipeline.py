@@ -341,8 +341,8 @@ class Pipeline:
             self.stats.verdict(v)
             for o in self.observers:
                 o.add(v, decided_at)
-            if not self.fanout.sinks:
-                continue  # the JSON form is only for verdict sinks
+            if not self.fanout.record_sinks:
+                continue  # the JSON form is only for the sinks that store it
             rec = v.to_dict()
             rec["decided_at"] = decided_at  # the gate's window (``tracejudge gate --window``)
             if trace.members:
@@ -435,10 +435,16 @@ class Pipeline:
             decided.extend(ids)
             decisions.extend([outcome.decision] * len(ids))
         self.fanout.commit(payloads, decided, decisions)
-        self.fanout.emit(records)
+        self.fanout.emit(records, self._shown(settled))
         if settled and self.decided_edge is not None:
             self.decided_edge.consume(tuple(settled))
         return parked
+
+    def _shown(self, settled: Sequence[DecidedTrace]) -> list[Verdict]:
+        """The chunk's verdicts for the sinks that show them (none without such a sink)."""
+        if not self.fanout.line_sinks:
+            return []
+        return [v for d in settled for v in d.verdicts]
 
     def _blocked(self, need: int, alone: bool) -> bool:
         """True (and decisions wait) when ``need`` more bytes do not fit a forward queue;
