@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tracejudge.collector.exporters.payload import Payload, Piece
 from tracejudge.engine.verdict import RuleOutcome, Verdict
 from tracejudge.model.run import ModelCall, Note, Run, ToolCall
 from tracejudge.model.spans import SpanRecord
@@ -22,6 +23,8 @@ REQUIRED: dict[type[Any], tuple[Any, ...]] = {
     Note: ("orphan_span", ("s" * 16,), "span ssss: parent pppp is missing from the trace"),
     RuleOutcome: ("rule", "policy", "pass", "s" * 16),
     Verdict: ("t" * 32, "s" * 16, "pass", {"policy": "pass"}),
+    Piece: (b"\n\x00", 3),
+    Payload: (b"\n\x00", 3, 1),
 }
 
 
