@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from tracejudge.collector.exporters.payload import Payload, Piece
 from tracejudge.engine.verdict import RuleOutcome, Verdict
 from tracejudge.model.run import ModelCall, Note, Run, ToolCall
 from tracejudge.model.spans import SpanRecord
@@ -23,8 +22,6 @@ REQUIRED: dict[type[Any], tuple[Any, ...]] = {
     Note: ("orphan_span", ("s" * 16,), "span ssss: parent pppp is missing from the trace"),
     RuleOutcome: ("rule", "policy", "pass", "s" * 16),
     Verdict: ("t" * 32, "s" * 16, "pass", {"policy": "pass"}),
-    Piece: (b"\n\x00", 3),
-    Payload: (b"\n\x00", 3, 1),
 }
 
 

@@ -42,10 +42,9 @@ _TIMEOUT = f"{JudgeTimeout.__name__}:"
 """How an error verdict of a run over ``max_judge_time`` begins."""
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class Outcome:
-    """A decided but not yet settled trace (see ``Decider.decide``). One per trace:
-    ``__init__`` is written out for the compiled build (see ``exporters/payload.py``)."""
+    """A decided but not yet settled trace (see ``Decider.decide``)."""
 
     pieces: list[Piece]
     """Framed fragments with their span counts."""
@@ -56,20 +55,6 @@ class Outcome:
     are checked against it)."""
     timed_out: bool = False
     """Judging ran out of ``max_judge_time`` (a verdict says ``error``, with the reason)."""
-
-    def __init__(
-        self,
-        pieces: list[Piece],
-        verdicts: list[Verdict],
-        decision: Decision,
-        seconds: float = 0.0,
-        timed_out: bool = False,
-    ) -> None:
-        self.pieces = pieces
-        self.verdicts = verdicts
-        self.decision = decision
-        self.seconds = seconds
-        self.timed_out = timed_out
 
 
 class Decider:
