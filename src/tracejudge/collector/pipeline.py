@@ -234,8 +234,8 @@ class Pipeline:
             self.stats.verdict(v)
             for o in self.observers:
                 o.add(v, decided_at)
-            if not self.fanout.sinks:
-                continue  # the JSON form is only for verdict sinks
+            if not self.fanout.record_sinks:
+                continue  # the JSON form is only for the sinks that store it
             rec = v.to_dict()
             rec["decided_at"] = decided_at  # the gate's window (``tracejudge gate --window``)
             if trace.members:
@@ -301,6 +301,7 @@ class Pipeline:
         parked = False
         if not outcomes:
             return True
+        max_batch = self.config.max_batch_bytes
         for n, t in enumerate(traces[start : start + len(outcomes)]):
             if limited and self._blocked(size + max(t.nbytes, t.needed), not size):
                 parked = True
@@ -308,12 +309,16 @@ class Pipeline:
                 ready_at = ready.get(t.trace_id, t.deadline)
                 judged = outcomes[n]
                 outcome = judged if isinstance(judged, Outcome) else self.decider.failed(t, judged)
-                items = payloads_for(outcome.pieces, ready_at, self.config.max_batch_bytes)
+                items = payloads_for(outcome.pieces, ready_at, max_batch)
                 held = self.hold.late(t)
-                items.extend(
-                    Payload(self._late_payload(f.data, outcome.decision), f.spans, 0) for f in held
-                )
-                need = sum(len(p.data) for p in items)
+                if held:
+                    items.extend(
+                        Payload(self._late_payload(f.data, outcome.decision), f.spans, 0)
+                        for f in held
+                    )
+                need = 0
+                for p in items:
+                    need += len(p.data)
                 if limited and self._blocked(size + need, not size):
                     t.needed = need
                     parked = True
@@ -324,14 +329,22 @@ class Pipeline:
             records.extend(self.settle(t, outcome))
             settled.append(DecidedTrace(t, outcome.verdicts))
             payloads.extend(items)
-            self.stats.count("late", sum(f.spans for f in held))
+            if held:
+                self.stats.count("late", sum(f.spans for f in held))
             decided.extend(ids)
-            decisions.extend([outcome.decision] * len(ids))
+            for _ in ids:
+                decisions.append(outcome.decision)
         self.fanout.commit(payloads, decided, decisions)
-        self.fanout.emit(records)
+        self.fanout.emit(records, self._shown(settled))
         if settled and self.decided_edge is not None:
             self.decided_edge.consume(tuple(settled))
         return parked
+
+    def _shown(self, settled: Sequence[DecidedTrace]) -> list[Verdict]:
+        """The chunk's verdicts for the sinks that show them (none without such a sink)."""
+        if not self.fanout.line_sinks:
+            return []
+        return [v for d in settled for v in d.verdicts]
 
     def _blocked(self, need: int, alone: bool) -> bool:
         """True (and decisions wait) when ``need`` more bytes do not fit a forward queue;

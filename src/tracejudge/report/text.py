@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import click
 
+from tracejudge.engine.verdict import Finding, Verdict, clip_explanation
 from tracejudge.report.records import VerdictRecord
 from tracejudge.report.stats import Interval
 from tracejudge.report.summary import GroupRate, Summary, case_of, variant_of
@@ -164,16 +165,63 @@ def eval_table(
 def verdict_line(r: VerdictRecord) -> str:
     """One judged run on one line, for a log or a terminal that scrolls (``serve``):
     verdict, run (case/variant/run id), primary code, rule and explanation, trace id."""
-    parts = [p for p in (r.case_id, r.variant, r.run_id) if p]
-    label = "/".join(parts) if parts else (r.agent or "(unnamed run)")
-    line = f"{r.verdict:<5} {'shadow ' if r.shadow else ''}{_one_line(label)}"
-    finding = r.primary_finding
+    primary = None
     if r.primary is not None:
-        rule = f" [{finding.rule}]" if finding is not None and finding.rule else ""
-        line += f"  {r.primary.code}{rule}: {_one_line(r.primary.explanation)}"
-    elif r.error:
-        line += f"  {_one_line(r.error)}"
-    return f"{line}  (trace {r.trace_id})"
+        finding = r.primary_finding
+        rule = finding.rule if finding is not None else None
+        primary = (r.primary.code, rule, r.primary.explanation)
+    labels = (r.case_id, r.variant, r.run_id, r.agent)
+    return _run_line(r.verdict, r.shadow, labels, primary, r.error, r.trace_id)
+
+
+def engine_verdict_line(v: Verdict) -> str:
+    """``verdict_line`` of ``v``'s record (``VerdictRecord.from_verdict(v)``), read from the
+    verdict itself: the collector's line per run, without writing the verdict's JSON form
+    and reading it back for every run."""
+    primary = None
+    p = v.primary
+    if p is not None:
+        span_id = p.span_ids[0].lower() if p.span_ids else None
+        rule = _primary_rule(v.findings, p.code, span_id)
+        primary = (p.code, rule, clip_explanation(p.explanation))
+    labels = (v.case_id, v.variant, v.run_id, v.agent)
+    return _run_line(v.verdict, v.shadow, labels, primary, v.error, v.trace_id.lower())
+
+
+def _primary_rule(findings: Sequence[Finding], code: str, span_id: str | None) -> str | None:
+    """The rule of the finding the primary failure is (``VerdictRecord.primary_finding``)."""
+    first: Finding | None = None
+    for f in findings:
+        if f.code != code:
+            continue
+        if span_id is None or span_id in (s.lower() for s in f.span_ids):
+            return f.rule_id
+        if first is None:
+            first = f
+    return first.rule_id if first is not None else None
+
+
+def _run_line(
+    verdict: str,
+    shadow: bool,
+    labels: tuple[str | None, str | None, str | None, str | None],
+    primary: tuple[str, str | None, str] | None,
+    error: str | None,
+    trace_id: str,
+) -> str:
+    """The line's one format: ``labels`` are case, variant, run id (joined) and agent (when
+    none of those); ``primary`` the primary failure's code, rule and explanation."""
+    case_id, variant, run_id, agent = labels
+    parts = [p for p in (case_id, variant, run_id) if p]
+    label = "/".join(parts) if parts else (agent or "(unnamed run)")
+    line = f"{verdict:<5} {'shadow ' if shadow else ''}{_one_line(label)}"
+    if primary is not None:
+        code, rule, explanation = primary
+        shown = f" [{rule}]" if rule else ""
+        line += f"  {code}{shown}: {_one_line(explanation)}"
+    elif error:
+        line += f"  {_one_line(error)}"
+    return f"{line}  (trace {trace_id})"
 
 
 def eval_footer(records: Sequence[VerdictRecord]) -> str:

@@ -14,9 +14,10 @@ from typing import Any
 from tracejudge.collector.codec.otlp import TraceFragment
 from tracejudge.collector.exporters.forward import Item, TargetQueue
 from tracejudge.collector.exporters.payload import Payload
-from tracejudge.collector.exporters.sinks import VerdictSink
+from tracejudge.collector.exporters.sinks import VerdictLineSink, VerdictSink
 from tracejudge.collector.processors.stamp import Decision
 from tracejudge.collector.storage.durability import Durability, Row
+from tracejudge.engine.verdict import Verdict
 
 __all__ = ["FanOut"]
 
@@ -33,6 +34,10 @@ class FanOut:
     ) -> None:
         self.queues = list(queues)
         self.sinks = list(sinks)
+        self.line_sinks = [s for s in self.sinks if isinstance(s, VerdictLineSink)]
+        """The sinks that show verdicts (``emit_verdicts``): no JSON record is built for them."""
+        self.record_sinks = [s for s in self.sinks if not isinstance(s, VerdictLineSink)]
+        """The sinks that take the verdicts' JSON records (built only when there is one)."""
         self.durability = durability
         self.max_queue_bytes = max_queue_bytes
 
@@ -65,10 +70,14 @@ class FanOut:
         for q, item in rows:
             q.put(item)
 
-    def emit(self, records: Sequence[dict[str, Any]]) -> None:
-        """Send verdict records to every sink."""
-        for sink in self.sinks:
+    def emit(self, records: Sequence[dict[str, Any]], verdicts: Sequence[Verdict] = ()) -> None:
+        """Send a chunk's verdict records to the sinks that store them, and its verdicts
+        to those that show them."""
+        for sink in self.record_sinks:
             sink.emit(records)
+        if verdicts:
+            for line_sink in self.line_sinks:
+                line_sink.emit_verdicts(verdicts)
 
     def room(self, need: int, alone: bool) -> TargetQueue | None:
         """The first forward queue that cannot take ``need`` more bytes within

@@ -13,7 +13,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, runtime_checkable
 
 import aiohttp
 
@@ -22,7 +22,7 @@ from tracejudge.collector.storage.files import DEFAULT_FILE_MODE
 from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Verdict
 from tracejudge.report.records import SHADOW_RECORD, parse_record
-from tracejudge.report.text import verdict_line
+from tracejudge.report.text import engine_verdict_line, verdict_line
 
 log = logging.getLogger("tracejudge.collector")
 
@@ -36,6 +36,17 @@ class VerdictSink(Protocol):
 
     async def close(self) -> None:
         """Flush and release resources."""
+        ...
+
+
+@runtime_checkable
+class VerdictLineSink(VerdictSink, Protocol):
+    """A sink that shows verdicts rather than storing their JSON form (``TextSink``): the
+    pipeline hands it the verdict objects (``emit_verdicts``) and builds no record for it;
+    other records (shadow pairing reports) still come through ``emit``."""
+
+    def emit_verdicts(self, verdicts: Sequence[Verdict]) -> None:
+        """Take a chunk's decided verdicts; must not block for long or raise."""
         ...
 
 
@@ -81,7 +92,8 @@ class TextSink:
         self._out = sys.stdout if stream is None else stream
 
     def emit(self, records: Sequence[dict[str, Any]]) -> None:
-        """Write and flush one line per record."""
+        """Write and flush one line per record (a verdict's JSON form, or a shadow pairing
+        report)."""
         lines = []
         for r in records:
             if r.get("record") == SHADOW_RECORD:
@@ -91,6 +103,21 @@ class TextSink:
                 lines.append(verdict_line(parse_record(r, "verdict")))
             except ValueError:
                 log.exception("a verdict could not be shown as a line")
+        self._write(lines)
+
+    def emit_verdicts(self, verdicts: Sequence[Verdict]) -> None:
+        """Write and flush one line per verdict (the line ``emit`` writes for its record)."""
+        lines = []
+        for v in verdicts:
+            try:
+                lines.append(engine_verdict_line(v))
+            except Exception:  # telemetry never raises into the collector
+                log.exception("a verdict could not be shown as a line")
+        self._write(lines)
+
+    def _write(self, lines: Sequence[str]) -> None:
+        if not lines:
+            return
         try:
             self._out.write("".join(line + "\n" for line in lines))
             self._out.flush()

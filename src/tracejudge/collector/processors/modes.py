@@ -57,7 +57,10 @@ class ContentFilter:
 
 
 def _spans(rs: ResourceSpans) -> int:
-    return sum(len(ss.spans) for ss in rs.scope_spans)
+    n = 0
+    for ss in rs.scope_spans:
+        n += len(ss.spans)
+    return n
 
 
 class ForwardMode(Protocol):
@@ -107,13 +110,15 @@ class StampMode:
         self, raw: Sequence[bytes], fragments: list[ResourceSpans], verdicts: Sequence[Verdict]
     ) -> tuple[list[Piece], Decision]:
         changed, decision = stamp(fragments, verdicts)
+        if len(raw) != len(fragments):
+            raise ValueError("decided: raw and parsed fragments differ in number")
+        content = self.content if self.content.active else None
         pieces: list[Piece] = []
-        for i, (data, rs) in enumerate(zip(raw, fragments, strict=True)):
-            if self.content.apply(rs):
+        for i, rs in enumerate(fragments):
+            if content is not None and content.apply(rs):
                 changed.add(i)
-            pieces.append(
-                Piece(frame(rs.SerializeToString() if i in changed else data), _spans(rs))
-            )
+            data = rs.SerializeToString() if i in changed else raw[i]
+            pieces.append(Piece(frame(data), _spans(rs)))
         return pieces, decision
 
     def late(self, data: bytes, decision: Decision) -> bytes:
