@@ -151,7 +151,7 @@ class GraderStage:
         graders: Sequence[GraderRule],
         clock: Clock,
         emit: Emit,
-        scrub: Callable[[Verdict], object],
+        scrub: Callable[[Verdict], Verdict],
         max_concurrent: int,
         calls_per_minute: int,
         tokens_per_minute: int = 0,
@@ -261,9 +261,8 @@ class GraderStage:
             self._not_graded(lost, "error")
 
     def _send(self, verdicts: Sequence[Verdict]) -> None:
-        out = [v for v in verdicts if v.outcomes]
+        out = [self.scrub(v) for v in verdicts if v.outcomes]  # reasons quote the run
         for v in out:
-            self.scrub(v)  # the model's reasons quote the run
             self.counts.outcomes += len(v.outcomes)
             for o in v.outcomes:
                 agreement = dict(o.attributes).get(sc.TRACEJUDGE_GRADER_AGREEMENT)
