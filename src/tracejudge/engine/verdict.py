@@ -76,9 +76,15 @@ class Finding:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RuleOutcome:
-    """The result of one rule on one run; becomes one ``gen_ai.evaluation.result`` event."""
+    """The result of one rule on one run; becomes one ``gen_ai.evaluation.result`` event.
+
+    Not frozen: one is built per rule per run on the collector's hot path, and a frozen
+    dataclass's generated ``__init__`` sets each field through ``object.__setattr__``
+    (4x the cost in the compiled build: docs/performance.md). Treat it as read-only:
+    a changed one is made with ``dataclasses.replace``.
+    """
 
     rule_id: str
     layer: Layer
@@ -91,9 +97,15 @@ class RuleOutcome:
     version, ``tracejudge.grader.*``); empty for the deterministic checks."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Verdict:
-    """The judgement of one run."""
+    """The judgement of one run.
+
+    Not frozen: one is built per run on the collector's hot path, and a frozen
+    dataclass's generated ``__init__`` sets each field through ``object.__setattr__``
+    (4x the cost in the compiled build: docs/performance.md). Treat it as read-only:
+    a changed one is made with ``dataclasses.replace``.
+    """
 
     trace_id: str
     root_span_id: str

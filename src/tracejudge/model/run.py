@@ -102,9 +102,15 @@ class Turn:
     turns, the showing call's start otherwise."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModelCall:
-    """One model (inference or embeddings) call."""
+    """One model (inference or embeddings) call.
+
+    Not frozen: one is built per model call on the collector's hot path, and a frozen
+    dataclass's generated ``__init__`` sets each field through ``object.__setattr__``
+    (4x the cost in the compiled build: docs/performance.md). Treat it as read-only:
+    a changed one is made with ``dataclasses.replace``.
+    """
 
     span_id: str
     operation: str

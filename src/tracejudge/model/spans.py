@@ -34,9 +34,15 @@ class EventRecord:
     attributes: dict[str, AttrValue] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SpanRecord:
-    """One decoded span. Ids are lowercase hex; a root span has ``parent_span_id`` None."""
+    """One decoded span. Ids are lowercase hex; a root span has ``parent_span_id`` None.
+
+    Not frozen: one is built per span on the collector's hot path, and a frozen
+    dataclass's generated ``__init__`` sets each field through ``object.__setattr__``
+    (4x the cost in the compiled build: docs/performance.md). Treat it as read-only:
+    a changed one is made with ``dataclasses.replace``.
+    """
 
     trace_id: str
     span_id: str
