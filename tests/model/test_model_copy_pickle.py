@@ -1,5 +1,7 @@
 """The run model and verdict types are plain dataclasses: ``copy``, ``deepcopy`` and
-``pickle`` rebuild an equal object, in both builds (the compiled one included)."""
+``pickle`` rebuild an equal object, in both builds (the compiled one included: mypyc's
+``__setstate__`` assigns each field, which is why none of these types is frozen; the
+frozen ``Finding`` and ``RequestedToolCall`` cannot be copied in the compiled build)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tracejudge.engine.verdict import Finding, RuleOutcome, Verdict
-from tracejudge.model.run import ModelCall, Note, RequestedToolCall, Run, ToolCall, Turn
+from tracejudge.engine.verdict import RuleOutcome, Verdict
+from tracejudge.model.run import ModelCall, Note, Run, ToolCall, Turn
 from tracejudge.model.spans import EventRecord, SpanRecord
 
 SPAN = SpanRecord(
@@ -22,12 +24,11 @@ SPAN = SpanRecord(
     attributes={"gen_ai.operation.name": "chat"},
     events=[EventRecord("e", 1, {"k": [1, 2]})],
 )
-FINDING = Finding("F-X", "fail", "policy", "rule", ("s" * 16,), "why", step_index=0)
 OUTCOME = RuleOutcome("rule", "policy", "fail", "s" * 16, 0.0, "why", (("k", "v"),))
 OBJECTS: list[Any] = [
     SPAN,
     Note("orphan_span", ("s" * 16,), "span ssss: parent pppp is missing from the trace"),
-    Turn(0, "assistant", "hi", (RequestedToolCall("c1", "lookup", {"id": 1}),)),
+    Turn(0, "assistant", "hi", step_index=1, span_id="s" * 16),
     ModelCall("s" * 16, "chat", finish_reasons=("stop",), input_tokens=3),
     ToolCall("s" * 16, "lookup_order", call_id="c1", arguments={"id": 1}, request_turn=0),
     Run("t" * 32, "s" * 16, spans=[SPAN], notes=[], final_answer="done"),
@@ -37,8 +38,6 @@ OBJECTS: list[Any] = [
         "s" * 16,
         "fail",
         {"policy": "fail"},
-        primary=FINDING,
-        findings=[FINDING],
         outcomes=[OUTCOME],
     ),
 ]

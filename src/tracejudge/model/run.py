@@ -46,9 +46,12 @@ NoteCode: TypeAlias = Literal[
 reworded ``text`` never changes a verdict; a new kind of note is a new code here."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Note:
     """One thing the run builder noticed about the evidence, as a record.
+
+    Not frozen: the compiled build cannot ``copy`` or ``pickle`` a frozen dataclass (its
+    ``__setstate__`` assigns each field). Treat it as read-only.
 
     ``code`` says what kind of problem or provenance it is, ``span_ids`` the spans it is
     about (the ones in the trace: an orphan, not its missing parent), ``text`` the
@@ -70,9 +73,12 @@ class RequestedToolCall:
     arguments: Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Turn:
     """One message of the conversation, in order, tied to the step that showed it.
+
+    Not frozen, as ``Note``; treat it as read-only (``dataclasses.replace`` makes a
+    changed one).
 
     Each model call re-sends the history, so the builder reconstructs the conversation once
     (no duplicates) from every call's input and output messages. ``step_index`` places the
