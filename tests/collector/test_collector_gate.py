@@ -10,6 +10,7 @@ Rollouts reads it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import urllib.error
 import urllib.request
@@ -42,20 +43,26 @@ class VariantJudge(StandInJudge):
     """The stand-in judge, plus the run's variant and a policy failure on demand."""
 
     def judge_spans(self, spans: Sequence[SpanRecord]) -> list[Verdict]:
-        out = super().judge_spans(spans)
         roots = {s.span_id: s for s in spans if s.parent_span_id is None}
         violated = [s for s in spans if s.attributes.get("test.policy") == "violated"]
-        for v in out:
+        out = []
+        for v in super().judge_spans(spans):
             root = roots[v.root_span_id]
-            v.variant = str(root.attributes.get(sc.TRACEJUDGE_VARIANT_ID, "")) or None
+            v = dataclasses.replace(
+                v, variant=str(root.attributes.get(sc.TRACEJUDGE_VARIANT_ID, "")) or None
+            )
             if violated:
                 f = Finding(
                     "F-POLICY-TEST", "fail", "policy", "p", (violated[0].span_id,), "forbidden"
                 )
-                v.verdict = "fail"
-                v.layers["policy"] = "fail"
-                v.findings.insert(0, f)
-                v.primary = f
+                v = dataclasses.replace(
+                    v,
+                    verdict="fail",
+                    layers={**v.layers, "policy": "fail"},
+                    findings=[f, *v.findings],
+                    primary=f,
+                )
+            out.append(v)
         return out
 
 

@@ -508,3 +508,29 @@ def test_a_negative_run_deadline_is_refused(tmp_path: Path, sink: Sink) -> None:
     """0 turns the deadline off; below 0 is a config error naming the key."""
     with pytest.raises(ConfigError, match="grader_run_deadline: must not be negative"):
         config(sink, tmp_path, grader_run_deadline=-1.0).validate()
+
+
+def test_a_graders_reason_is_scrubbed_before_its_record_leaves(
+    lt: LoopThread, sink: Sink, logs_sink: LogsSink, tmp_path: Path
+) -> None:
+    """The model's reason quotes a key it read in the run: the grader's evaluation record
+    carries it redacted, as the deterministic verdicts' explanations are (the grader
+    thread's verdicts go through the collector's scrubber before they are sent)."""
+    secret = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    prop = {
+        "id": "claims_backed",
+        "answer": "no",
+        "span_ids": [TOOL_SPAN],
+        "reason": f"the agent printed the key {secret}",
+    }
+    with JudgeServer([openai_reply(json.dumps({"properties": [prop]}))]) as server:
+        c, clock = _start(lt, sink, logs_sink, tmp_path, _rules(tmp_path, server))
+        a, _ = _run(c)
+        advance(c, clock, 2.0)
+        wait_for(lambda: _graded(logs_sink, a), what="A's grader record")
+        (rec,) = _graded(logs_sink, a)
+        assert rec["gen_ai.evaluation.score.label"] == "fail"
+        explanation = rec["gen_ai.evaluation.explanation"]
+        assert "the agent printed the key [REDACTED]" in explanation
+        assert secret not in json.dumps(rec)
+        lt.run(c.stop(timeout=2.0))

@@ -279,7 +279,7 @@ def test_a_scrubbed_finding_stays_undecided(drop_quoted_values: bool) -> None:
         undecided=True,
     )
     verdict = Verdict("ab" * 16, "01" * 8, "pass", {}, primary=finding, findings=[finding])
-    Scrubber(drop_quoted=drop_quoted_values).verdict(verdict)
+    verdict = Scrubber(drop_quoted=drop_quoted_values).verdict(verdict)
     (scrubbed,) = verdict.findings
     assert scrubbed.explanation != finding.explanation
     assert SK not in scrubbed.explanation

@@ -13,8 +13,7 @@ the first model call whose input shows it (``len(steps)`` when no later call exi
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tests.engine.engine_runs import STEP_NS, T0, make_run, model, span
@@ -50,23 +49,20 @@ def convo(script: list[User | Say], **kw: Any) -> Run:
     """The run of ``script``; the final answer is the last assistant text (unless given)."""
     steps: list[Step] = []
     turns: list[Turn] = []
-    waiting: list[Turn] = []  # user/tool turns not yet shown to a model call
+    waiting: list[int] = []  # user/tool turns (indexes) not yet shown to a model call
     answer: str | None = None
     answer_step: int | None = None
     for event in script:
         if isinstance(event, User):
-            turn = Turn(index=len(turns), role="user", text=event.text)
-            turns.append(turn)
-            waiting.append(turn)
+            waiting.append(len(turns))
+            turns.append(Turn(index=len(turns), role="user", text=event.text))
             continue
         m = len(steps)
         steps.append(model())
-        for turn in waiting:
-            turn.step_index = m
-            turn.span_id = span(m)
-            turn.time_ns = T0 + m * STEP_NS
+        for k in waiting:
+            turns[k] = replace(turns[k], step_index=m, span_id=span(m), time_ns=T0 + m * STEP_NS)
         waiting = []
-        calls = [copy.copy(c) for c in event.calls]
+        calls = event.calls
         requested = tuple(
             RequestedToolCall(f"call_{m}_{n}", c.name, c.arguments) for n, c in enumerate(calls)
         )
@@ -82,22 +78,21 @@ def convo(script: list[User | Say], **kw: Any) -> Run:
         turns.append(said)
         if event.text:
             answer, answer_step = event.text, m
-        for n, call in enumerate(calls):
-            call.call_id = f"call_{m}_{n}"
-            call.request_turn = said.index
+        for n, given in enumerate(calls):
+            call = replace(given, call_id=f"call_{m}_{n}", request_turn=said.index)
             steps.append(call)
-            result = Turn(
-                index=len(turns),
-                role="tool",
-                call_id=call.call_id,
-                tool_name=call.name,
-                result=call.result,
+            waiting.append(len(turns))
+            turns.append(
+                Turn(
+                    index=len(turns),
+                    role="tool",
+                    call_id=call.call_id,
+                    tool_name=call.name,
+                    result=call.result,
+                )
             )
-            turns.append(result)
-            waiting.append(result)
-    for turn in waiting:
-        turn.step_index = len(steps)
-        turn.span_id = ""
+    for k in waiting:
+        turns[k] = replace(turns[k], step_index=len(steps), span_id="")
     fields: dict[str, Any] = {
         "final_answer_step_index": answer_step,
         "turns": turns,

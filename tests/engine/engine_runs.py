@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 from typing import Any, Literal
 
 from tracejudge.model.run import ModelCall, Run, Step, ToolCall
@@ -60,11 +60,12 @@ FINAL = "00000000000000fe"
 
 def make_run(steps: list[Step], answer: str | None = "Done.", **kw: Any) -> Run:
     """A run with sequential span ids (``span(i)``), 10 ms per step, root ``ROOT``."""
-    steps = [copy.copy(s) for s in steps]
-    for i, s in enumerate(steps):
-        s.span_id = span(i)
-        s.start_ns = T0 + i * STEP_NS
-        s.end_ns = T0 + (i + 1) * STEP_NS
+    steps = [
+        dataclasses.replace(
+            s, span_id=span(i), start_ns=T0 + i * STEP_NS, end_ns=T0 + (i + 1) * STEP_NS
+        )
+        for i, s in enumerate(steps)
+    ]
     fields: dict[str, Any] = {
         "trace_id": "0af7651916cd43dd8448eb211c80319c",
         "root_span_id": ROOT,

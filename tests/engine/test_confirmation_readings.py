@@ -7,6 +7,7 @@ greeting before a yes, and answers that say yes to one thing and no to another.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -185,7 +186,7 @@ def test_dropped_or_redacted_text_is_undecided_not_a_pass(proposal: str, reply: 
     ]
     run = convo(script)
     if reply is None:
-        run.turns[4].text = None
+        run.turns[4] = dataclasses.replace(run.turns[4], text=None)
     v = judge_one(RULE, run, layer="policy", tools=RETAIL)
     assert v.verdict == "warn"
     assert codes(v) == ["F-UNDECIDED-CONFIRMATION"]

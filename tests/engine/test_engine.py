@@ -113,7 +113,7 @@ def test_explanations_are_clipped_and_span_ids_lowercase() -> None:
     run = make_run(
         [tool("lookup_order", {}, ORDERS), tool("refund_api.create", {"order_id": long_id}, {})]
     )
-    run.steps[1].span_id = "ABCDEF0123456789"
+    run.steps[1] = dataclasses.replace(run.steps[1], span_id="ABCDEF0123456789")
     v = _engine().judge(run)
     f = v.findings[0]
     assert len(f.explanation.encode()) <= EXPLANATION_MAX_BYTES
@@ -135,9 +135,14 @@ def test_judge_spans_never_raises() -> None:
     # An event that is not an EventRecord (a fake: no decoder makes one, but a bug in the
     # builder must still not escape ``judge_spans``). Pure Python fails reading its fields,
     # the compiled build on its type: either way one error verdict.
-    span = SpanRecord("0af7651916cd43dd8448eb211c80319c", "00f067aa0ba902b7", None, "chat")
-    span.attributes = {"gen_ai.operation.name": "chat"}
-    span.events = ["not an event"]  # type: ignore[list-item]
+    span = SpanRecord(
+        "0af7651916cd43dd8448eb211c80319c",
+        "00f067aa0ba902b7",
+        None,
+        "chat",
+        attributes={"gen_ai.operation.name": "chat"},
+        events=["not an event"],  # type: ignore[list-item]
+    )
     verdicts = _engine().judge_spans([span])
     assert len(verdicts) == 1
     assert verdicts[0].verdict == "error"

@@ -69,7 +69,9 @@ def test_orphan_span_warns_and_cites_it(span_exporter: InMemorySpanExporter) -> 
     """A service dropped the refund's parent: the run may be missing calls, not a pass."""
     spans = _healthy_spans(span_exporter)
     refund = _by_name(spans, "refund_api.create")
-    refund.parent_span_id = "00000000deadbeef"
+    spans[spans.index(refund)] = refund = dataclasses.replace(
+        refund, parent_span_id="00000000deadbeef"
+    )
     v = _judge(spans)
     # the refund now sits outside the agent run, so the claim is unsupported; the
     # evidence findings say why the run may be judged on less than happened
@@ -91,7 +93,7 @@ def test_parent_cycle_warns(span_exporter: InMemorySpanExporter) -> None:
     spans = _healthy_spans(span_exporter)
     root = next(s for s in spans if s.parent_span_id is None)
     lookup = _by_name(spans, "lookup_order")
-    root.parent_span_id = lookup.span_id
+    spans[spans.index(root)] = dataclasses.replace(root, parent_span_id=lookup.span_id)
     v = _judge(spans)
     assert "F-EVIDENCE-PARENT_CYCLE" in _evidence(v)
     assert v.verdict in ("warn", "fail")

@@ -6,6 +6,7 @@ grader that is ours.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -91,12 +92,14 @@ def test_blind_to_variant_experiment_and_agent_version() -> None:
     run.variant_id = "canary-v7"
     run.experiment_id = "exp-prompt-tweak"
     run.agent_version = "2.4.1-rc3"
-    original = turns[1].text
+    original = turns[1]
     try:
-        turns[1].text = "I was told canary-v7 (2.4.1-rc3, exp-prompt-tweak) is faster."
+        turns[1] = dataclasses.replace(
+            original, text="I was told canary-v7 (2.4.1-rc3, exp-prompt-tweak) is faster."
+        )
         shown = user_message(SPEC, render(run))
     finally:
-        turns[1].text = original
+        turns[1] = original
         run.variant_id = run.experiment_id = run.agent_version = None
     for label in ("canary-v7", "exp-prompt-tweak", "2.4.1-rc3"):
         assert label not in shown

@@ -29,7 +29,7 @@ from tracejudge.collector.processors.redact import Scrubber
 from tracejudge.collector.processors.stamp import drop_content
 from tracejudge.content import is_content_event, is_content_key
 from tracejudge.model import build_runs, spans_from_resource_spans
-from tracejudge.model.log_events import events_by_span, join_log_events
+from tracejudge.model.log_events import events_by_span, with_log_events
 from tracejudge.model.messages import INPUT_EVENTS
 from tracejudge.model.places import ContentPlace, content_places
 from tracejudge.model.readers import TOOL_READERS
@@ -41,7 +41,7 @@ PLACES = content_places()
 def _read(rs: ResourceSpans, rl: ResourceLogs) -> str:
     """What the run model read as content (messages, tool payloads, the final answer)."""
     spans = spans_from_resource_spans(rs)
-    join_log_events(spans, events_by_span([rl]))
+    spans = with_log_events(spans, events_by_span([rl]))
     read: list[Any] = []
     for run in build_runs(spans):
         read.append(run.final_answer)

@@ -70,8 +70,9 @@ def test_tool_call_fields_land_in_their_own_slots() -> None:
         sc.TRACEJUDGE_TOOL_IDEMPOTENCY_KEY: "idem",
         sc.TRACEJUDGE_APPROVAL_GRANTED: True,
     }
-    span = SpanRecord("t" * 32, "a" * 16, "b" * 16, "execute_tool refund", 1, 5, 6, STATUS_ERROR)
-    span.attributes = attrs
+    span = SpanRecord(
+        "t" * 32, "a" * 16, "b" * 16, "execute_tool refund", 1, 5, 6, STATUS_ERROR, "", attrs
+    )
     got = tool_call_from_span(span, [])
     assert got == ToolCall(
         span_id="a" * 16,

@@ -177,7 +177,9 @@ def test_content_is_shown_only_where_captured_and_redactions_stay() -> None:
     tool = run.steps[1]
     assert isinstance(tool, ToolCall)
     tool.arguments, tool.result = None, "card [REDACTED] charged"
-    run.turns[1].tool_calls = (RequestedToolCall("call_1", "issue_refund", None),)
+    run.turns[1] = dataclasses.replace(
+        run.turns[1], tool_calls=(RequestedToolCall("call_1", "issue_refund", None),)
+    )
     page = _page(run, _record())
     assert '<div class="na">text not captured</div>' in page
     assert "arguments not captured" in page
@@ -187,9 +189,12 @@ def test_content_is_shown_only_where_captured_and_redactions_stay() -> None:
 def test_a_run_without_messages_has_no_conversation_and_says_so() -> None:
     run = _run()
     run.turns = []
-    for step in run.steps:
-        if isinstance(step, ModelCall):
-            step.input_messages = step.output_messages = None
+    run.steps = [
+        dataclasses.replace(s, input_messages=None, output_messages=None)
+        if isinstance(s, ModelCall)
+        else s
+        for s in run.steps
+    ]
     run.conversation_built = False
     (row,), _ = build_rows([_record()], [run])
     assert row.conversation is None
@@ -244,7 +249,9 @@ def test_calls_nobody_asked_for_and_results_nothing_ran_for_are_still_shown() ->
     """An execution no captured message requested is shown where it happened; a requested
     call never seen to run says so, and its tool turn shows the result the model saw."""
     run = _run()
-    run.turns[1].tool_calls = (RequestedToolCall(None, "lookup_order", {"order": 7}),)
+    run.turns[1] = dataclasses.replace(
+        run.turns[1], tool_calls=(RequestedToolCall(None, "lookup_order", {"order": 7}),)
+    )
     tool = run.steps[1]
     assert isinstance(tool, ToolCall)
     tool.request_turn = None

@@ -9,10 +9,10 @@ rule: a missing key, an unknown provider, a cache directory that cannot be used.
 from __future__ import annotations
 
 import contextlib
-import copy
 import sys
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -90,10 +90,7 @@ def grade_all(
 
 
 def _grader_error(verdict: Verdict, exc: Exception) -> Verdict:
-    out = copy.copy(verdict)
-    out.verdict = "error"
-    out.error = f"grader error: {type(exc).__name__}: {exc}"
-    return out
+    return replace(verdict, verdict="error", error=f"grader error: {type(exc).__name__}: {exc}")
 
 
 def summary_lines(verdicts: list[Verdict], graders: list[GraderRule]) -> list[str]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from tracejudge.engine.trajectory import Trajectory
-from tracejudge.model.spans import AttrValue, reduce_by_fields
+from tracejudge.model.spans import AttrValue
 from tracejudge.semconv import (
     GEN_AI_EVALUATION_EXPLANATION,
     GEN_AI_EVALUATION_NAME,
@@ -76,14 +76,14 @@ class Finding:
         return out
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class RuleOutcome:
     """The result of one rule on one run; becomes one ``gen_ai.evaluation.result`` event.
 
     Not frozen: one is built per rule per run on the collector's hot path, and a frozen
-    dataclass's ``__init__`` costs several times more. Treat it as read-only.
-
-    ``__init__`` is written out for the compiled build (see ``SpanRecord``).
+    dataclass's generated ``__init__`` sets each field through ``object.__setattr__``
+    (4x the cost in the compiled build: docs/performance.md). Treat it as read-only:
+    a changed one is made with ``dataclasses.replace``.
     """
 
     rule_id: str
@@ -96,33 +96,15 @@ class RuleOutcome:
     """Further attributes of its ``gen_ai.evaluation.result`` (a grader's identity and
     version, ``tracejudge.grader.*``); empty for the deterministic checks."""
 
-    def __init__(
-        self,
-        rule_id: str,
-        layer: Layer,
-        result: RuleResult,
-        span_id: str,
-        score: float | None = None,
-        explanation: str = "",
-        attributes: tuple[tuple[str, AttrValue], ...] = (),
-    ) -> None:
-        self.rule_id = rule_id
-        self.layer = layer
-        self.result = result
-        self.span_id = span_id
-        self.score = score
-        self.explanation = explanation
-        self.attributes = attributes
 
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return reduce_by_fields(self)
-
-
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class Verdict:
     """The judgement of one run.
 
-    ``__init__`` is written out for the compiled build (see ``SpanRecord``).
+    Not frozen: one is built per run on the collector's hot path, and a frozen
+    dataclass's generated ``__init__`` sets each field through ``object.__setattr__``
+    (4x the cost in the compiled build: docs/performance.md). Treat it as read-only:
+    a changed one is made with ``dataclasses.replace``.
     """
 
     trace_id: str
@@ -149,51 +131,6 @@ class Verdict:
     trajectory: Trajectory | None = None
     """What shadow pairing compares (successful calls, terminal action), kept only for runs
     with a request id; not part of the JSON form."""
-
-    def __init__(
-        self,
-        trace_id: str,
-        root_span_id: str,
-        verdict: Overall,
-        layers: dict[str, LayerResult],
-        agent: str | None = None,
-        case_id: str | None = None,
-        variant: str | None = None,
-        run_id: str | None = None,
-        experiment_id: str | None = None,
-        primary: Finding | None = None,
-        findings: list[Finding] | None = None,
-        outcomes: list[RuleOutcome] | None = None,
-        metrics: dict[str, float] | None = None,
-        rules_version: str = "",
-        error: str | None = None,
-        agent_version: str | None = None,
-        request_id: str | None = None,
-        shadow: bool = False,
-        trajectory: Trajectory | None = None,
-    ) -> None:
-        self.trace_id = trace_id
-        self.root_span_id = root_span_id
-        self.verdict = verdict
-        self.layers = layers
-        self.agent = agent
-        self.case_id = case_id
-        self.variant = variant
-        self.run_id = run_id
-        self.experiment_id = experiment_id
-        self.primary = primary
-        self.findings = [] if findings is None else findings
-        self.outcomes = [] if outcomes is None else outcomes
-        self.metrics = {} if metrics is None else metrics
-        self.rules_version = rules_version
-        self.error = error
-        self.agent_version = agent_version
-        self.request_id = request_id
-        self.shadow = shadow
-        self.trajectory = trajectory
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return reduce_by_fields(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The public JSON form (one line per run in ``--format json``)."""

@@ -10,10 +10,9 @@ carrying its identity and version as ``tracejudge.grader.*`` attributes.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tracejudge import semconv as sc
 from tracejudge.engine.checks.grader import (
@@ -84,33 +83,30 @@ def apply_graders(verdict: Verdict, run: Run, graders: Sequence[GraderRule]) -> 
     """``verdict`` with each grader that picks ``run`` judged and added (a new ``Verdict``)."""
     if not graders:
         return verdict
-    out = copy.copy(verdict)
-    out.findings = list(verdict.findings)
-    out.outcomes = list(verdict.outcomes)
+    findings = list(verdict.findings)
+    outcomes = list(verdict.outcomes)
     tool_names = {s.name for s in run.steps if s.kind == "tool"}
     changed = False
     for g in graders:
         rule = g.rule
-        k = next((i for i, o in enumerate(out.outcomes) if o.rule_id == rule.id), None)
+        k = next((i for i, o in enumerate(outcomes) if o.rule_id == rule.id), None)
         if k is None:
             continue
         if rule.selector is not None and not rule.selector.matches(run, tool_names):
             continue
         why = picked(g.grader.spec, rule.id, run, verdict)
         if why is not None:
-            o = out.outcomes[k]
-            out.outcomes[k] = RuleOutcome(
-                rule.id, rule.layer, "not_applicable", o.span_id, None, why
-            )
+            o = outcomes[k]
+            outcomes[k] = RuleOutcome(rule.id, rule.layer, "not_applicable", o.span_id, None, why)
             continue
         result = g.grader.grade(run)
-        findings = _findings(rule, g.grader.spec, result, run)
-        out.outcomes[k] = _outcome(rule, result, findings, run.root_span_id)
-        out.findings.extend(findings)
+        found = _findings(rule, g.grader.spec, result, run)
+        outcomes[k] = _outcome(rule, result, found, run.root_span_id)
+        findings.extend(found)
         changed = True
-    if changed:
-        _settle(out, run)
-    return out
+    if not changed:
+        return replace(verdict, findings=findings, outcomes=outcomes)
+    return _settled(verdict, findings, outcomes, run)
 
 
 def not_graded(verdict: Verdict, graders: Sequence[GraderRule], reason: str) -> list[RuleOutcome]:
@@ -212,17 +208,23 @@ def _outcome(rule: Rule, result: GraderResult, findings: list[Finding], root: st
     return RuleOutcome(rule.id, rule.layer, labels, span, score, expl, attrs)
 
 
-def _settle(v: Verdict, run: Run) -> None:
-    """Layers, overall result and primary again, from every finding (none removed)."""
-    order_findings(v.findings, len(run.steps))
+def _settled(v: Verdict, findings: list[Finding], outcomes: list[RuleOutcome], run: Run) -> Verdict:
+    """``v`` with ``findings`` and ``outcomes``, and its layers, overall result and primary
+    again from every finding (none removed)."""
+    order_findings(findings, len(run.steps))
     ranks = {layer: _RANK[v.layers.get(layer, "not_applicable")] for layer in LAYERS}
-    for o in v.outcomes:
+    for o in outcomes:
         if o.attributes:  # the graders'
             r = 3 if o.result == "fail" else 2 if o.result != "pass" else 1
             if o.result == "not_applicable":
                 r = 0
             ranks[o.layer] = max(ranks[o.layer], r)
-    v.layers = {layer: _LAYER[r] for layer, r in ranks.items()}
-    hard = any(f.severity == "fail" for f in v.findings)
-    v.verdict = "fail" if hard else "warn" if v.findings else "pass"
-    v.primary = v.findings[0] if v.findings else None
+    hard = any(f.severity == "fail" for f in findings)
+    return replace(
+        v,
+        findings=findings,
+        outcomes=outcomes,
+        layers={layer: _LAYER[r] for layer, r in ranks.items()},
+        verdict="fail" if hard else "warn" if findings else "pass",
+        primary=findings[0] if findings else None,
+    )

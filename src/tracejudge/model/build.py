@@ -281,37 +281,43 @@ def _build_run(trace: _Trace, root_id: str, ids: list[str], *, agent: bool) -> R
             steps.append(tool_call_from_span(span, notes))
     steps.sort(key=_step_key)
     steps = _infer_tool_calls(steps, notes)
-    run = Run(
-        trace_id=root.trace_id,
-        root_span_id=root_id,
-        steps=steps,
-        start_ns=min(s.start_ns for s in ordered) if not agent else root.start_ns,
-        end_ns=max(_end(s) for s in ordered),
-        root_attributes=root.attributes,
-        spans=ordered,
-        notes=notes,
-    )
     tl_agent_name = (
         sc.FOREIGN_TRACELOOP_ENTITY_NAME
         if root.attributes.get(sc.FOREIGN_TRACELOOP_SPAN_KIND) == TRACELOOP_AGENT
         else sc.GEN_AI_AGENT_NAME
     )
-    run.agent_name = _s(
-        _lookup(root, ordered, sc.GEN_AI_AGENT_NAME, sc.FOREIGN_AGENT_NAME, tl_agent_name)
-    )
-    run.agent_id = _s(_lookup(root, ordered, sc.GEN_AI_AGENT_ID))
-    run.agent_version = _s(_lookup(root, ordered, sc.GEN_AI_AGENT_VERSION))
-    run.run_id = _s(_lookup(root, ordered, sc.TRACEJUDGE_RUN_ID))
-    run.case_id = _s(_lookup(root, ordered, sc.TRACEJUDGE_CASE_ID))
-    run.experiment_id = _s(_lookup(root, ordered, sc.TRACEJUDGE_EXPERIMENT_ID))
-    run.variant_id = _s(_lookup(root, ordered, sc.TRACEJUDGE_VARIANT_ID))
-    run.user_id = _s(_lookup(root, ordered, sc.USER_ID))
-    run.tenant_id = _s(_lookup(root, ordered, sc.TRACEJUDGE_TENANT_ID))
-    run.conversation_id = _s(_lookup(root, ordered, sc.GEN_AI_CONVERSATION_ID, sc.SESSION_ID))
-    _shadow_identity(run, root, notes)
+    request_id, shadow = _shadow_identity(root, notes)
     _source_problems(root, notes)
-    _final_answer(run, root if agent else None, notes)
-    return run
+    answer, answer_span_id, answer_step_index = _final_answer(
+        steps, root_id, root if agent else None, notes
+    )
+    return Run(
+        trace_id=root.trace_id,
+        root_span_id=root_id,
+        agent_name=_s(
+            _lookup(root, ordered, sc.GEN_AI_AGENT_NAME, sc.FOREIGN_AGENT_NAME, tl_agent_name)
+        ),
+        agent_id=_s(_lookup(root, ordered, sc.GEN_AI_AGENT_ID)),
+        agent_version=_s(_lookup(root, ordered, sc.GEN_AI_AGENT_VERSION)),
+        run_id=_s(_lookup(root, ordered, sc.TRACEJUDGE_RUN_ID)),
+        case_id=_s(_lookup(root, ordered, sc.TRACEJUDGE_CASE_ID)),
+        experiment_id=_s(_lookup(root, ordered, sc.TRACEJUDGE_EXPERIMENT_ID)),
+        variant_id=_s(_lookup(root, ordered, sc.TRACEJUDGE_VARIANT_ID)),
+        user_id=_s(_lookup(root, ordered, sc.USER_ID)),
+        tenant_id=_s(_lookup(root, ordered, sc.TRACEJUDGE_TENANT_ID)),
+        steps=steps,
+        final_answer=answer,
+        final_answer_span_id=answer_span_id,
+        final_answer_step_index=answer_step_index,
+        start_ns=min(s.start_ns for s in ordered) if not agent else root.start_ns,
+        end_ns=max(_end(s) for s in ordered),
+        root_attributes=root.attributes,
+        spans=ordered,
+        notes=notes,
+        conversation_id=_s(_lookup(root, ordered, sc.GEN_AI_CONVERSATION_ID, sc.SESSION_ID)),
+        request_id=request_id,
+        shadow=shadow,
+    )
 
 
 def _below_a_tool(trace: _Trace, span_id: str) -> bool:
@@ -324,8 +330,9 @@ def _below_a_tool(trace: _Trace, span_id: str) -> bool:
     return False
 
 
-def _shadow_identity(run: Run, root: SpanRecord, notes: list[Note]) -> None:
-    """``tracejudge.request.id`` and ``tracejudge.run.shadow``. A shadow that names no
+def _shadow_identity(root: SpanRecord, notes: list[Note]) -> tuple[str | None, bool]:
+    """``tracejudge.request.id`` and ``tracejudge.run.shadow`` (the run's ``request_id`` and
+    ``shadow``). A shadow that names no
     request cannot be paired with its stable run: a note (``F-EVIDENCE-SHADOW_NO_REQUEST``)
     says so rather than the shadow going unreported; it is still a shadow, never traffic."""
     # the agent span (or its resource) only, as the tags are defined: no scan of the run's
@@ -334,20 +341,21 @@ def _shadow_identity(run: Run, root: SpanRecord, notes: list[Note]) -> None:
     request = attrs.get(sc.TRACEJUDGE_REQUEST_ID, resource.get(sc.TRACEJUDGE_REQUEST_ID))
     if isinstance(request, int) and not isinstance(request, bool):
         request = str(request)  # an integer id is an id; true/false or a list is not
-    run.request_id = request.strip() if isinstance(request, str) and request.strip() else None
+    request_id = request.strip() if isinstance(request, str) and request.strip() else None
     flag = attrs.get(sc.TRACEJUDGE_RUN_SHADOW, resource.get(sc.TRACEJUDGE_RUN_SHADOW))
     # a bool from our instrumentation; "true" from a header copied by a proxy or a config
-    run.shadow = flag is True or (isinstance(flag, str) and flag.strip().lower() == "true")
-    if run.shadow and run.request_id is None:
+    shadow = flag is True or (isinstance(flag, str) and flag.strip().lower() == "true")
+    if shadow and request_id is None:
         what = "no" if request is None else f"an unusable ({short_repr(request)})"
         notes.append(
             Note(
                 "shadow_without_request",
-                (run.root_span_id,),
+                (root.span_id,),
                 f"shadow run with {what} {sc.TRACEJUDGE_REQUEST_ID}: it cannot be paired "
                 "with the stable run of its request",
             )
         )
+    return request_id, shadow
 
 
 def _source_problems(root: SpanRecord, notes: list[Note]) -> None:
@@ -429,6 +437,7 @@ def _infer_tool_calls(steps: list[Step], notes: list[Note]) -> list[Step]:
             result = responses[later][req.call_id]
             if isinstance(result, str):
                 result, _ = parse_json_text(result)
+            flag = inferred_result_error(result)
             call = ToolCall(
                 span_id=target.span_id,
                 name=req.name,
@@ -436,14 +445,12 @@ def _infer_tool_calls(steps: list[Step], notes: list[Note]) -> list[Step]:
                 arguments=args,
                 arguments_is_json=is_json,
                 result=result,
+                status="unset" if flag is None else "error",
+                error_type=None if flag is None else "tool_error",
                 start_ns=model.end_ns if model.end_ns >= model.start_ns else model.start_ns,
                 end_ns=target.start_ns,
                 inferred=True,
             )
-            flag = inferred_result_error(result)
-            if flag is not None:
-                call.status = "error"
-                call.error_type = "tool_error"
             notes.append(
                 Note(
                     "inferred_call",
@@ -476,15 +483,21 @@ def _infer_tool_calls(steps: list[Step], notes: list[Note]) -> list[Step]:
     return out
 
 
-def _final_answer(run: Run, agent_root: SpanRecord | None, notes: list[Note]) -> None:
-    for index in range(len(run.steps) - 1, -1, -1):
-        step = run.steps[index]
+def _final_answer(
+    steps: list[Step], root_span_id: str, agent_root: SpanRecord | None, notes: list[Note]
+) -> tuple[str | None, str | None, int | None]:
+    """The run's final answer, the span it was read from and the index of the model call
+    that produced its text (``Run.final_answer``, ``final_answer_span_id``,
+    ``final_answer_step_index``); a note says where it came from."""
+    step_index = None
+    for index in range(len(steps) - 1, -1, -1):
+        step = steps[index]
         if (
             isinstance(step, ModelCall)
             and step.operation != _OP.EMBEDDINGS
             and last_assistant_text(step.output_messages) is not None
         ):
-            run.final_answer_step_index = index
+            step_index = index
             break
     if agent_root is not None:
         attrs = agent_root.attributes
@@ -500,20 +513,18 @@ def _final_answer(run: Run, agent_root: SpanRecord | None, notes: list[Note]) ->
                     source = f"final answer: {key} of agent span {agent_root.span_id}"
                     break
         if text is not None:
-            run.final_answer = text
-            run.final_answer_span_id = agent_root.span_id
             notes.append(Note("final_answer", (agent_root.span_id,), source))
-            return
-    calls = [m for m in run.model_calls if m.operation != _OP.EMBEDDINGS]
+            return text, agent_root.span_id, step_index
+    calls = [s for s in steps if isinstance(s, ModelCall) and s.operation != _OP.EMBEDDINGS]
     if not calls:
         notes.append(
             Note(
                 "final_answer",
-                (run.root_span_id,),
+                (root_span_id,),
                 "final answer: none (no agent output and no model call)",
             )
         )
-        return
+        return None, None, step_index
     last = calls[-1]
     text = last_assistant_text(last.output_messages)
     if text is None:
@@ -525,9 +536,7 @@ def _final_answer(run: Run, agent_root: SpanRecord | None, notes: list[Note]) ->
                 f"{last.span_id} produced no text)",
             )
         )
-        return
-    run.final_answer = text
-    run.final_answer_span_id = last.span_id
+        return None, None, step_index
     notes.append(
         Note(
             "final_answer",
@@ -535,3 +544,4 @@ def _final_answer(run: Run, agent_root: SpanRecord | None, notes: list[Note]) ->
             f"final answer: output of the last model call {last.span_id}",
         )
     )
+    return text, last.span_id, step_index

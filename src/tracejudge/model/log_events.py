@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs
@@ -33,8 +34,8 @@ log = logging.getLogger("tracejudge.model")
 __all__ = [
     "event_from_log_record",
     "events_by_span",
-    "join_log_events",
-    "join_serialized_logs",
+    "with_log_events",
+    "with_serialized_logs",
 ]
 
 _BODY_CONTENT = "content"
@@ -90,31 +91,33 @@ def events_by_span(resource_logs: Iterable[ResourceLogs]) -> dict[str, list[Even
     return out
 
 
-def join_log_events(spans: Sequence[SpanRecord], events: dict[str, list[EventRecord]]) -> int:
-    """Append each span's log-record events to its ``events`` (kept in time order); returns
-    how many were joined. Events for a span not in ``spans`` are left out (their records
-    are still forwarded)."""
-    joined = 0
+def with_log_events(
+    spans: Sequence[SpanRecord], events: dict[str, list[EventRecord]]
+) -> list[SpanRecord]:
+    """The spans, each with its log-record events added to its ``events`` (kept in time
+    order): a new ``SpanRecord`` for a span that has some, the same one otherwise. Events
+    for a span not in ``spans`` are left out (their records are still forwarded)."""
     if not events:
-        return 0
+        return list(spans)
+    out: list[SpanRecord] = []
     for span in spans:
         extra = events.get(span.span_id)
         if not extra:
+            out.append(span)
             continue
         merged = list(span.events)
         merged.extend(extra)
         merged.sort(key=_time)
-        span.events = merged
-        joined += len(extra)
-    return joined
+        out.append(replace(span, events=merged))
+    return out
 
 
 def _time(event: EventRecord) -> int:
     return event.time_ns
 
 
-def join_serialized_logs(spans: Sequence[SpanRecord], logs: Sequence[bytes]) -> int:
-    """``join_log_events`` for serialized ``ResourceLogs`` (as the collector holds them);
+def with_serialized_logs(spans: Sequence[SpanRecord], logs: Sequence[bytes]) -> list[SpanRecord]:
+    """``with_log_events`` for serialized ``ResourceLogs`` (as the collector holds them);
     a fragment that does not parse is skipped with a log line (never raises)."""
     parsed: list[ResourceLogs] = []
     for data in logs:
@@ -122,4 +125,4 @@ def join_serialized_logs(spans: Sequence[SpanRecord], logs: Sequence[bytes]) -> 
             parsed.append(ResourceLogs.FromString(data))
         except Exception as exc:  # DecodeError, depth limits
             log.warning("log fragment not joined: %s: %s", type(exc).__name__, exc)
-    return join_log_events(spans, events_by_span(parsed))
+    return with_log_events(spans, events_by_span(parsed))

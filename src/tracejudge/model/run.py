@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from tracejudge.model.spans import AttrValue, SpanRecord, reduce_by_fields
+from tracejudge.model.spans import AttrValue, SpanRecord
 
 StepStatus: TypeAlias = Literal["ok", "error", "unset"]
 TurnRole: TypeAlias = Literal["system", "user", "assistant", "tool"]
@@ -46,29 +46,22 @@ NoteCode: TypeAlias = Literal[
 reworded ``text`` never changes a verdict; a new kind of note is a new code here."""
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class Note:
     """One thing the run builder noticed about the evidence, as a record.
+
+    Not frozen: the compiled build cannot ``copy`` or ``pickle`` a frozen dataclass (its
+    ``__setstate__`` assigns each field). Treat it as read-only.
 
     ``code`` says what kind of problem or provenance it is, ``span_ids`` the spans it is
     about (the ones in the trace: an orphan, not its missing parent), ``text`` the
     explanation for people. The engine reads ``code`` and ``span_ids``; only people read
     ``text``.
-
-    ``__init__`` is written out for the compiled build (see ``SpanRecord``).
     """
 
     code: NoteCode
     span_ids: tuple[str, ...]
     text: str
-
-    def __init__(self, code: NoteCode, span_ids: tuple[str, ...], text: str) -> None:
-        self.code = code
-        self.span_ids = span_ids
-        self.text = text
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return reduce_by_fields(self)
 
 
 @dataclass(slots=True, frozen=True)
@@ -80,9 +73,12 @@ class RequestedToolCall:
     arguments: Any
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class Turn:
     """One message of the conversation, in order, tied to the step that showed it.
+
+    Not frozen, as ``Note``; treat it as read-only (``dataclasses.replace`` makes a
+    changed one).
 
     Each model call re-sends the history, so the builder reconstructs the conversation once
     (no duplicates) from every call's input and output messages. ``step_index`` places the
@@ -90,8 +86,6 @@ class Turn:
     user, system or tool turn, the first model call whose input shows it (the turn happened
     before that call). A turn known only from the agent span's output (no model call
     produced it) has ``step_index == len(run.steps)``.
-
-    ``__init__`` is written out for the compiled build (see ``SpanRecord``).
     """
 
     index: int
@@ -113,39 +107,15 @@ class Turn:
     """When the turn is known to have existed: the producing call's end for assistant
     turns, the showing call's start otherwise."""
 
-    def __init__(
-        self,
-        index: int,
-        role: TurnRole,
-        text: str | None = None,
-        tool_calls: tuple[RequestedToolCall, ...] = (),
-        call_id: str | None = None,
-        tool_name: str | None = None,
-        result: Any = None,
-        step_index: int = 0,
-        span_id: str = "",
-        time_ns: int = 0,
-    ) -> None:
-        self.index = index
-        self.role = role
-        self.text = text
-        self.tool_calls = tool_calls
-        self.call_id = call_id
-        self.tool_name = tool_name
-        self.result = result
-        self.step_index = step_index
-        self.span_id = span_id
-        self.time_ns = time_ns
 
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return reduce_by_fields(self)
-
-
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class ModelCall:
     """One model (inference or embeddings) call.
 
-    ``__init__`` is written out for the compiled build (see ``SpanRecord``).
+    Not frozen: one is built per model call on the collector's hot path, and a frozen
+    dataclass's generated ``__init__`` sets each field through ``object.__setattr__``
+    (4x the cost in the compiled build: docs/performance.md). Treat it as read-only:
+    a changed one is made with ``dataclasses.replace``.
     """
 
     span_id: str
@@ -167,61 +137,19 @@ class ModelCall:
     attributes: dict[str, AttrValue] = field(default_factory=dict)
     kind: Literal["model"] = "model"
 
-    def __init__(
-        self,
-        span_id: str,
-        operation: str,
-        provider: str | None = None,
-        request_model: str | None = None,
-        response_model: str | None = None,
-        response_id: str | None = None,
-        finish_reasons: tuple[str, ...] = (),
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        input_messages: list[dict[str, Any]] | None = None,
-        output_messages: list[dict[str, Any]] | None = None,
-        requested_tool_calls: list[RequestedToolCall] | None = None,
-        status: StepStatus = "unset",
-        error_type: str | None = None,
-        start_ns: int = 0,
-        end_ns: int = 0,
-        attributes: dict[str, AttrValue] | None = None,
-        kind: Literal["model"] = "model",
-    ) -> None:
-        self.span_id = span_id
-        self.operation = operation
-        self.provider = provider
-        self.request_model = request_model
-        self.response_model = response_model
-        self.response_id = response_id
-        self.finish_reasons = finish_reasons
-        self.input_tokens = input_tokens
-        self.output_tokens = output_tokens
-        self.input_messages = input_messages
-        self.output_messages = output_messages
-        self.requested_tool_calls = [] if requested_tool_calls is None else requested_tool_calls
-        self.status = status
-        self.error_type = error_type
-        self.start_ns = start_ns
-        self.end_ns = end_ns
-        self.attributes = {} if attributes is None else attributes
-        self.kind = kind
 
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return reduce_by_fields(self)
-
-
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class ToolCall:
     """One tool execution, observed (an ``execute_tool`` span) or inferred.
+
+    Not frozen: ``request_turn`` is filled in when the run's conversation is first read
+    (``tracejudge.model.conversation.turns_of``), after the run was built.
 
     An inferred call has no span of its own: the model asked for it and a later model
     request carried its result as a ``tool`` message. ``span_id`` then names the model
     call whose input showed the result, and ``inferred`` is True.
     ``arguments``/``result`` are parsed JSON when the text was JSON, else the raw text
     (``arguments_is_json`` tells which).
-
-    ``__init__`` is written out for the compiled build (see ``SpanRecord``).
     """
 
     span_id: str
@@ -244,60 +172,21 @@ class ToolCall:
     """Index in ``Run.turns`` of the assistant turn that requested this call (matched by
     call id, else by name and position); None when no captured message requested it."""
 
-    def __init__(
-        self,
-        span_id: str,
-        name: str,
-        call_id: str | None = None,
-        arguments: Any = None,
-        arguments_is_json: bool = True,
-        result: Any = None,
-        status: StepStatus = "unset",
-        error_type: str | None = None,
-        effect: ToolEffect = "unknown",
-        idempotency_key: str | None = None,
-        approval_granted: bool | None = None,
-        start_ns: int = 0,
-        end_ns: int = 0,
-        inferred: bool = False,
-        attributes: dict[str, AttrValue] | None = None,
-        kind: Literal["tool"] = "tool",
-        request_turn: int | None = None,
-    ) -> None:
-        self.span_id = span_id
-        self.name = name
-        self.call_id = call_id
-        self.arguments = arguments
-        self.arguments_is_json = arguments_is_json
-        self.result = result
-        self.status = status
-        self.error_type = error_type
-        self.effect = effect
-        self.idempotency_key = idempotency_key
-        self.approval_granted = approval_granted
-        self.start_ns = start_ns
-        self.end_ns = end_ns
-        self.inferred = inferred
-        self.attributes = {} if attributes is None else attributes
-        self.kind = kind
-        self.request_turn = request_turn
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return reduce_by_fields(self)
-
 
 Step: TypeAlias = ModelCall | ToolCall
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class Run:
     """One agent run: identity, ordered steps, final answer and the spans behind them.
+
+    Not frozen: its conversation (``turns``, and each tool call's ``request_turn``) is
+    built the first time something reads it and kept on the run (``turns_of``), and the
+    builder adds the notes about spans outside every run after building the runs.
 
     ``notes`` lists what was wrong with the evidence (missing parents, non-JSON
     arguments, parent cycles...) and where it came from, as coded records (``Note``), so
     the engine can answer ``insufficient_evidence`` instead of passing silently.
-
-    ``__init__`` is written out for the compiled build (see ``SpanRecord``).
     """
 
     trace_id: str
@@ -338,63 +227,6 @@ class Run:
     stable run of the same request share it; see ``tracejudge.engine.shadow``)."""
     shadow: bool = False
     """``tracejudge.run.shadow``: the run is a shadow (never user-facing traffic)."""
-
-    def __init__(
-        self,
-        trace_id: str,
-        root_span_id: str,
-        agent_name: str | None = None,
-        agent_id: str | None = None,
-        agent_version: str | None = None,
-        run_id: str | None = None,
-        case_id: str | None = None,
-        experiment_id: str | None = None,
-        variant_id: str | None = None,
-        user_id: str | None = None,
-        tenant_id: str | None = None,
-        steps: list[Step] | None = None,
-        final_answer: str | None = None,
-        final_answer_span_id: str | None = None,
-        final_answer_step_index: int | None = None,
-        start_ns: int = 0,
-        end_ns: int = 0,
-        root_attributes: dict[str, AttrValue] | None = None,
-        spans: list[SpanRecord] | None = None,
-        notes: list[Note] | None = None,
-        turns: list[Turn] | None = None,
-        conversation_id: str | None = None,
-        conversation_built: bool = False,
-        request_id: str | None = None,
-        shadow: bool = False,
-    ) -> None:
-        self.trace_id = trace_id
-        self.root_span_id = root_span_id
-        self.agent_name = agent_name
-        self.agent_id = agent_id
-        self.agent_version = agent_version
-        self.run_id = run_id
-        self.case_id = case_id
-        self.experiment_id = experiment_id
-        self.variant_id = variant_id
-        self.user_id = user_id
-        self.tenant_id = tenant_id
-        self.steps = [] if steps is None else steps
-        self.final_answer = final_answer
-        self.final_answer_span_id = final_answer_span_id
-        self.final_answer_step_index = final_answer_step_index
-        self.start_ns = start_ns
-        self.end_ns = end_ns
-        self.root_attributes = {} if root_attributes is None else root_attributes
-        self.spans = [] if spans is None else spans
-        self.notes = [] if notes is None else notes
-        self.turns = [] if turns is None else turns
-        self.conversation_id = conversation_id
-        self.conversation_built = conversation_built
-        self.request_id = request_id
-        self.shadow = shadow
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return reduce_by_fields(self)
 
     @property
     def tool_calls(self) -> list[ToolCall]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
@@ -29,7 +29,7 @@ from tracejudge.collector.storage.durability import Durability
 from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.engine import JudgeTimeout
 from tracejudge.engine.verdict import Verdict
-from tracejudge.model.log_events import join_serialized_logs
+from tracejudge.model.log_events import with_serialized_logs
 from tracejudge.model.spans import SpanRecord
 
 log = logging.getLogger("tracejudge.collector")
@@ -89,7 +89,7 @@ class Decider:
         try:
             records = to_records(fragments)
             if trace.logs:  # events that came as OTLP log records join their spans
-                join_serialized_logs(records, trace.logs)
+                records = with_serialized_logs(records, trace.logs)
             limit = self.max_judge_time
             if limit is not None and self._within is not None:
                 verdicts = self._within(records, limit)
@@ -124,11 +124,13 @@ class Decider:
         began = time.thread_time()
         verdicts = self._judge(trace, fragments)
         seconds = time.thread_time() - began
-        for v in verdicts:
-            if not v.rules_version:
-                v.rules_version = self.rules_version
-            # Before anything is written: explanations quote arguments and results.
-            self.scrubber.verdict(v)
+        # Before anything is written: explanations quote arguments and results.
+        verdicts = [
+            self.scrubber.verdict(
+                v if v.rules_version else replace(v, rules_version=self.rules_version)
+            )
+            for v in verdicts
+        ]
         stamped = conversation_verdicts(trace, verdicts) if trace.roots else verdicts
         pieces, decision = self.mode.decided(trace.fragments, fragments, stamped)
         timed_out = any(

@@ -42,13 +42,12 @@ pipeline. On stop, runs still waiting are ``not_evaluated`` with the reason ``sh
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import os
 import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
@@ -67,7 +66,7 @@ from tracejudge.graders.providers import Completion, JudgeRequest, Provider, Pro
 from tracejudge.graders.telemetry import traced
 from tracejudge.model.build import build_runs
 from tracejudge.model.conversation import merge_conversations
-from tracejudge.model.log_events import join_serialized_logs
+from tracejudge.model.log_events import with_serialized_logs
 from tracejudge.model.run import Run
 
 log = logging.getLogger("tracejudge.collector")
@@ -152,7 +151,7 @@ class GraderStage:
         graders: Sequence[GraderRule],
         clock: Clock,
         emit: Emit,
-        scrub: Callable[[Verdict], object],
+        scrub: Callable[[Verdict], Verdict],
         max_concurrent: int,
         calls_per_minute: int,
         tokens_per_minute: int = 0,
@@ -262,9 +261,8 @@ class GraderStage:
             self._not_graded(lost, "error")
 
     def _send(self, verdicts: Sequence[Verdict]) -> None:
-        out = [v for v in verdicts if v.outcomes]
+        out = [self.scrub(v) for v in verdicts if v.outcomes]  # reasons quote the run
         for v in out:
-            self.scrub(v)  # the model's reasons quote the run
             self.counts.outcomes += len(v.outcomes)
             for o in v.outcomes:
                 agreement = dict(o.attributes).get(sc.TRACEJUDGE_GRADER_AGREEMENT)
@@ -396,7 +394,7 @@ class GraderStage:
         again in the spans (not expected: the engine built the same runs)."""
         records = to_records([ResourceSpans.FromString(b) for b in job.fragments])
         if job.logs:
-            join_serialized_logs(records, list(job.logs))
+            records = with_serialized_logs(records, list(job.logs))
         runs: dict[tuple[str, str], Run] = {
             (r.trace_id, r.root_span_id): r for r in merge_conversations(build_runs(records))
         }
@@ -423,10 +421,7 @@ class GraderStage:
 
 def _only(v: Verdict, outcomes: list[RuleOutcome]) -> Verdict:
     """``v`` holding only ``outcomes`` (what its follow-up records carry)."""
-    out = copy.copy(v)
-    out.outcomes = outcomes
-    out.findings = []
-    return out
+    return replace(v, outcomes=outcomes, findings=[])
 
 
 def graders_for(

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
 from tracejudge import semconv as sc
-from tracejudge.engine.verdict import Finding, Verdict
+from tracejudge.engine.verdict import Finding, RuleOutcome, Verdict
 from tracejudge.redaction import Redactor
 
 DROPPED = "'[content dropped]'"
@@ -83,21 +84,33 @@ class Scrubber:
         self._cache[text] = out
         return out
 
-    def verdict(self, v: Verdict) -> None:
-        """Scrub a fresh verdict in place: findings, the primary finding, rule outcomes
-        and the error text."""
-        if v.findings:
-            mapped = {id(f): self._finding(f) for f in v.findings}
-            v.findings = [mapped[id(f)] for f in v.findings]
-            if v.primary is not None:
-                v.primary = mapped.get(id(v.primary)) or self._finding(v.primary)
-        elif v.primary is not None:
-            v.primary = self._finding(v.primary)
-        for o in v.outcomes:
-            if o.explanation:
-                o.explanation = self.text(o.explanation)
-        if v.error:
-            v.error = self.text(v.error)
+    def verdict(self, v: Verdict) -> Verdict:
+        """The verdict scrubbed: findings, the primary finding, rule outcomes and the error
+        text (``v`` itself when there is nothing to change)."""
+        findings, primary = v.findings, v.primary
+        if findings:
+            mapped = {id(f): self._finding(f) for f in findings}
+            findings = [mapped[id(f)] for f in findings]
+            if primary is not None:
+                primary = mapped.get(id(primary)) or self._finding(primary)
+        elif primary is not None:
+            primary = self._finding(primary)
+        outcomes = [self._outcome(o) for o in v.outcomes]
+        error = self.text(v.error) if v.error else v.error
+        if (
+            error == v.error
+            and primary is v.primary
+            and all(a is b for a, b in zip(findings, v.findings, strict=True))
+            and all(a is b for a, b in zip(outcomes, v.outcomes, strict=True))
+        ):
+            return v
+        return replace(v, findings=findings, primary=primary, outcomes=outcomes, error=error)
+
+    def _outcome(self, o: RuleOutcome) -> RuleOutcome:
+        if not o.explanation:
+            return o
+        clean = self.text(o.explanation)
+        return o if clean == o.explanation else replace(o, explanation=clean)
 
     def _finding(self, f: Finding) -> Finding:
         clean = self.text(f.explanation)
