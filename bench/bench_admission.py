@@ -27,7 +27,7 @@ from tracejudge._build import build_kind
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.codec.otlp import split_by_trace
-from tracejudge.collector.pipeline import Pipeline
+from tracejudge.collector.processors.decision import Pipeline
 from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.spans import SpanRecord

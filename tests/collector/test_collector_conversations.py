@@ -29,8 +29,8 @@ from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import ConfigError
 from tracejudge.collector.consumer import Throttled
-from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.processors.admission import Admission
+from tracejudge.collector.processors.decision import Pipeline
 from tracejudge.collector.storage.store import DiskStore
 from tracejudge.collector.telemetry.stats import Stats
 

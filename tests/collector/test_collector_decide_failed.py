@@ -22,7 +22,7 @@ from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.codec.otlp import TraceFragment
 from tracejudge.collector.exporters.file_target import FileTarget
 from tracejudge.collector.exporters.forward import TargetQueue
-from tracejudge.collector.pipeline import Pipeline
+from tracejudge.collector.processors.decision import Pipeline
 from tracejudge.collector.telemetry.stats import Stats
 
 

@@ -41,9 +41,9 @@ from tracejudge import semconv as sc
 from tracejudge.collector import Collector, CollectorConfig, load_judge
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import build_config
-from tracejudge.collector.pipeline import CHEAP_JUDGING, LOOP_JUDGING_LIMIT
 from tracejudge.collector.processors.buffer import DecisionCache, decision_bytes
 from tracejudge.collector.processors.cost import RuleCostError
+from tracejudge.collector.processors.decision import CHEAP_JUDGING, LOOP_JUDGING_LIMIT
 from tracejudge.collector.processors.stamp import Decision
 from tracejudge.collector.processors.worker import AdaptiveJudging
 from tracejudge.engine.verdict import Verdict

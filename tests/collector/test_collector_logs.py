@@ -27,8 +27,8 @@ from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.component import Discard
 from tracejudge.collector.consumer import Throttled
-from tracejudge.collector.pipeline import Pipeline, scrubber_for
 from tracejudge.collector.processors.decided import Decided
+from tracejudge.collector.processors.decision import Pipeline, scrubber_for
 from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
 from tracejudge.collector.processors.logs_join import LogsJoin

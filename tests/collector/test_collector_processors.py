@@ -36,9 +36,9 @@ from tracejudge.collector.component import (
     ProcessorFactory,
     ProcessorRegistry,
 )
-from tracejudge.collector.pipeline import scrubber_for
 from tracejudge.collector.processors.buffer import PendingTrace
 from tracejudge.collector.processors.decided import Context, Decided, DecidedTrace
+from tracejudge.collector.processors.decision import scrubber_for
 from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.logs_intake import logs_intake_for
 from tracejudge.collector.processors.registry import PROCESSORS

@@ -25,7 +25,7 @@ from tracejudge.collector import Collector, CollectorConfig
 from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import ConfigError, build_config
-from tracejudge.collector.pipeline import Pipeline, scrubber_for
+from tracejudge.collector.processors.decision import Pipeline, scrubber_for
 from tracejudge.collector.processors.shadow import shadow_pairs_for
 from tracejudge.collector.telemetry.exposition import render
 from tracejudge.collector.telemetry.stats import Stats

@@ -19,8 +19,8 @@ from tests.collector.collector_support import StandInJudge, make_request, make_s
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
-from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.processors.admission import Admission
+from tracejudge.collector.processors.decision import Pipeline
 from tracejudge.collector.telemetry.stats import Stats
 
 

@@ -2,7 +2,7 @@
 
 ``Collector.start`` opens what touches the outside (the disk queue, the exporters, the
 dead-letter file) and builds the graph here, in the order the constructors need: one
-``Scrubber`` for everything that may quote span content (``pipeline.scrubber_for``, made
+``Scrubber`` for everything that may quote span content (``decision.scrubber_for``, made
 first: the dead-letter file takes it too), the forward queues and verdict sinks, then one
 ``TraceHold`` shared by the pipeline and the logs intake, shadow pairing, the logs intake,
 the processors of the decided edge in their declared order (``processors/registry.py``:
@@ -26,7 +26,6 @@ from tracejudge.collector.exporters.dead_letter import DeadLetterFile
 from tracejudge.collector.exporters.forward import ForwardTarget, TargetQueue
 from tracejudge.collector.exporters.sinks import JsonlSink, TextSink, VerdictSink, WebhookSink
 from tracejudge.collector.exporters.targets import TargetSpec
-from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.processors.admission import (
     Admission,
     AdmissionContext,
@@ -34,6 +33,7 @@ from tracejudge.collector.processors.admission import (
 )
 from tracejudge.collector.processors.cost import RuleCost
 from tracejudge.collector.processors.decided import Context, Decided
+from tracejudge.collector.processors.decision import Pipeline
 from tracejudge.collector.processors.graders import GraderStage
 from tracejudge.collector.processors.grading import Grading
 from tracejudge.collector.processors.hold import TraceHold

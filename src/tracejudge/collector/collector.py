@@ -27,10 +27,10 @@ from tracejudge.collector.exporters.forward import ForwardTarget
 from tracejudge.collector.exporters.registry import EXPORTERS, ExporterRegistry
 from tracejudge.collector.exporters.sinks import VerdictSink
 from tracejudge.collector.exporters.targets import TargetSpec, split_forward, target_specs
-from tracejudge.collector.pipeline import Pipeline, scrubber_for
 from tracejudge.collector.processors.admission import Admission
 from tracejudge.collector.processors.cost import RuleCost, check_budget, measure
 from tracejudge.collector.processors.decided import Decided
+from tracejudge.collector.processors.decision import Pipeline, scrubber_for
 from tracejudge.collector.processors.graders import GraderStage, graders_for
 from tracejudge.collector.processors.judge import Judge, load_judge
 from tracejudge.collector.processors.logs_intake import LogsIntake

@@ -6,7 +6,7 @@ deadline has passed on to the decision side (``run_timer``, ``hand_due``). A fre
 goes to one of three places (``add``): the spans held for a trace being decided (forwarded
 as late once it is), the conversation it belongs to (``--conversation-wait``,
 ``conversations.py``), or the tail buffer (``buffer.py``). The batch scheduler
-(``pipeline.py``) marks the traces handed to it in flight (``begin``), and either settles
+(``decision.py``) marks the traces handed to it in flight (``begin``), and either settles
 them (``release``) or puts them back (``park``); at shutdown it takes the rest (``drain``).
 Decided traces are remembered (``decided``), so later spans get their verdict.
 """
