@@ -27,7 +27,7 @@ from tracejudge._build import build_kind
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.codec.otlp import split_by_trace
-from tracejudge.collector.processors.decision import Pipeline
+from tracejudge.collector.processors.decision import DecisionStage
 from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.spans import SpanRecord
@@ -61,13 +61,13 @@ def request(spans: int) -> ExportTraceServiceRequest:
 
 
 def stage(config: CollectorConfig) -> Any:
-    """The receivers' consumer in front of a fresh pipeline."""
-    pipeline = Pipeline(config, NoJudge(), [], [], Stats([]), None, ManualClock())
+    """The receivers' consumer in front of a fresh decision stage."""
+    decision = DecisionStage(config, NoJudge(), [], [], Stats([]), None, ManualClock())
     try:
         from tracejudge.collector.assembly import admission_for
     except ImportError:  # a tree from before admission was a stage
-        return pipeline
-    return admission_for(pipeline)
+        return decision
+    return admission_for(decision)
 
 
 def main() -> None:

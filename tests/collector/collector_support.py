@@ -358,7 +358,7 @@ def timer_settled(c: Collector, clock: ManualClock) -> bool | None:
     None when it waits for the clock although a trace is due (one became due while the
     tick ran: the timer takes it a millisecond later, of the clock's time); False while
     it is still at work."""
-    p = c.pipeline
+    p = c.decision
     if p is None:
         return False
     now = clock.now()

@@ -30,7 +30,7 @@ from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import ConfigError
 from tracejudge.collector.consumer import Throttled
 from tracejudge.collector.processors.admission import Admission
-from tracejudge.collector.processors.decision import Pipeline
+from tracejudge.collector.processors.decision import DecisionStage
 from tracejudge.collector.storage.store import DiskStore
 from tracejudge.collector.telemetry.stats import Stats
 
@@ -44,10 +44,10 @@ WAITS: dict[str, Any] = {
 
 def _pipeline(
     clock: ManualClock, store: DiskStore | None = None, **overrides: Any
-) -> tuple[Pipeline, Admission, ListSink]:
+) -> tuple[DecisionStage, Admission, ListSink]:
     cfg = CollectorConfig(**{"forward": [], "grpc_port": 0, "http_port": 0, **overrides})
     sink = ListSink(clock)
-    p = Pipeline(cfg.validate(), engine(), [], [sink], Stats([]), store, clock)
+    p = DecisionStage(cfg.validate(), engine(), [], [sink], Stats([]), store, clock)
     p.arm_timer()
     return p, admission_for(p), sink
 

@@ -22,7 +22,7 @@ from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.codec.otlp import TraceFragment
 from tracejudge.collector.exporters.file_target import FileTarget
 from tracejudge.collector.exporters.forward import TargetQueue
-from tracejudge.collector.processors.decision import Pipeline
+from tracejudge.collector.processors.decision import DecisionStage
 from tracejudge.collector.telemetry.stats import Stats
 
 
@@ -43,7 +43,7 @@ def test_every_root_of_a_trace_whose_decision_failed_is_marked(tmp_path: Path) -
         retry_initial=0.1,
         retry_max=1.0,
     )
-    p = Pipeline(cfg, StandInJudge(), [q], [], stats, None, clock)
+    p = DecisionStage(cfg, StandInJudge(), [q], [], stats, None, clock)
     tid = os.urandom(16)
     roots = [os.urandom(8), os.urandom(8)]
 

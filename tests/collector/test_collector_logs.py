@@ -28,7 +28,7 @@ from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.component import Discard
 from tracejudge.collector.consumer import Throttled
 from tracejudge.collector.processors.decided import Decided
-from tracejudge.collector.processors.decision import Pipeline, scrubber_for
+from tracejudge.collector.processors.decision import DecisionStage, scrubber_for
 from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
 from tracejudge.collector.processors.logs_join import LogsJoin
@@ -51,7 +51,7 @@ class RecordingJudge(StandInJudge):
 
 def _setup(
     clock: ManualClock, **overrides: Any
-) -> tuple[Pipeline, LogsIntake, ListSink, RecordingJudge]:
+) -> tuple[DecisionStage, LogsIntake, ListSink, RecordingJudge]:
     base: dict[str, Any] = {
         "forward": [],
         "grpc_port": 0,
@@ -69,7 +69,7 @@ def _setup(
     scrubber = scrubber_for(cfg)
     logs = logs_intake_for(cfg, hold, stats, scrubber)
     join = LogsJoin(logs, Discard[Decided]())  # the decided edge's logs join, alone
-    p = Pipeline(
+    p = DecisionStage(
         cfg, judge, [], [sink], stats, None, clock, hold=hold, scrubber=scrubber, decided=join
     )
     p.arm_timer()

@@ -235,13 +235,13 @@ def test_metrics_is_the_sum_of_the_components_snapshots(lt: LoopThread) -> None:
     lt.run(c.start())
     try:
         snap = c.snapshot()
-        assert c.pipeline is not None
+        assert c.decision is not None
         assert c.admission is not None
         parts = [
             c.stats.snapshot(),
             c.listeners.snapshot(),
             c.admission.snapshot(),
-            c.pipeline.snapshot(),
+            c.decision.snapshot(),
             *(p.snapshot() for p in c.chain),
         ]
         for part in parts:

@@ -45,7 +45,7 @@ from tracejudge.engine.verdict import Verdict
 
 log = logging.getLogger("tracejudge.collector")
 
-__all__ = ["Outcome", "Payload", "Piece", "Pipeline", "scrubber_for"]
+__all__ = ["DecisionStage", "Outcome", "Payload", "Piece", "scrubber_for"]
 
 _CHUNK = 8
 """Traces the worker hands over at once, settled and enqueued to forwarders in one commit."""
@@ -62,7 +62,7 @@ def scrubber_for(config: CollectorConfig) -> Scrubber:
     return Scrubber(config.redact_patterns, drop_quoted=config.drop_content)
 
 
-class Pipeline:
+class DecisionStage:
     """Decisions over the hold's due traces, and fan-out of what they decide to the target
     queues and verdict sinks; the decision side admission reads (``DecisionBacklog``)."""
 
@@ -86,7 +86,7 @@ class Pipeline:
     ) -> None:
         """The collaborators after ``observers`` are built by the collector, which shares
         them with other stages (the logs intake holds its records in ``hold``); left out,
-        the pipeline makes its own ``hold`` and ``scrubber`` from ``config`` and has no
+        the decision stage makes its own ``hold`` and ``scrubber`` from ``config`` and has no
         shadow pairing nor processors after the decision (``decided``). ``shadow``, when
         given, must be one of ``observers`` (``ValueError``): it is registered with them."""
         self.config = config
@@ -105,7 +105,7 @@ class Pipeline:
         """Stamp or passthrough, with the content filter: every branch on those flags."""
         self.observers = tuple(observers)
         """Given each decided verdict object (the gate's window of recent runs, shadow
-        pairing), as the assembly registered them: the pipeline adds none."""
+        pairing), as the assembly registered them: the decision stage adds none."""
         self.shadow = shadow
         """Shadow runs waiting for their stable run (one of ``observers``): the timer reports
         those that waited too long, shutdown the rest (``collector/processors/shadow.py``)."""

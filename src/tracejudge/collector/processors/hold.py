@@ -41,7 +41,7 @@ tuple, as ``Decided`` is: built once per request on the receivers' path."""
 
 
 class DueDecisions(Protocol):
-    """The decision side, as the hold's timer hands it due traces (the pipeline)."""
+    """The decision side, as the hold's timer hands it due traces (the decision stage)."""
 
     def has_room(self) -> bool:
         """False while decisions wait for room in a forward queue (due traces stay)."""
@@ -53,7 +53,7 @@ class DueDecisions(Protocol):
 
 
 class TraceHold:
-    """The pipeline's traces from admission to settling: buffered, held with their
+    """The collector's traces from admission to settling: buffered, held with their
     conversation, in flight (being decided), decided."""
 
     kind = KIND

@@ -1,12 +1,12 @@
 """``/metrics`` (and ``/healthz``) as the sum of the collector's components' snapshots.
 
 Each component says what it counts (``snapshot()``: its top-level entries, always the same
-keys): the counters (``Stats``), the listeners, the pipeline (what waits in its
+keys): the counters (``Stats``), the listeners, the decision stage (what waits in its
 ``TraceHold``, the judging, each forward target's ``TargetQueue``), the processors of the
 decided edge (logs, graders), the dead-letter file. ``merge`` sums them, refusing two
 components that claim one key; ``disk_entry`` and ``judging_entry`` are the entries of the
 disk queue and of the judging side, which are read from several objects. Before start only
-the components that exist are summed (no pipeline: no pipeline entries).
+the components that exist are summed (no decision stage: none of its entries).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = ["Judging", "disk_entry", "judging_entry", "merge"]
 
 
 class Judging(Protocol):
-    """The judging side of the pipeline, as ``/metrics`` reads it."""
+    """The judging side of the decision stage, as ``/metrics`` reads it."""
 
     @property
     def worker(self) -> AdaptiveJudging:
