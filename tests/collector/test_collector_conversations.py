@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.collector.collector_support import make_request, make_span
+from tests.collector.collector_support import decision_stage, make_request, make_span
 from tests.collector.conversation_support import (
     ALONE,
     CONFIRMED,
@@ -47,9 +47,9 @@ def _pipeline(
 ) -> tuple[DecisionStage, Admission, ListSink]:
     cfg = CollectorConfig(**{"forward": [], "grpc_port": 0, "http_port": 0, **overrides})
     sink = ListSink(clock)
-    p = DecisionStage(cfg.validate(), engine(), [], [sink], Stats([]), store, clock)
+    p = decision_stage(cfg.validate(), engine(), [], [sink], Stats([]), store, clock)
     p.arm_timer()
-    return p, admission_for(p), sink
+    return p, admission_for(cfg, p), sink
 
 
 def _by_trace(sink: ListSink) -> dict[str, tuple[float, dict[str, Any]]]:

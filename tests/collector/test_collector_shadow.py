@@ -18,6 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tests.collector.collector_support import decision_stage
 from tests.collector.test_collector_timing import ListSink, drive
 from tests.support import shadow_runs
 from tests.support.shadow_runs import Shape, run_once
@@ -25,7 +26,7 @@ from tracejudge.collector import Collector, CollectorConfig
 from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import ConfigError, build_config
-from tracejudge.collector.processors.decision import DecisionStage, scrubber_for
+from tracejudge.collector.processors.decision import scrubber_for
 from tracejudge.collector.processors.shadow import shadow_pairs_for
 from tracejudge.collector.telemetry.exposition import render
 from tracejudge.collector.telemetry.stats import Stats
@@ -61,7 +62,7 @@ class Rig:
         self.stats = Stats([])
         scrubber = scrubber_for(cfg)
         self.pairs = shadow_pairs_for(cfg, self.stats, [self.sink], scrubber, RULESET)
-        self.decision = DecisionStage(
+        self.decision = decision_stage(
             cfg,
             Engine(RULESET),
             [],
@@ -74,7 +75,7 @@ class Rig:
             shadow=self.pairs,
         )
         self.decision.arm_timer()
-        self.admission = admission_for(self.decision)
+        self.admission = admission_for(cfg, self.decision)
         self._sent = 0
 
     def send(self, shape: Shape, request_id: str | None, shadow: bool = False) -> None:
@@ -246,4 +247,4 @@ def test_shadow_pairing_is_registered_as_an_observer_when_the_graph_is_built(
     stats = Stats([])
     pairs = shadow_pairs_for(cfg, stats, [], scrubber_for(cfg), RULESET)
     with pytest.raises(ValueError, match="shadow pairing is given verdicts as one of the obs"):
-        DecisionStage(cfg, Engine(RULESET), [], [], stats, None, ManualClock(), [], shadow=pairs)
+        decision_stage(cfg, Engine(RULESET), [], [], stats, None, ManualClock(), [], shadow=pairs)

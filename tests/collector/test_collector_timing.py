@@ -15,7 +15,13 @@ from typing import Any
 
 import pytest
 
-from tests.collector.collector_support import StandInJudge, make_request, make_span, new_ids
+from tests.collector.collector_support import (
+    StandInJudge,
+    decision_stage,
+    make_request,
+    make_span,
+    new_ids,
+)
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
@@ -41,9 +47,9 @@ class ListSink:
 def _pipeline(clock: ManualClock, **overrides: Any) -> tuple[DecisionStage, Admission, ListSink]:
     cfg = CollectorConfig(**{"forward": [], "grpc_port": 0, "http_port": 0, **overrides})
     sink = ListSink(clock)
-    p = DecisionStage(cfg.validate(), StandInJudge(), [], [sink], Stats([]), None, clock)
+    p = decision_stage(cfg.validate(), StandInJudge(), [], [sink], Stats([]), None, clock)
     p.arm_timer()
-    return p, admission_for(p), sink
+    return p, admission_for(cfg, p), sink
 
 
 async def drive(p: DecisionStage, clock: ManualClock, seconds: float) -> None:

@@ -4,14 +4,15 @@
 dead-letter file) and builds the graph here, in the order the constructors need: one
 ``Scrubber`` for everything that may quote span content (``decision.scrubber_for``, made
 first: the dead-letter file takes it too), the forward queues and verdict sinks, then one
-``TraceHold`` shared by the decision stage and the logs intake, shadow pairing, the logs intake,
-the processors of the decided edge in their declared order (``processors/registry.py``:
-the logs join, the graders, which send their outcomes through the logs intake), each
-created with the next, the decision stage over all of them, and last the receivers' entry in
-front of it, admission (``processors/admission.py``: its next consumer the hold, its
-back-pressure the decision stage's decisions). Observers (the gate's window,
-shadow pairing, verdict sinks) are given to the stage that tells them when it is built:
-nothing is attached to a stage after it is built.
+``TraceHold`` shared by the decision stage and the logs intake, shadow pairing, the logs
+intake, the processors of the decided edge in their declared order
+(``processors/registry.py``: the logs join, the graders, which send their outcomes through
+the logs intake), each created with the next, the decision stage over all of them
+(``DecisionFactory``: its next the first of them, its context what the graph shares), and
+last the receivers' entry in front of it, admission (``processors/admission.py``: its next
+consumer the hold, its back-pressure the decision stage's decisions). Observers (the gate's
+window, shadow pairing, verdict sinks) are given to the stage that tells them when it is
+built: nothing is attached to a stage after it is built.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tracejudge.collector.clock import Clock
-from tracejudge.collector.component import Discard, Processor
+from tracejudge.collector.component import Consumer, Discard, Processor
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.exporters.dead_letter import DeadLetterFile
 from tracejudge.collector.exporters.forward import ForwardTarget, TargetQueue
@@ -33,12 +34,17 @@ from tracejudge.collector.processors.admission import (
 )
 from tracejudge.collector.processors.cost import RuleCost
 from tracejudge.collector.processors.decided import Context, Decided
-from tracejudge.collector.processors.decision import DecisionStage
+from tracejudge.collector.processors.decision import (
+    DecisionContext,
+    DecisionFactory,
+    DecisionStage,
+)
 from tracejudge.collector.processors.graders import GraderStage
 from tracejudge.collector.processors.grading import Grading
 from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.judge import Judge
 from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
+from tracejudge.collector.processors.modes import forward_mode
 from tracejudge.collector.processors.redact import Scrubber
 from tracejudge.collector.processors.registry import PROCESSORS, DecidedRegistry
 from tracejudge.collector.processors.shadow import shadow_pairs_for
@@ -131,31 +137,36 @@ def build_stages(
     logs = logs_intake_for(config, hold, stats, scrubber)
     context = Context(clock, stats, scrubber, queues, logs, grader_rules)
     chain = processors.chain(config, context, Discard[Decided]())
-    decision = DecisionStage(
-        config,
-        judge,
-        queues,
-        sinks,
-        stats,
-        store,
-        clock,
-        [recent, shadow],  # every observer registered here: the decision stage adds none
-        hold=hold,
-        scrubber=scrubber,
-        shadow=shadow,
-        decided=chain[0] if chain else None,
-        rules_version=str(getattr(ruleset, "version", "")),
-        rule_cost=rule_cost,
+    edge: Consumer[Decided] = chain[0] if chain else Discard[Decided]()
+    factory = DecisionFactory()
+    decision = factory.create(
+        factory.config_for(config),
+        edge,
+        DecisionContext(
+            clock,
+            stats,
+            judge,
+            hold,
+            scrubber,
+            forward_mode(config, scrubber),
+            queues,
+            sinks,
+            store,
+            [recent, shadow],  # every observer registered here: the decision stage adds none
+            shadow,
+            str(getattr(ruleset, "version", "")),
+            rule_cost,
+        ),
     )
-    return Stages(admission_for(decision), decision, logs, chain)
+    return Stages(admission_for(config, decision), decision, logs, chain)
 
 
-def admission_for(decision: DecisionStage) -> Admission:
-    """The receivers' stage in front of ``decision``, from its config: fresh fragments to
+def admission_for(config: CollectorConfig, decision: DecisionStage) -> Admission:
+    """The receivers' stage in front of ``decision``, from ``config``: fresh fragments to
     its hold, direct payloads (late spans, passthrough) to its fan-out, back-pressure from
     its decisions."""
     factory = AdmissionFactory()
     context = AdmissionContext(
         decision.clock, decision.stats, decision.hold, decision.fanout, decision.mode, decision
     )
-    return factory.create(factory.config_for(decision.config), decision.hold, context)
+    return factory.create(factory.config_for(config), decision.hold, context)

@@ -145,7 +145,7 @@ class Collector:
         self._server_errors: ServerErrors | None = None
         self._server_log = log
         """What aiohttp logs its listeners' errors to: scrubbed and rate-limited once the
-        pipeline's scrubber exists (``server_log.py``)."""
+        collector's scrubber exists (``server_log.py``)."""
 
     def snapshot(self) -> dict[str, Any]:
         """``/metrics`` (and ``/healthz``): the sum of the components' snapshots (the
@@ -270,6 +270,7 @@ class Collector:
             self.logs.queue.start()
         for processor in self.chain:
             processor.start()
+        self.decision.start()
         self.decision.hold.start()
         self.admission.start()
         if self.store is not None:
@@ -350,7 +351,7 @@ class Collector:
             self.admission.shutdown()
         if self.decision is not None:
             self.decision.hold.shutdown()
-            self.decision.close()
+            self.decision.shutdown()
             for processor in self.chain:
                 processor.shutdown()
             for q in self.decision.queues:
@@ -394,7 +395,7 @@ class Collector:
         if p is not None:
             await p.decide_all()
             p.hold.shutdown()
-            p.close()
+            p.shutdown()
             for processor in self.chain:  # graders: waiting runs not_evaluated, sent below
                 processor.shutdown()
             results = await asyncio.gather(

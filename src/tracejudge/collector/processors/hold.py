@@ -47,8 +47,9 @@ class DueDecisions(Protocol):
         """False while decisions wait for room in a forward queue (due traces stay)."""
         ...
 
-    async def decide_due(self, due: list[PendingTrace]) -> None:
-        """Decide the traces the timer found due (none: only its periodic work)."""
+    async def consume(self, batch: list[PendingTrace]) -> None:
+        """Decide the traces the timer found due (none: only its periodic work); awaited,
+        so a tick never overtakes the one before."""
         ...
 
 
@@ -102,7 +103,7 @@ class TraceHold:
         """Hand every trace and conversation whose deadline has passed to ``decisions``
         (while it has room: else they stay here, untouched)."""
         if decisions.has_room():
-            await decisions.decide_due(self.due(self.clock.now()))
+            await decisions.consume(self.due(self.clock.now()))
 
     async def run_timer(self, decisions: DueDecisions, stopping: Callable[[], bool]) -> None:
         """The decision timer, until ``stopping()``: sleep on the clock until the earliest

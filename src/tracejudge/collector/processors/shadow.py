@@ -168,7 +168,7 @@ def shadow_pairs_for(
     gate: RecentVerdicts | None = None,
 ) -> ShadowPairs:
     """Pairing for a decision stage's shadow runs, registered as one of its observers when the
-    graph is built (``assembly.build_stages``) and given as ``DecisionStage(shadow=...)``:
+    graph is built (``assembly.build_stages``) and given as ``DecisionContext.shadow``:
     reporting to its ``sinks`` and ``stats``, expired by its timer (``DecisionStage.tick``)
     and closed at shutdown (``DecisionStage.decide_all``); findings scrubbed
     by its ``scrubber``, like verdicts (they quote arguments). The argument allowances are

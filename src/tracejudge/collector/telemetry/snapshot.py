@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.exporters.forward import TargetQueue
 from tracejudge.collector.processors.cost import CostWatch, RuleCost
 from tracejudge.collector.processors.worker import AdaptiveJudging
@@ -22,7 +21,21 @@ from tracejudge.collector.storage.headroom import Room
 from tracejudge.collector.storage.store import DiskStore, QueuedTarget
 from tracejudge.collector.telemetry.health import disk_refusal
 
-__all__ = ["Judging", "disk_entry", "judging_entry", "merge"]
+__all__ = ["Judging", "JudgingLimits", "disk_entry", "judging_entry", "merge"]
+
+
+class JudgingLimits(Protocol):
+    """The judging bounds ``/metrics`` reports (the decision stage's ``DecisionConfig``)."""
+
+    @property
+    def max_rule_cost(self) -> float | None:
+        """The per-run judging budget (None or 0: off)."""
+        ...
+
+    @property
+    def max_judge_lag(self) -> float:
+        """The judge lag admission pushes back at."""
+        ...
 
 
 class Judging(Protocol):
@@ -81,7 +94,7 @@ def disk_entry(
 
 
 def judging_entry(
-    config: CollectorConfig, rule_cost: RuleCost | None, judging: Judging | None
+    config: JudgingLimits, rule_cost: RuleCost | None, judging: Judging | None
 ) -> dict[str, Any]:
     """The judging thread's state for ``/metrics``: how far behind it is, what the
     rules cost on the synthetic run and per live run, and runs over the budget."""
