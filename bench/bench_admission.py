@@ -27,7 +27,6 @@ from tracejudge._build import build_kind
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.codec.otlp import split_by_trace
-from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Verdict
 from tracejudge.model.spans import SpanRecord
@@ -61,13 +60,36 @@ def request(spans: int) -> ExportTraceServiceRequest:
 
 
 def stage(config: CollectorConfig) -> Any:
-    """The receivers' consumer in front of a fresh pipeline."""
-    pipeline = Pipeline(config, NoJudge(), [], [], Stats([]), None, ManualClock())
+    """The receivers' consumer in front of a fresh decision stage, built as the assembly
+    builds them (an older tree: its ``Pipeline``, and admission in front when it has one)."""
+    clock = ManualClock()
     try:
         from tracejudge.collector.assembly import admission_for
-    except ImportError:  # a tree from before admission was a stage
-        return pipeline
-    return admission_for(pipeline)
+        from tracejudge.collector.component import Discard
+        from tracejudge.collector.processors.decision import (
+            DecisionContext,
+            DecisionFactory,
+            scrubber_for,
+        )
+        from tracejudge.collector.processors.hold import TraceHold
+        from tracejudge.collector.processors.modes import forward_mode
+    except ImportError:  # a tree from before the decision stage (issue 20)
+        from tracejudge.collector.pipeline import Pipeline
+
+        pipeline = Pipeline(config, NoJudge(), [], [], Stats([]), None, clock)
+        try:
+            from tracejudge.collector import assembly
+        except ImportError:  # a tree from before admission was a stage
+            return pipeline
+        older: Any = assembly.admission_for  # then it took the pipeline alone
+        return older(pipeline)
+    scrubber = scrubber_for(config)
+    mode = forward_mode(config, scrubber)
+    hold = TraceHold(config, clock)
+    context = DecisionContext(clock, Stats([]), NoJudge(), hold, scrubber, mode, [], [], None)
+    factory = DecisionFactory()
+    decision = factory.create(factory.config_for(config), Discard(), context)
+    return admission_for(config, decision)
 
 
 def main() -> None:

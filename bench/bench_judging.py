@@ -108,16 +108,16 @@ def main() -> int:
             return asyncio.run_coroutine_threadsafe(coro, loop).result(120)
 
         run(collector.start())
-        assert collector.pipeline is not None
+        assert collector.decision is not None
         if args.inline:
-            collector.pipeline.worker = InlineWorker()  # type: ignore[assignment]
+            collector.decision.worker = InlineWorker()  # type: ignore[assignment]
         body = trace(args.tools)
         request(collector.http_port, "POST", "/v1/traces", body)
         waits: list[float] = []
         while collector.stats.traces_decided == 0:
             waits.append(request(collector.http_port, "GET", "/healthz"))
             time.sleep(0.01)
-        judged = collector.pipeline.cost.slowest
+        judged = collector.decision.cost.slowest
         # What a process pool would move per trace: the fragments out, the outcome back.
         outcome_probe = _outcome(collector, body)
         began = time.perf_counter()
@@ -150,11 +150,11 @@ def _outcome(collector: Collector, body: bytes) -> Any:
 
     from tracejudge.collector.processors.buffer import PendingTrace
 
-    assert collector.pipeline is not None
+    assert collector.decision is not None
     req = ExportTraceServiceRequest.FromString(body)
     frags = [rs.SerializeToString() for rs in req.resource_spans]
     t = PendingTrace(req.resource_spans[0].scope_spans[0].spans[0].trace_id, 0, 0, 0, frags)
-    return (frags, collector.pipeline.decider.decide(t))
+    return (frags, collector.decision.decider.decide(t))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,10 @@ _MODEL = "build|run|steps|conversation|readers|messages|places|turns"
 _FORWARD = (
     r"exporters/|/forward\.py|/fanout\.py|/payload\.py|aiohttp/client|/targets\.py|/sinks\.py"
 )
-_SETTLE = "decide|judge|worker|modes|pipeline|shadow|logs_intake|graders|decided|grading|logs_join"
+_SETTLE = (
+    "decide|judge|worker|modes|pipeline|decision|shadow|logs_intake|graders|decided|grading"
+    "|logs_join"
+)
 STAGES = [
     ("judge (engine)", r"tracejudge/engine/|celpy|/cel"),
     ("build the run model", rf"tracejudge/model/({_MODEL})"),

@@ -39,5 +39,7 @@ def test_old_and_new_layouts_classify_alike_and_the_innermost_module_decides() -
     assert classify([loop, tick, new]) == classify([loop, tick, old]) == "stamp"
     assert classify([loop, tick, engine]) == "judge (engine)"
     assert classify([loop, tick]) == "decide and settle"
+    decision = "DecisionStage.tick (tracejudge/collector/processors/decision.py:380)"
+    assert classify([loop, decision]) == "decide and settle"
     assert classify([loop]) == "gRPC and asyncio runtime"
     assert classify(["_worker (concurrent/futures/thread.py:81)"]) == "other"

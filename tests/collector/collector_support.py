@@ -34,6 +34,23 @@ from tracejudge import semconv as sc
 from tracejudge.collector import Collector, CollectorConfig
 from tracejudge.collector.clock import Clock, ManualClock
 from tracejudge.collector.codec.otlp import status_bytes
+from tracejudge.collector.component import Consumer, Discard
+from tracejudge.collector.exporters.forward import TargetQueue
+from tracejudge.collector.exporters.sinks import VerdictObserver, VerdictSink
+from tracejudge.collector.processors.decided import Decided
+from tracejudge.collector.processors.decision import (
+    DecisionContext,
+    DecisionFactory,
+    DecisionStage,
+    scrubber_for,
+)
+from tracejudge.collector.processors.hold import TraceHold
+from tracejudge.collector.processors.judge import Judge
+from tracejudge.collector.processors.modes import forward_mode
+from tracejudge.collector.processors.redact import Scrubber
+from tracejudge.collector.processors.shadow import ShadowPairs
+from tracejudge.collector.storage.store import DiskStore
+from tracejudge.collector.telemetry.stats import Stats
 from tracejudge.engine.verdict import Finding, RuleOutcome, Verdict
 from tracejudge.model.spans import STATUS_ERROR, SpanRecord
 
@@ -358,7 +375,7 @@ def timer_settled(c: Collector, clock: ManualClock) -> bool | None:
     None when it waits for the clock although a trace is due (one became due while the
     tick ran: the timer takes it a millisecond later, of the clock's time); False while
     it is still at work."""
-    p = c.pipeline
+    p = c.decision
     if p is None:
         return False
     now = clock.now()
@@ -383,3 +400,40 @@ def advance(c: Collector, clock: ManualClock, seconds: float) -> None:
         return True if settled else None
 
     eventually(step, f"the decision timer at +{seconds}s")
+
+
+def decision_stage(
+    cfg: CollectorConfig,
+    judge: Judge,
+    queues: Sequence[TargetQueue],
+    sinks: Sequence[VerdictSink],
+    stats: Stats,
+    store: DiskStore | None,
+    clock: Clock,
+    observers: Sequence[VerdictObserver] = (),
+    *,
+    hold: TraceHold | None = None,
+    scrubber: Scrubber | None = None,
+    shadow: ShadowPairs | None = None,
+    next: Consumer[Decided] | None = None,
+) -> DecisionStage:
+    """A decision stage built through its factory as ``assembly.build_stages`` builds it,
+    for tests that drive it directly: its own hold and scrubber from ``cfg`` unless given
+    (shared ones, as the collector shares them), nothing after it unless ``next``."""
+    scrubber = scrubber_for(cfg) if scrubber is None else scrubber
+    context = DecisionContext(
+        clock,
+        stats,
+        judge,
+        TraceHold(cfg, clock) if hold is None else hold,
+        scrubber,
+        forward_mode(cfg, scrubber),
+        queues,
+        sinks,
+        store,
+        observers,
+        shadow,
+    )
+    factory = DecisionFactory()
+    edge: Consumer[Decided] = Discard[Decided]() if next is None else next
+    return factory.create(factory.config_for(cfg), edge, context)

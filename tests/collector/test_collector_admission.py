@@ -26,12 +26,12 @@ from tracejudge.collector.consumer import Throttled, TraceConsumer
 from tracejudge.collector.exporters.fanout import FanOut
 from tracejudge.collector.exporters.file_target import FileTarget
 from tracejudge.collector.exporters.forward import TargetQueue
-from tracejudge.collector.pipeline import scrubber_for
 from tracejudge.collector.processors.admission import (
     Admission,
     AdmissionContext,
     AdmissionFactory,
 )
+from tracejudge.collector.processors.decision import scrubber_for
 from tracejudge.collector.processors.hold import Admitted, TraceHold
 from tracejudge.collector.processors.modes import forward_mode
 from tracejudge.collector.processors.stamp import Decision

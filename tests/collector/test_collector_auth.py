@@ -447,7 +447,7 @@ def test_an_unverified_backend_certificate_is_refused_unless_explicitly_allowed(
         exporter = GrpcExporter(endpoint=f"127.0.0.1:{sender.grpc_port}", insecure=True)
         assert _export(exporter, _spans()) == SpanExportResult.SUCCESS
     wait_for(lambda: len(sink.spans()) == 2, what="the unverified run through the loose sender")
-    wait_for(lambda: strict.pipeline is not None and strict.pipeline.queues[0].failures > 0)
+    wait_for(lambda: strict.decision is not None and strict.decision.queues[0].failures > 0)
     error = strict.snapshot()["targets"][https]["last_error"]
     assert "CERTIFICATE_VERIFY_FAILED" in error or "certificate verify failed" in error, error
     assert strict.stats.spans.get("forwarded", 0) == 0

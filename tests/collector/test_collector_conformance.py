@@ -223,7 +223,7 @@ def test_full_buffer_throttles_http_and_grpc(collector_factory: Callable[..., Co
     assert st.details[0].Unpack(retry)
     assert retry.retry_delay.ToNanoseconds() > 0
     assert c.stats.requests_throttled == 2
-    assert len(c.pipeline.buffer.traces) == 1 if c.pipeline else False
+    assert len(c.decision.buffer.traces) == 1 if c.decision else False
 
 
 def test_grpc_garbage_is_invalid_argument(collector_factory: Callable[..., Collector]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.collector.collector_support import make_request, make_span
+from tests.collector.collector_support import decision_stage, make_request, make_span
 from tests.collector.conversation_support import (
     ALONE,
     CONFIRMED,
@@ -29,8 +29,8 @@ from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import ConfigError
 from tracejudge.collector.consumer import Throttled
-from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.processors.admission import Admission
+from tracejudge.collector.processors.decision import DecisionStage
 from tracejudge.collector.storage.store import DiskStore
 from tracejudge.collector.telemetry.stats import Stats
 
@@ -44,12 +44,12 @@ WAITS: dict[str, Any] = {
 
 def _pipeline(
     clock: ManualClock, store: DiskStore | None = None, **overrides: Any
-) -> tuple[Pipeline, Admission, ListSink]:
+) -> tuple[DecisionStage, Admission, ListSink]:
     cfg = CollectorConfig(**{"forward": [], "grpc_port": 0, "http_port": 0, **overrides})
     sink = ListSink(clock)
-    p = Pipeline(cfg.validate(), engine(), [], [sink], Stats([]), store, clock)
+    p = decision_stage(cfg.validate(), engine(), [], [sink], Stats([]), store, clock)
     p.arm_timer()
-    return p, admission_for(p), sink
+    return p, admission_for(cfg, p), sink
 
 
 def _by_trace(sink: ListSink) -> dict[str, tuple[float, dict[str, Any]]]:

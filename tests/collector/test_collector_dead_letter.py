@@ -183,8 +183,8 @@ def test_a_dead_letter_write_failure_is_logged_once_and_counted(
     assert snap["dead_letter"]["errors"] == 3
     assert snap["dead_letter"]["written"] == 0
     assert snap["spans"]["dead_lettered"] == 0
-    assert c.pipeline is not None
-    assert c.pipeline.queues[0].restarts == 0
+    assert c.decision is not None
+    assert c.decision.queues[0].restarts == 0
 
 
 def test_without_a_dead_letter_file_a_refusal_is_a_counted_drop(

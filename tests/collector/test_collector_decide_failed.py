@@ -14,7 +14,13 @@ from pathlib import Path
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tests.collector.collector_support import StandInJudge, attrs, make_request, make_span
+from tests.collector.collector_support import (
+    StandInJudge,
+    attrs,
+    decision_stage,
+    make_request,
+    make_span,
+)
 from tracejudge import semconv as sc
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.assembly import admission_for
@@ -22,7 +28,6 @@ from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.codec.otlp import TraceFragment
 from tracejudge.collector.exporters.file_target import FileTarget
 from tracejudge.collector.exporters.forward import TargetQueue
-from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.telemetry.stats import Stats
 
 
@@ -43,13 +48,13 @@ def test_every_root_of_a_trace_whose_decision_failed_is_marked(tmp_path: Path) -
         retry_initial=0.1,
         retry_max=1.0,
     )
-    p = Pipeline(cfg, StandInJudge(), [q], [], stats, None, clock)
+    p = decision_stage(cfg, StandInJudge(), [q], [], stats, None, clock)
     tid = os.urandom(16)
     roots = [os.urandom(8), os.urandom(8)]
 
     async def go() -> None:
         for root in roots:
-            admission_for(p).ingest(make_request([make_span(tid, root)]))
+            admission_for(cfg, p).ingest(make_request([make_span(tid, root)]))
         p.buffer.add(TraceFragment(tid, b"\x0a\xff\xff\xff", 1, False), clock.now())
         clock.advance(0.6)
         await p.tick()

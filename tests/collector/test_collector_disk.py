@@ -178,8 +178,8 @@ def test_full_disk_pushes_back_and_loses_nothing(
         wait_for(lambda: post(c.http_port, body)[0] == 200, what="accepting again")
         wait_for(lambda: _delivered(sink).get(tid) == n, what="the new trace")
         assert c.stats.spans["dropped"] == 0
-        assert c.pipeline is not None
-        assert all(q.restarts == 0 for q in c.pipeline.queues)
+        assert c.decision is not None
+        assert all(q.restarts == 0 for q in c.decision.queues)
         lt.run(c.stop(timeout=3.0))
         store = DiskStore(small_disk.queue_dir)
         try:
@@ -314,8 +314,8 @@ def test_forward_queue_cap_holds_exactly(
     port = reserve_port()
     cap = 64 * 1024
     c = collector_factory(forward=[port.url], max_queue_bytes=cap, decision_wait_after_root=0.02)
-    assert c.pipeline is not None
-    queue = c.pipeline.queues[0]
+    assert c.decision is not None
+    queue = c.decision.queues[0]
     accepted: dict[bytes, int] = {}
     refused = 0
     for _ in range(80):
@@ -362,7 +362,7 @@ def test_a_crashed_forward_worker_is_logged_and_restarted(
     with caplog.at_level(logging.ERROR, logger="tracejudge.collector"):
         assert post(c.http_port, body)[0] == 200
         wait_for(lambda: c.stats.spans["forwarded"] == n, what="delivery after the restart")
-    assert c.pipeline is not None
-    assert c.pipeline.queues[0].restarts == 1
+    assert c.decision is not None
+    assert c.decision.queues[0].restarts == 1
     assert any("crashed; restarting" in r.getMessage() for r in caplog.records)
     assert _delivered(sink)[tid] >= n

@@ -202,25 +202,25 @@ def test_one_request_cannot_take_the_buffer_past_max_traces(
         return make_request(spans).SerializeToString(), set(ids)
 
     c = collector_factory(**waits)
-    assert c.pipeline is not None
+    assert c.decision is not None
     body, _ = traces(130)
     answer = _answer(post(c.http_port, body)[2])
     assert answer.partial_success.rejected_spans == 30
     assert "more than max_traces (100) traces" in answer.partial_success.error_message
-    assert len(c.pipeline.buffer.traces) == 100
+    assert len(c.decision.buffer.traces) == 100
     lt.run(c.stop(timeout=5.0))  # decides and delivers the 100
     assert len(sink.spans()) == 100
     assert len({s.trace_id for s in sink.spans()}) == 100
 
     c2 = collector_factory(**waits)
-    assert c2.pipeline is not None
+    assert c2.decision is not None
     first, kept = traces(60)
     assert post(c2.http_port, first)[0] == 200
     more, _ = traces(50)
     status, headers, _ = post(c2.http_port, more)
     assert status == 503
     assert headers["retry-after"] == "1"
-    assert set(c2.pipeline.buffer.traces) == kept
+    assert set(c2.decision.buffer.traces) == kept
     lt.run(c2.stop(timeout=5.0))
     assert len(sink.spans()) == 160
     assert {s.trace_id for s in sink.spans()} >= kept
@@ -255,11 +255,11 @@ def test_healthz_and_receivers_answer_while_a_big_trace_is_judged(
     waited for it: ~16 s for 40,000 spans)."""
     judge = GatedJudge(big=1_000)
     c = collector_factory(judge=judge, decision_wait_after_root=0.05)
-    assert c.pipeline is not None
+    assert c.decision is not None
     for _ in range(70):
         assert post(c.http_port, _one_trace(2)[1])[0] == 200
     wait_for(lambda: c.stats.traces_decided == 70, what="the cheap traces judged")
-    wait_for(lambda: not c.pipeline.worker.on_thread, what="judging on the loop")  # type: ignore[union-attr]
+    wait_for(lambda: not c.decision.worker.on_thread, what="judging on the loop")  # type: ignore[union-attr]
     tid, big = _one_trace(20_000)
     sender = threading.Thread(target=post, args=(c.http_port, big))
     sender.start()
@@ -271,7 +271,7 @@ def test_healthz_and_receivers_answer_while_a_big_trace_is_judged(
         assert post(c.http_port, small)[0] == 200
         with grpc.insecure_channel(f"127.0.0.1:{c.grpc_port}") as channel:
             channel.unary_unary(EXPORT, None, None)(_one_trace(2)[1], timeout=IO_S)
-        assert c.pipeline.deciding(tid)  # all of it while the big trace was being judged
+        assert c.decision.deciding(tid)  # all of it while the big trace was being judged
         assert not judge.release.is_set()
     finally:
         judge.release.set()
@@ -346,8 +346,8 @@ def test_a_run_over_max_judge_time_gets_verdict_error_and_its_spans_are_forwarde
         f"JudgeTimeout: judging took more than max_judge_time ({budget:g}s of CPU): stopped after "
     )
     assert c.stats.judge_timeouts == 1
-    assert c.pipeline is not None
-    assert c.pipeline.cost.slowest < full / 2  # stopped, not judged to the end
+    assert c.decision is not None
+    assert c.decision.cost.slowest < full / 2  # stopped, not judged to the end
 
 
 def test_judging_time_grows_linearly_with_a_traces_spans() -> None:

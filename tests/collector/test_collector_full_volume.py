@@ -106,7 +106,7 @@ def test_a_queue_that_filled_its_volume_delivers_shrinks_and_accepts_again(
     lt.run(sink.start(http_port=port))
     try:
         wait_for(lambda: _delivered(sink) == accepted, what="every accepted span")
-        wait_for(lambda: c.pipeline is not None and not c.pipeline.queues[0].spans, what="drain")
+        wait_for(lambda: c.decision is not None and not c.decision.queues[0].spans, what="drain")
         # SQLite's checkpoints keep the WAL near its limit (the last commit's frames can go
         # past it); the store truncates one that outgrew twice the limit. It was 4.1 MB.
         assert c.store.wal_bytes() <= 2 * c.store.wal_limit, (wal_at_full, c.store.wal_bytes())

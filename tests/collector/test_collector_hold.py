@@ -34,8 +34,8 @@ class Decisions:
         self.asked += 1
         return self.room
 
-    async def decide_due(self, due: list[PendingTrace]) -> None:
-        self.handed.append([t.trace_id for t in due])
+    async def consume(self, batch: list[PendingTrace]) -> None:
+        self.handed.append([t.trace_id for t in batch])
 
 
 def _hold(clock: ManualClock) -> TraceHold:

@@ -41,9 +41,9 @@ from tracejudge import semconv as sc
 from tracejudge.collector import Collector, CollectorConfig, load_judge
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import build_config
-from tracejudge.collector.pipeline import CHEAP_JUDGING, LOOP_JUDGING_LIMIT
 from tracejudge.collector.processors.buffer import DecisionCache, decision_bytes
 from tracejudge.collector.processors.cost import RuleCostError
+from tracejudge.collector.processors.decision import CHEAP_JUDGING, LOOP_JUDGING_LIMIT
 from tracejudge.collector.processors.stamp import Decision
 from tracejudge.collector.processors.worker import AdaptiveJudging
 from tracejudge.engine.verdict import Verdict
@@ -126,7 +126,7 @@ def test_expensive_rules_do_not_stall_healthz_or_the_receivers(
     judge = load_judge(_rules(tmp_path / "heavy.yaml", heavy=150))
     c = collector_factory(judge=judge, decision_wait_after_root=0.05, max_judge_lag=600.0)
     assert c.rule_cost is not None
-    p = c.pipeline
+    p = c.decision
     assert p is not None
     assert p.worker.on_thread  # judging starts on the thread
     tid, body = _agent_trace(tools=98)
@@ -193,7 +193,7 @@ def test_judging_behind_pushes_back_and_loses_nothing(
     c = collector_factory(
         judge=judge, clock=clock, decision_wait_after_root=0.02, max_judge_lag=0.3
     )
-    p = c.pipeline
+    p = c.decision
     assert p is not None
     accepted: list[bytes] = []
     first, first_body = _agent_trace(tools=2)
@@ -317,8 +317,8 @@ def test_cheap_rules_are_judged_on_the_loop_until_a_run_is_slow(
     load said 3 ms for rules that take a second on a 98-tool trace, the test above.)"""
     judge = load_judge(_rules(tmp_path / "cheap.yaml", heavy=0, cheap=3))
     c = collector_factory(judge=judge, decision_wait_after_root=0.05)
-    assert c.pipeline is not None
-    worker_of = c.pipeline.worker
+    assert c.decision is not None
+    worker_of = c.decision.worker
     worker_of.settle_runs = 5
     states = [worker_of.on_thread]
     sent = []
@@ -365,8 +365,8 @@ def test_a_runs_judging_time_is_the_judges_cpu_not_its_waits(
     (bench/bench_collector.py). A judge that waits 20 ms per run must still count as cheap
     and move judging to the loop."""
     c = collector_factory(judge=WaitingJudge(0.02), decision_wait_after_root=0.05)
-    assert c.pipeline is not None
-    c.pipeline.worker.settle_runs = 3
+    assert c.decision is not None
+    c.decision.worker.settle_runs = 3
     sent = []
     for _ in range(4):
         tid, body = _agent_trace(tools=2)

@@ -18,7 +18,13 @@ import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
-from tests.collector.collector_support import StandInJudge, make_request, make_span, new_ids
+from tests.collector.collector_support import (
+    StandInJudge,
+    decision_stage,
+    make_request,
+    make_span,
+    new_ids,
+)
 from tests.collector.logs_support import log_record, logs_request
 from tests.collector.test_collector_timing import ListSink, drive
 from tracejudge import semconv as sc
@@ -27,8 +33,8 @@ from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.component import Discard
 from tracejudge.collector.consumer import Throttled
-from tracejudge.collector.pipeline import Pipeline, scrubber_for
 from tracejudge.collector.processors.decided import Decided
+from tracejudge.collector.processors.decision import DecisionStage, scrubber_for
 from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
 from tracejudge.collector.processors.logs_join import LogsJoin
@@ -51,7 +57,7 @@ class RecordingJudge(StandInJudge):
 
 def _setup(
     clock: ManualClock, **overrides: Any
-) -> tuple[Pipeline, LogsIntake, ListSink, RecordingJudge]:
+) -> tuple[DecisionStage, LogsIntake, ListSink, RecordingJudge]:
     base: dict[str, Any] = {
         "forward": [],
         "grpc_port": 0,
@@ -69,8 +75,8 @@ def _setup(
     scrubber = scrubber_for(cfg)
     logs = logs_intake_for(cfg, hold, stats, scrubber)
     join = LogsJoin(logs, Discard[Decided]())  # the decided edge's logs join, alone
-    p = Pipeline(
-        cfg, judge, [], [sink], stats, None, clock, hold=hold, scrubber=scrubber, decided=join
+    p = decision_stage(
+        cfg, judge, [], [sink], stats, None, clock, hold=hold, scrubber=scrubber, next=join
     )
     p.arm_timer()
     return p, logs, sink, judge
@@ -93,7 +99,9 @@ def test_logs_after_the_root_move_the_deadline_and_join_their_span() -> None:
     p, logs, sink, judge = _setup(clock)
     tid, root = new_ids()
     _, chat = new_ids()
-    admission_for(p).ingest(make_request([make_span(tid, root), make_span(tid, chat, parent=root)]))
+    admission_for(logs.config, p).ingest(
+        make_request([make_span(tid, root), make_span(tid, chat, parent=root)])
+    )
 
     async def go() -> None:
         await drive(p, clock, 0.4)
@@ -132,7 +140,7 @@ def test_logs_first_open_the_trace_and_count_against_the_buffer() -> None:
     assert p.buffer.spans == 0
     with pytest.raises(Throttled):
         logs.ingest_logs(logs_request([log_record(tid, root, "x", body="y" * 3000)]))
-    admission_for(p).ingest(make_request([make_span(tid, root)]))
+    admission_for(logs.config, p).ingest(make_request([make_span(tid, root)]))
     asyncio.run(drive(p, clock, 1.0))
     (spans,) = judge.seen
     assert [e.name for e in spans[0].events] == [sc.FOREIGN_GEN_AI_CHOICE]
@@ -146,7 +154,7 @@ def test_untraced_and_late_records_are_forwarded_at_once_and_counted() -> None:
     clock = ManualClock()
     p, logs, sink, judge = _setup(clock)
     tid, root = new_ids()
-    admission_for(p).ingest(make_request([make_span(tid, root)]))
+    admission_for(logs.config, p).ingest(make_request([make_span(tid, root)]))
     asyncio.run(drive(p, clock, 1.0))
     assert len(sink.records) == 1
     lone = log_record(b"", b"", "", body="a plain log line")
@@ -168,7 +176,7 @@ def test_without_a_logs_endpoint_records_are_judged_and_counted_not_kept() -> No
     tid, root = new_ids()
     logs.ingest_logs(logs_request([log_record(tid, root, sc.FOREIGN_GEN_AI_CHOICE, body="x")]))
     logs.ingest_logs(logs_request([log_record(b"", b"", "", body="untraced")]))
-    admission_for(p).ingest(make_request([make_span(tid, root)]))
+    admission_for(logs.config, p).ingest(make_request([make_span(tid, root)]))
     asyncio.run(drive(p, clock, 1.0))
     assert [e.name for e in judge.seen[0][0].events] == [sc.FOREIGN_GEN_AI_CHOICE]
     assert logs.counts.not_kept == 2
@@ -202,7 +210,7 @@ def test_drop_content_strips_message_bodies_from_forwarded_records() -> None:
     user = log_record(tid, root, sc.FOREIGN_GEN_AI_USER_MESSAGE, body="my card 4111")
     other = log_record(tid, root, "app.note", attributes={"key": secret})
     logs.ingest_logs(logs_request([user, other]))
-    admission_for(p).ingest(make_request([make_span(tid, root)]))
+    admission_for(logs.config, p).ingest(make_request([make_span(tid, root)]))
     asyncio.run(drive(p, clock, 1.0))
     events = judge.seen[0][0].events
     assert events[0].attributes == {"content": "my card 4111"}
@@ -245,7 +253,7 @@ def test_records_of_a_held_conversation_travel_with_it() -> None:
     tid, root = bytes.fromhex(trace_hex), bytes.fromhex(root_hex)
 
     async def go() -> None:
-        admission_for(p).ingest(request)
+        admission_for(logs.config, p).ingest(request)
         logs.ingest_logs(logs_request([log_record(tid, root, "app.before", body="1")]))
         await drive(p, clock, 1.0)
         assert p.held is not None

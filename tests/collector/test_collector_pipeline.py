@@ -256,5 +256,5 @@ def test_span_arriving_while_its_trace_is_being_decided_is_not_judged_twice(
     late = next(s for s in sink.spans() if s.span_id == extra.span_id)
     assert attrs(late)[sc.TRACEJUDGE_LATE] is True
     assert c.stats.spans["late"] == 1
-    assert c.pipeline is not None
-    assert not c.pipeline.buffer.traces
+    assert c.decision is not None
+    assert not c.decision.buffer.traces

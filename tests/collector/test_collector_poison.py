@@ -147,8 +147,8 @@ def test_a_failing_decision_costs_only_its_own_trace(
     nothing can parse is counted as dropped, one error line names the trace, an error
     verdict reaches the JSON lines, and the 20 traces decided in the same tick are unharmed."""
     c = collector_factory(decision_wait=30.0, decision_wait_after_root=30.0)
-    assert c.pipeline is not None
-    pipeline = c.pipeline
+    assert c.decision is not None
+    decision = c.decision
     others = []
     for _ in range(20):
         tid, rid = new_ids()
@@ -160,12 +160,12 @@ def test_a_failing_decision_costs_only_its_own_trace(
     async def decide_together() -> None:
         """Everything in one decision batch (what one tick does), the bad trace mid-way."""
         now = asyncio.get_running_loop().time()
-        pipeline.buffer.add(TraceFragment(bad_tid, good_part.SerializeToString(), 1, True), now)
-        pipeline.buffer.add(TraceFragment(bad_tid, _deep_fragment(bad_tid), 1, False), now)
-        traces = pipeline.buffer.drain()
+        decision.buffer.add(TraceFragment(bad_tid, good_part.SerializeToString(), 1, True), now)
+        decision.buffer.add(TraceFragment(bad_tid, _deep_fragment(bad_tid), 1, False), now)
+        traces = decision.buffer.drain()
         traces.sort(key=lambda t: t.trace_id != bad_tid)
         traces.insert(10, traces.pop(0))
-        await pipeline.decide_batch(traces, {})
+        await decision.decide_batch(traces, {})
 
     with caplog.at_level(logging.ERROR, logger="tracejudge.collector"):
         lt.run(decide_together())

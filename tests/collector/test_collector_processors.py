@@ -36,9 +36,9 @@ from tracejudge.collector.component import (
     ProcessorFactory,
     ProcessorRegistry,
 )
-from tracejudge.collector.pipeline import scrubber_for
 from tracejudge.collector.processors.buffer import PendingTrace
 from tracejudge.collector.processors.decided import Context, Decided, DecidedTrace
+from tracejudge.collector.processors.decision import scrubber_for
 from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.logs_intake import logs_intake_for
 from tracejudge.collector.processors.registry import PROCESSORS
@@ -235,13 +235,13 @@ def test_metrics_is_the_sum_of_the_components_snapshots(lt: LoopThread) -> None:
     lt.run(c.start())
     try:
         snap = c.snapshot()
-        assert c.pipeline is not None
+        assert c.decision is not None
         assert c.admission is not None
         parts = [
             c.stats.snapshot(),
             c.listeners.snapshot(),
             c.admission.snapshot(),
-            c.pipeline.snapshot(),
+            c.decision.snapshot(),
             *(p.snapshot() for p in c.chain),
         ]
         for part in parts:

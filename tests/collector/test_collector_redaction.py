@@ -215,8 +215,8 @@ def test_no_planted_secret_leaves_the_collector(
     if mode == "redact-attributes":
         assert any("[REDACTED]" in a for a in tool_args)
         assert any(attrs(s).get(sc.TRACEJUDGE_CONTENT_REDACTED) for s in sink.spans())
-    assert c.pipeline is not None
-    assert c.pipeline.scrubber.redacted > 0
+    assert c.decision is not None
+    assert c.decision.scrubber.redacted > 0
 
 
 def test_redactor_covers_every_secret_detector_of_the_rules() -> None:

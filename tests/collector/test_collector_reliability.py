@@ -52,8 +52,8 @@ def test_backend_down_then_up_delivers(
     c = collector_factory(forward=[port.url])
     tid, body = _trace()
     assert post(c.http_port, body)[0] == 200
-    assert c.pipeline is not None
-    wait_for(lambda: c.pipeline is not None and c.pipeline.queues[0].failures >= 2, what="retries")
+    assert c.decision is not None
+    wait_for(lambda: c.decision is not None and c.decision.queues[0].failures >= 2, what="retries")
     assert c.snapshot()["status"] == "degraded"
     late_sink = Sink()
     lt.run(late_sink.start(http_port=port))
@@ -126,7 +126,7 @@ def test_full_forward_queue_pushes_back(
     growing memory without bound."""
     c = collector_factory(forward=[reserve_port().url], max_queue_bytes=1)
     assert post(c.http_port, _trace()[1])[0] == 200
-    wait_for(lambda: c.pipeline is not None and c.pipeline.queue_depth() == 2, what="queued")
+    wait_for(lambda: c.decision is not None and c.decision.queue_depth() == 2, what="queued")
     status, headers, _ = post(c.http_port, _trace()[1])
     assert status == 503
     assert "retry-after" in headers
@@ -149,8 +149,8 @@ def test_trace_over_span_limit_is_judged_once_and_forwarded_whole(
         # losing or refusing spans is not.
         assert post_until_accepted(c.http_port, make_request(spans).SerializeToString()) == 200
         sent += len(spans)
-        assert c.pipeline is not None
-        peak = max(peak, c.pipeline.buffer.spans)
+        assert c.decision is not None
+        peak = max(peak, c.decision.buffer.spans)
     wait_for(lambda: len(sink.spans()) == sent, what="100k spans")
     assert peak <= 5_000
     assert c.stats.traces_decided == 1

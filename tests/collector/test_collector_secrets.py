@@ -69,8 +69,8 @@ def test_a_backends_error_text_is_scrubbed_in_metrics_and_healthz(
     tid, rid = new_ids()
     assert post(c.http_port, make_request([make_span(tid, rid)]).SerializeToString())[0] == 200
     wait_for(lambda: c.stats.spans["dropped"] == 1, what="the HTTP refusal")
-    assert c.pipeline is not None
-    grpc_queue = c.pipeline.queues[1]
+    assert c.decision is not None
+    grpc_queue = c.decision.queues[1]
     wait_for(lambda: grpc_queue.failures >= 1, what="the gRPC failure")
 
     raw, metrics = _get(c.http_port, "/metrics")

@@ -18,6 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tests.collector.collector_support import decision_stage
 from tests.collector.test_collector_timing import ListSink, drive
 from tests.support import shadow_runs
 from tests.support.shadow_runs import Shape, run_once
@@ -25,7 +26,7 @@ from tracejudge.collector import Collector, CollectorConfig
 from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
 from tracejudge.collector.config import ConfigError, build_config
-from tracejudge.collector.pipeline import Pipeline, scrubber_for
+from tracejudge.collector.processors.decision import scrubber_for
 from tracejudge.collector.processors.shadow import shadow_pairs_for
 from tracejudge.collector.telemetry.exposition import render
 from tracejudge.collector.telemetry.stats import Stats
@@ -61,7 +62,7 @@ class Rig:
         self.stats = Stats([])
         scrubber = scrubber_for(cfg)
         self.pairs = shadow_pairs_for(cfg, self.stats, [self.sink], scrubber, RULESET)
-        self.pipeline = Pipeline(
+        self.decision = decision_stage(
             cfg,
             Engine(RULESET),
             [],
@@ -73,8 +74,8 @@ class Rig:
             scrubber=scrubber,
             shadow=self.pairs,
         )
-        self.pipeline.arm_timer()
-        self.admission = admission_for(self.pipeline)
+        self.decision.arm_timer()
+        self.admission = admission_for(cfg, self.decision)
         self._sent = 0
 
     def send(self, shape: Shape, request_id: str | None, shadow: bool = False) -> None:
@@ -85,7 +86,7 @@ class Rig:
         self.admission.ingest(_request(spans))
 
     def run(self, seconds: float) -> None:
-        asyncio.run(drive(self.pipeline, self.clock, seconds))
+        asyncio.run(drive(self.decision, self.clock, seconds))
 
     def shadow_lines(self) -> list[tuple[float, dict[str, Any]]]:
         return [(t, r) for t, r in self.sink.records if r.get("record") == "shadow"]
@@ -202,7 +203,7 @@ def test_shutdown_reports_waiting_shadows(span_exporter: InMemorySpanExporter) -
     rig = Rig(span_exporter)
     rig.send("refund", "r-4", shadow=True)
     rig.run(0.5)
-    asyncio.run(rig.pipeline.decide_all())
+    asyncio.run(rig.decision.decide_all())
     ((_, line),) = rig.shadow_lines()
     assert line["outcome"] == "unpaired"
     assert "collector stopped" in line["reason"]
@@ -239,11 +240,11 @@ def test_shadow_pairing_is_registered_as_an_observer_when_the_graph_is_built(
     observers, in that order; the pipeline adds none itself, so shadow pairing given
     for its timer but left out of the observers (it would never see a verdict) is refused."""
     c = collector_factory()
-    assert c.pipeline is not None
-    assert c.pipeline.shadow is not None
-    assert c.pipeline.observers == (c.recent, c.pipeline.shadow)
+    assert c.decision is not None
+    assert c.decision.shadow is not None
+    assert c.decision.observers == (c.recent, c.decision.shadow)
     cfg = CollectorConfig(forward=[], grpc_port=0, http_port=0).validate()
     stats = Stats([])
     pairs = shadow_pairs_for(cfg, stats, [], scrubber_for(cfg), RULESET)
     with pytest.raises(ValueError, match="shadow pairing is given verdicts as one of the obs"):
-        Pipeline(cfg, Engine(RULESET), [], [], stats, None, ManualClock(), [], shadow=pairs)
+        decision_stage(cfg, Engine(RULESET), [], [], stats, None, ManualClock(), [], shadow=pairs)

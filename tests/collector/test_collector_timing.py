@@ -1,7 +1,7 @@
 """When decisions happen, on a manual clock: no sockets, no sleeps, exact times.
 
 The pipeline reads deadlines from its injected ``Clock``; ``drive`` below plays the
-collector's timer loop (``TraceHold.run_timer``: sleep what ``Pipeline.arm_timer`` says,
+collector's timer loop (``TraceHold.run_timer``: sleep what ``DecisionStage.arm_timer`` says,
 cut short when ingest sets ``wake``, then ``tick``) with the manual clock's time instead of
 the event loop's. The judge is the stand-in (rule semantics do not matter here) and the
 verdict sink is a list: a decision is the moment its record reaches the sink.
@@ -15,12 +15,18 @@ from typing import Any
 
 import pytest
 
-from tests.collector.collector_support import StandInJudge, make_request, make_span, new_ids
+from tests.collector.collector_support import (
+    StandInJudge,
+    decision_stage,
+    make_request,
+    make_span,
+    new_ids,
+)
 from tracejudge.collector import CollectorConfig
 from tracejudge.collector.assembly import admission_for
 from tracejudge.collector.clock import ManualClock
-from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.processors.admission import Admission
+from tracejudge.collector.processors.decision import DecisionStage
 from tracejudge.collector.telemetry.stats import Stats
 
 
@@ -38,15 +44,15 @@ class ListSink:
         return None
 
 
-def _pipeline(clock: ManualClock, **overrides: Any) -> tuple[Pipeline, Admission, ListSink]:
+def _pipeline(clock: ManualClock, **overrides: Any) -> tuple[DecisionStage, Admission, ListSink]:
     cfg = CollectorConfig(**{"forward": [], "grpc_port": 0, "http_port": 0, **overrides})
     sink = ListSink(clock)
-    p = Pipeline(cfg.validate(), StandInJudge(), [], [sink], Stats([]), None, clock)
+    p = decision_stage(cfg.validate(), StandInJudge(), [], [sink], Stats([]), None, clock)
     p.arm_timer()
-    return p, admission_for(p), sink
+    return p, admission_for(cfg, p), sink
 
 
-async def drive(p: Pipeline, clock: ManualClock, seconds: float) -> None:
+async def drive(p: DecisionStage, clock: ManualClock, seconds: float) -> None:
     """Run the collector's timer for ``seconds`` of manual time."""
     end = clock.now() + seconds
     while True:

@@ -2,16 +2,17 @@
 
 ``Collector.start`` opens what touches the outside (the disk queue, the exporters, the
 dead-letter file) and builds the graph here, in the order the constructors need: one
-``Scrubber`` for everything that may quote span content (``pipeline.scrubber_for``, made
+``Scrubber`` for everything that may quote span content (``decision.scrubber_for``, made
 first: the dead-letter file takes it too), the forward queues and verdict sinks, then one
-``TraceHold`` shared by the pipeline and the logs intake, shadow pairing, the logs intake,
-the processors of the decided edge in their declared order (``processors/registry.py``:
-the logs join, the graders, which send their outcomes through the logs intake), each
-created with the next, the pipeline over all of them, and last the receivers' entry in
-front of it, admission (``processors/admission.py``: its next consumer the hold, its
-back-pressure the pipeline's decisions). Observers (the gate's window,
-shadow pairing, verdict sinks) are given to the stage that tells them when it is built:
-nothing is attached to a stage after it is built.
+``TraceHold`` shared by the decision stage and the logs intake, shadow pairing, the logs
+intake, the processors of the decided edge in their declared order
+(``processors/registry.py``: the logs join, the graders, which send their outcomes through
+the logs intake), each created with the next, the decision stage over all of them
+(``DecisionFactory``: its next the first of them, its context what the graph shares), and
+last the receivers' entry in front of it, admission (``processors/admission.py``: its next
+consumer the hold, its back-pressure the decision stage's decisions). Observers (the gate's
+window, shadow pairing, verdict sinks) are given to the stage that tells them when it is
+built: nothing is attached to a stage after it is built.
 """
 
 from __future__ import annotations
@@ -20,13 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tracejudge.collector.clock import Clock
-from tracejudge.collector.component import Discard, Processor
+from tracejudge.collector.component import Consumer, Discard, Processor
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.exporters.dead_letter import DeadLetterFile
 from tracejudge.collector.exporters.forward import ForwardTarget, TargetQueue
 from tracejudge.collector.exporters.sinks import JsonlSink, TextSink, VerdictSink, WebhookSink
 from tracejudge.collector.exporters.targets import TargetSpec
-from tracejudge.collector.pipeline import Pipeline
 from tracejudge.collector.processors.admission import (
     Admission,
     AdmissionContext,
@@ -34,11 +34,17 @@ from tracejudge.collector.processors.admission import (
 )
 from tracejudge.collector.processors.cost import RuleCost
 from tracejudge.collector.processors.decided import Context, Decided
+from tracejudge.collector.processors.decision import (
+    DecisionContext,
+    DecisionFactory,
+    DecisionStage,
+)
 from tracejudge.collector.processors.graders import GraderStage
 from tracejudge.collector.processors.grading import Grading
 from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.judge import Judge
 from tracejudge.collector.processors.logs_intake import LogsIntake, logs_intake_for
+from tracejudge.collector.processors.modes import forward_mode
 from tracejudge.collector.processors.redact import Scrubber
 from tracejudge.collector.processors.registry import PROCESSORS, DecidedRegistry
 from tracejudge.collector.processors.shadow import shadow_pairs_for
@@ -53,10 +59,10 @@ __all__ = ["Stages", "admission_for", "build_stages", "forward_queues", "verdict
 @dataclass(slots=True)
 class Stages:
     """What ``build_stages`` made: the receivers' consumers (admission for traces, the
-    logs intake), the pipeline and the processors of the decided edge, in order."""
+    logs intake), the decision stage and the processors of the decided edge, in order."""
 
     admission: Admission
-    pipeline: Pipeline
+    decision: DecisionStage
     logs: LogsIntake
     processors: list[Processor[Decided]]
 
@@ -123,7 +129,7 @@ def build_stages(
     processors: DecidedRegistry = PROCESSORS,
     rule_cost: RuleCost | None = None,
 ) -> Stages:
-    """The pipeline and the stages around it, each built with its collaborators; the
+    """The decision stage and the stages around it, each built with its collaborators; the
     decided edge chains one processor of each kind of ``processors``, in its order."""
     ruleset = getattr(judge, "ruleset", None)
     hold = TraceHold(config, clock)
@@ -131,31 +137,36 @@ def build_stages(
     logs = logs_intake_for(config, hold, stats, scrubber)
     context = Context(clock, stats, scrubber, queues, logs, grader_rules)
     chain = processors.chain(config, context, Discard[Decided]())
-    pipeline = Pipeline(
-        config,
-        judge,
-        queues,
-        sinks,
-        stats,
-        store,
-        clock,
-        [recent, shadow],  # every observer registered here: the pipeline adds none
-        hold=hold,
-        scrubber=scrubber,
-        shadow=shadow,
-        decided=chain[0] if chain else None,
-        rules_version=str(getattr(ruleset, "version", "")),
-        rule_cost=rule_cost,
+    edge: Consumer[Decided] = chain[0] if chain else Discard[Decided]()
+    factory = DecisionFactory()
+    decision = factory.create(
+        factory.config_for(config),
+        edge,
+        DecisionContext(
+            clock,
+            stats,
+            judge,
+            hold,
+            scrubber,
+            forward_mode(config, scrubber),
+            queues,
+            sinks,
+            store,
+            [recent, shadow],  # every observer registered here: the decision stage adds none
+            shadow,
+            str(getattr(ruleset, "version", "")),
+            rule_cost,
+        ),
     )
-    return Stages(admission_for(pipeline), pipeline, logs, chain)
+    return Stages(admission_for(config, decision), decision, logs, chain)
 
 
-def admission_for(pipeline: Pipeline) -> Admission:
-    """The receivers' stage in front of ``pipeline``, from its config: fresh fragments to
+def admission_for(config: CollectorConfig, decision: DecisionStage) -> Admission:
+    """The receivers' stage in front of ``decision``, from ``config``: fresh fragments to
     its hold, direct payloads (late spans, passthrough) to its fan-out, back-pressure from
     its decisions."""
     factory = AdmissionFactory()
     context = AdmissionContext(
-        pipeline.clock, pipeline.stats, pipeline.hold, pipeline.fanout, pipeline.mode, pipeline
+        decision.clock, decision.stats, decision.hold, decision.fanout, decision.mode, decision
     )
-    return factory.create(factory.config_for(pipeline.config), pipeline.hold, context)
+    return factory.create(factory.config_for(config), decision.hold, context)

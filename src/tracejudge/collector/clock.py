@@ -5,8 +5,8 @@ the timer's next wake are computed from ``Clock.now()``, and the timer (the hold
 ``TraceHold.run_timer``) sleeps with ``Clock.call_at``; the gate's window uses
 ``Clock.wall()``. The default reads the real clocks and sleeps on the event loop; a test
 passes a ``ManualClock`` to ``Collector`` and moves time with ``advance`` (the collector's
-timer wakes when the clock passes its deadline, on its own loop), or drives a ``Pipeline``
-step by step (``Pipeline.arm_timer`` then ``Pipeline.tick``).
+timer wakes when the clock passes its deadline, on its own loop), or drives a ``DecisionStage``
+step by step (``DecisionStage.arm_timer`` then ``DecisionStage.tick``).
 """
 
 from __future__ import annotations

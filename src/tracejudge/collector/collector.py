@@ -27,10 +27,10 @@ from tracejudge.collector.exporters.forward import ForwardTarget
 from tracejudge.collector.exporters.registry import EXPORTERS, ExporterRegistry
 from tracejudge.collector.exporters.sinks import VerdictSink
 from tracejudge.collector.exporters.targets import TargetSpec, split_forward, target_specs
-from tracejudge.collector.pipeline import Pipeline, scrubber_for
 from tracejudge.collector.processors.admission import Admission
 from tracejudge.collector.processors.cost import RuleCost, check_budget, measure
 from tracejudge.collector.processors.decided import Decided
+from tracejudge.collector.processors.decision import DecisionStage, scrubber_for
 from tracejudge.collector.processors.graders import GraderStage, graders_for
 from tracejudge.collector.processors.judge import Judge, load_judge
 from tracejudge.collector.processors.logs_intake import LogsIntake
@@ -118,7 +118,7 @@ class Collector:
         """Disk-queue payloads of targets no longer configured, as counted at start."""
         self.admission: Admission | None = None
         """The receivers' trace consumer, the graph's first stage (``processors/admission.py``)."""
-        self.pipeline: Pipeline | None = None
+        self.decision: DecisionStage | None = None
         self.logs: LogsIntake | None = None
         """The OTLP logs side (``logs_intake.py``): records held with their traces."""
         self.auth_stats = AuthStats()
@@ -145,13 +145,13 @@ class Collector:
         self._server_errors: ServerErrors | None = None
         self._server_log = log
         """What aiohttp logs its listeners' errors to: scrubbed and rate-limited once the
-        pipeline's scrubber exists (``server_log.py``)."""
+        collector's scrubber exists (``server_log.py``)."""
 
     def snapshot(self) -> dict[str, Any]:
         """``/metrics`` (and ``/healthz``): the sum of the components' snapshots (the
-        counters, the listeners, admission, the pipeline, the disk queue and dead-letter
+        counters, the listeners, admission, the decision stage, the disk queue and dead-letter
         file, the decided edge's processors), with the status they add up to."""
-        p = self.pipeline
+        p = self.decision
         queues = p.queues if p is not None else []
         disk: dict[str, Any] | None = None
         if self.store is not None:
@@ -184,11 +184,11 @@ class Collector:
 
     def queue_depth(self) -> int:
         """Spans waiting in all forward queues (0 before ``start``); a ``Gauges`` read."""
-        return self.pipeline.queue_depth() if self.pipeline is not None else 0
+        return self.decision.queue_depth() if self.decision is not None else 0
 
     def shadow_pending(self) -> int:
         """Shadows waiting for their stable run (0 before ``start``); a ``Gauges`` read."""
-        p = self.pipeline
+        p = self.decision
         return p.shadow.pending() if p is not None and p.shadow is not None else 0
 
     @property
@@ -259,7 +259,7 @@ class Collector:
             processors=self.processors,
             rule_cost=self.rule_cost,
         )
-        self.admission, self.pipeline = stages.admission, stages.pipeline
+        self.admission, self.decision = stages.admission, stages.decision
         self.logs, self.graders = stages.logs, stages.graders
         self.chain = stages.processors
         # Log lines can quote span content (exception texts, backend answers).
@@ -270,12 +270,13 @@ class Collector:
             self.logs.queue.start()
         for processor in self.chain:
             processor.start()
-        self.pipeline.hold.start()
+        self.decision.start()
+        self.decision.hold.start()
         self.admission.start()
         if self.store is not None:
             # The store keeps each target's URL for `tracejudge queue`: never its credentials.
             shown = [TargetSpec(spec.name, display_url(spec.url)) for spec in specs]
-            self.removed_targets = replay_disk_queue(self.store, queues, shown, self.pipeline)
+            self.removed_targets = replay_disk_queue(self.store, queues, shown, self.decision)
         for q in queues:
             q.start()
         try:
@@ -283,9 +284,9 @@ class Collector:
         except BaseException:
             await self._abort_start()
             raise
-        hold = self.pipeline.hold  # its timer hands due traces to the pipeline's decisions
+        hold = self.decision.hold  # its timer hands due traces to the decision stage
         self._timer = asyncio.get_running_loop().create_task(
-            hold.run_timer(self.pipeline, self.stopping)
+            hold.run_timer(self.decision, self.stopping)
         )
         if announce is not None:
             announce(self.describe())
@@ -348,14 +349,14 @@ class Collector:
         await self.listeners.abort()
         if self.admission is not None:
             self.admission.shutdown()
-        if self.pipeline is not None:
-            self.pipeline.hold.shutdown()
-            self.pipeline.close()
+        if self.decision is not None:
+            self.decision.hold.shutdown()
+            self.decision.shutdown()
             for processor in self.chain:
                 processor.shutdown()
-            for q in self.pipeline.queues:
+            for q in self.decision.queues:
                 await q.flush(0.0)
-            for sink in self.pipeline.sinks:
+            for sink in self.decision.sinks:
                 await sink.close()
         if self.logs is not None and self.logs.queue is not None:
             await self.logs.queue.flush(0.0)
@@ -383,7 +384,7 @@ class Collector:
         await self.listeners.stop_intake(min(1.0, budget))
         if self.admission is not None:  # the receivers are stopped: nothing more comes
             self.admission.shutdown()
-        p = self.pipeline
+        p = self.decision
         if self._timer is not None:
             # Let a tick judging a chunk finish rather than cancel it mid-way (a cancelled
             # batch puts its traces back, but their judging would be done twice).
@@ -394,7 +395,7 @@ class Collector:
         if p is not None:
             await p.decide_all()
             p.hold.shutdown()
-            p.close()
+            p.shutdown()
             for processor in self.chain:  # graders: waiting runs not_evaluated, sent below
                 processor.shutdown()
             results = await asyncio.gather(

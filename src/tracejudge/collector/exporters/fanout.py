@@ -1,8 +1,8 @@
-"""Fan-out: where decided data leaves the pipeline.
+"""Fan-out: where decided data leaves the decision stage.
 
 Every payload goes to every forward queue (one item per payload per queue), through the
 ``Durability`` that persists it first (``--queue-dir``), and every verdict record to every
-verdict sink. ``room`` says whether a commit fits ``max_queue_bytes``; the pipeline decides
+verdict sink. ``room`` says whether a commit fits ``max_queue_bytes``; the decision stage decides
 what to do when it does not (push back, or hold decisions).
 """
 

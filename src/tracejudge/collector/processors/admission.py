@@ -52,7 +52,7 @@ KIND = "admission"
 
 
 class DecisionBacklog(Protocol):
-    """The decision side, as admission reads it for back-pressure (the pipeline)."""
+    """The decision side, as admission reads it for back-pressure (the decision stage)."""
 
     def judge_lag(self) -> float:
         """Seconds the oldest due trace not yet judged is past its deadline."""

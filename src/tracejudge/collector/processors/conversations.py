@@ -15,7 +15,7 @@ conversation, until one of:
 - a turn marks the end: ``tracejudge.conversation.end = true`` on its agent span;
 - shutdown (SIGTERM): everything held is judged and forwarded.
 
-A held conversation is then one entry of the pipeline's decision batch: a ``PendingTrace``
+A held conversation is then one entry of the decision stage's batch: a ``PendingTrace``
 whose fragments are every trace's and whose ``members`` name them. The judge gets all the
 spans at once, and ``Engine.judge_spans`` merges them through ``merge_conversations``, the
 offline code path. Its verdict is stamped on the merged run's root and, by

@@ -4,7 +4,7 @@ unjudged with an error verdict).
 This is the CPU-bound part of a decision and the only part that runs on the judging
 thread: it reads the trace and returns an ``Outcome`` without counting, remembering or
 enqueueing anything, so an outcome can be thrown away (no room in a forward queue yet) and
-the batch scheduler in ``pipeline.py`` stays the one place that touches shared state.
+the batch scheduler in ``decision.py`` stays the one place that touches shared state.
 """
 
 from __future__ import annotations

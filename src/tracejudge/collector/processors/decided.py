@@ -1,6 +1,6 @@
-"""The decided edge: what the pipeline hands on once a chunk of traces is settled.
+"""The decided edge: what the decision stage hands on once a chunk of traces is settled.
 
-After the pipeline has judged, stamped and enqueued a chunk of traces (their payloads are in
+After the decision stage has judged, stamped and enqueued a chunk of traces (their payloads are in
 the forward queues, their verdict records in the sinks), it hands the chunk on as one
 ``Decided`` batch to the chain of processors built from ``processors/registry.py``: the logs
 join (a trace's held log records and evaluation records) and the graders. ``Context`` is what

@@ -1,7 +1,7 @@
 """Grader rules in ``tracejudge serve``: after the deterministic verdict, never before it.
 
 A trace's deterministic verdict is stamped and forwarded as it always was; nothing here
-runs before that or holds it. Once the pipeline has settled a trace (``grading.py``, on
+runs before that or holds it. Once the decision stage has settled a trace (``grading.py``, on
 the decided edge, after its payloads are enqueued) the runs a grader picks (its
 ``when``: by default the ones the deterministic checks left undecided) go to a small pool
 of grader threads, and each grader's outcome follows as its own ``gen_ai.evaluation.result``

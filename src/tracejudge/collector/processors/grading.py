@@ -1,6 +1,6 @@
 """The graders on the decided edge: grader rules after the verdict (``graders.py``).
 
-Once the pipeline has settled a chunk of traces (their payloads enqueued, so grading never
+Once the decision stage has settled a chunk of traces (their payloads enqueued, so grading never
 holds a deterministic verdict), this processor hands each trace to the ``GraderStage``,
 whose threads grade the runs its graders pick; their outcomes go out as evaluation records
 through the logs intake. With no grader rules it only hands batches on (and ``/metrics``

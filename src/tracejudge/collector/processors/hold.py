@@ -6,7 +6,7 @@ deadline has passed on to the decision side (``run_timer``, ``hand_due``). A fre
 goes to one of three places (``add``): the spans held for a trace being decided (forwarded
 as late once it is), the conversation it belongs to (``--conversation-wait``,
 ``conversations.py``), or the tail buffer (``buffer.py``). The batch scheduler
-(``pipeline.py``) marks the traces handed to it in flight (``begin``), and either settles
+(``decision.py``) marks the traces handed to it in flight (``begin``), and either settles
 them (``release``) or puts them back (``park``); at shutdown it takes the rest (``drain``).
 Decided traces are remembered (``decided``), so later spans get their verdict.
 """
@@ -41,19 +41,20 @@ tuple, as ``Decided`` is: built once per request on the receivers' path."""
 
 
 class DueDecisions(Protocol):
-    """The decision side, as the hold's timer hands it due traces (the pipeline)."""
+    """The decision side, as the hold's timer hands it due traces (the decision stage)."""
 
     def has_room(self) -> bool:
         """False while decisions wait for room in a forward queue (due traces stay)."""
         ...
 
-    async def decide_due(self, due: list[PendingTrace]) -> None:
-        """Decide the traces the timer found due (none: only its periodic work)."""
+    async def consume(self, batch: list[PendingTrace]) -> None:
+        """Decide the traces the timer found due (none: only its periodic work); awaited,
+        so a tick never overtakes the one before."""
         ...
 
 
 class TraceHold:
-    """The pipeline's traces from admission to settling: buffered, held with their
+    """The collector's traces from admission to settling: buffered, held with their
     conversation, in flight (being decided), decided."""
 
     kind = KIND
@@ -102,7 +103,7 @@ class TraceHold:
         """Hand every trace and conversation whose deadline has passed to ``decisions``
         (while it has room: else they stay here, untouched)."""
         if decisions.has_room():
-            await decisions.decide_due(self.due(self.clock.now()))
+            await decisions.consume(self.due(self.clock.now()))
 
     async def run_timer(self, decisions: DueDecisions, stopping: Callable[[], bool]) -> None:
         """The decision timer, until ``stopping()``: sleep on the clock until the earliest

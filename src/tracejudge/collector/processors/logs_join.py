@@ -1,7 +1,7 @@
 """The logs join on the decided edge: a decided trace's log records follow its decision.
 
 The logs intake (``logs_intake.py``) holds the records of a trace being assembled with it;
-once the pipeline has settled the trace, this processor has the intake forward them (and,
+once the decision stage has settled the trace, this processor has the intake forward them (and,
 with ``--evaluation-logs``, one evaluation record per rule outcome) to the logs endpoint.
 """
 

@@ -66,7 +66,7 @@ class ShadowPairs:
         self.max_pending = max_pending
         self.scrub = scrub
         """Applied to the explanations of shadow findings (they quote arguments), as the
-        pipeline scrubs verdicts: the pipeline's scrubber's ``text``."""
+        decision stage scrubs verdicts: its scrubber's ``text``."""
         self.gate = gate
         """The gate's window, given paired shadows (used with ``/v1/gate?shadow=include``)."""
         self._shadows: OrderedDict[str, list[tuple[Verdict, float]]] = OrderedDict()
@@ -80,7 +80,8 @@ class ShadowPairs:
         return sum(len(v) for v in self._shadows.values())
 
     def add(self, v: Verdict, time: float) -> None:
-        """Take one decided verdict (a ``VerdictObserver``); never raises into the pipeline."""
+        """Take one decided verdict (a ``VerdictObserver``); never raises into the decision
+        stage."""
         try:
             self._add(v, time)
         except Exception:  # pairing is a report about the traffic: it must not stop it
@@ -166,10 +167,10 @@ def shadow_pairs_for(
     ruleset: RuleSet | None,
     gate: RecentVerdicts | None = None,
 ) -> ShadowPairs:
-    """Pairing for a pipeline's shadow runs, registered as one of its observers when the
-    graph is built (``assembly.build_stages``) and given as ``Pipeline(shadow=...)``:
-    reporting to its ``sinks`` and ``stats``, expired by its timer (``Pipeline.tick``)
-    and closed at shutdown (``Pipeline.decide_all``); findings scrubbed
+    """Pairing for a decision stage's shadow runs, registered as one of its observers when the
+    graph is built (``assembly.build_stages``) and given as ``DecisionContext.shadow``:
+    reporting to its ``sinks`` and ``stats``, expired by its timer (``DecisionStage.tick``)
+    and closed at shutdown (``DecisionStage.decide_all``); findings scrubbed
     by its ``scrubber``, like verdicts (they quote arguments). The argument allowances are
     those of the rule set's ``baseline`` rule, if any; paired shadows go to ``gate`` as
     evidence the gate reads only when asked (``shadow=include``)."""

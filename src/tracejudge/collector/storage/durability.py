@@ -4,7 +4,7 @@ Without ``--queue-dir`` (``InMemory``) accepted fragments and decided payloads l
 memory only: a crash loses them, shutdown decides everything at once. With it
 (``OnDisk``) every accepted fragment is in the disk queue's inbox before the client's 200,
 every decision moves its trace to the outbox in one transaction, and what cannot be
-replayed is quarantined to a file. The pipeline calls the same four methods either way and
+replayed is quarantined to a file. The decision stage calls the same four methods either way and
 never tests for a store itself.
 """
 
@@ -26,7 +26,7 @@ Row = tuple[TargetQueue, Item]
 
 
 class Durability(Protocol):
-    """What the pipeline persists, and when."""
+    """What the decision stage persists, and when."""
 
     @property
     def durable(self) -> bool:
@@ -134,7 +134,7 @@ class OnDisk:
 
 
 def durability_for(store: DiskStore | None, retry_after: float) -> Durability:
-    """The mode for a pipeline (the one place ``store is None`` is tested)."""
+    """The mode for a decision stage (the one place ``store is None`` is tested)."""
     return InMemory() if store is None else OnDisk(store, retry_after)
 
 

@@ -27,7 +27,7 @@ __all__ = ["Replayable", "replay_disk_queue", "replay_inbox", "restore_decisions
 
 
 class Replayable(Protocol):
-    """What takes the disk queue's decisions and inbox back (the pipeline)."""
+    """What takes the disk queue's decisions and inbox back (the decision stage)."""
 
     def restore_decisions(self, rows: Sequence[DecidedRow]) -> None:
         """Remember decisions made before the restart."""
@@ -39,7 +39,7 @@ class Replayable(Protocol):
 
 
 def replay_disk_queue(
-    store: DiskStore, queues: list[TargetQueue], specs: list[TargetSpec], pipeline: Replayable
+    store: DiskStore, queues: list[TargetQueue], specs: list[TargetSpec], decision: Replayable
 ) -> list[QueuedTarget]:
     """Hand each queued payload to its target's queue (by name: a target whose URL
     changed gets its rows), report what waits for removed targets, replay the inbox.
@@ -62,9 +62,9 @@ def replay_disk_queue(
             store.path.parent,
             r.key,
         )
-    pipeline.restore_decisions(store.load_decided())
+    decision.restore_decisions(store.load_decided())
     inbox = store.load_inbox()
-    quarantined = pipeline.replay_inbox(inbox)
+    quarantined = decision.replay_inbox(inbox)
     if outbox or inbox:
         log.info(
             "disk queue: replayed %d payloads and %d fragments (%d quarantined)",

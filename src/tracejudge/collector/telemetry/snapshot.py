@@ -1,12 +1,12 @@
 """``/metrics`` (and ``/healthz``) as the sum of the collector's components' snapshots.
 
 Each component says what it counts (``snapshot()``: its top-level entries, always the same
-keys): the counters (``Stats``), the listeners, the pipeline (what waits in its
+keys): the counters (``Stats``), the listeners, the decision stage (what waits in its
 ``TraceHold``, the judging, each forward target's ``TargetQueue``), the processors of the
 decided edge (logs, graders), the dead-letter file. ``merge`` sums them, refusing two
 components that claim one key; ``disk_entry`` and ``judging_entry`` are the entries of the
 disk queue and of the judging side, which are read from several objects. Before start only
-the components that exist are summed (no pipeline: no pipeline entries).
+the components that exist are summed (no decision stage: none of its entries).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.exporters.forward import TargetQueue
 from tracejudge.collector.processors.cost import CostWatch, RuleCost
 from tracejudge.collector.processors.worker import AdaptiveJudging
@@ -22,11 +21,25 @@ from tracejudge.collector.storage.headroom import Room
 from tracejudge.collector.storage.store import DiskStore, QueuedTarget
 from tracejudge.collector.telemetry.health import disk_refusal
 
-__all__ = ["Judging", "disk_entry", "judging_entry", "merge"]
+__all__ = ["Judging", "JudgingLimits", "disk_entry", "judging_entry", "merge"]
+
+
+class JudgingLimits(Protocol):
+    """The judging bounds ``/metrics`` reports (the decision stage's ``DecisionConfig``)."""
+
+    @property
+    def max_rule_cost(self) -> float | None:
+        """The per-run judging budget (None or 0: off)."""
+        ...
+
+    @property
+    def max_judge_lag(self) -> float:
+        """The judge lag admission pushes back at."""
+        ...
 
 
 class Judging(Protocol):
-    """The judging side of the pipeline, as ``/metrics`` reads it."""
+    """The judging side of the decision stage, as ``/metrics`` reads it."""
 
     @property
     def worker(self) -> AdaptiveJudging:
@@ -81,7 +94,7 @@ def disk_entry(
 
 
 def judging_entry(
-    config: CollectorConfig, rule_cost: RuleCost | None, judging: Judging | None
+    config: JudgingLimits, rule_cost: RuleCost | None, judging: Judging | None
 ) -> dict[str, Any]:
     """The judging thread's state for ``/metrics``: how far behind it is, what the
     rules cost on the synthetic run and per live run, and runs over the budget."""

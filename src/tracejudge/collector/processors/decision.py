@@ -1,12 +1,23 @@
-"""The decision side: take due traces from the hold, judge, stamp and enqueue them.
+"""The decision stage: take due traces from the hold, judge, stamp and enqueue them.
 
-Everything here runs on the collector's one event loop except the CPU-bound part of a
-decision (decode, build the run, judge, scrub, stamp: ``decide``), which runs on one worker
-thread a chunk of traces at a time, so an expensive rules file never stalls the receivers
-or ``/healthz`` (the loop only waits for the chunk's outcomes, then counts, remembers and
-enqueues them in deadline order). When judging falls more than ``max_judge_lag`` behind
-the traces' deadlines, admission (``processors/admission.py``, in front of the hold) has
-the receivers push back ("retry later") instead of buffering more.
+A processor of the graph (issue 20), built by ``DecisionFactory`` from its own
+``DecisionConfig`` and what the graph shares (``DecisionContext``), with the first
+processor of the decided edge as its ``next``. Everything here runs on the collector's one
+event loop except the CPU-bound part of a decision (decode, build the run, judge, scrub,
+stamp: ``decide``), which runs on one worker thread a chunk of traces at a time, so an
+expensive rules file never stalls the receivers or ``/healthz`` (the loop only waits for the
+chunk's outcomes, then counts, remembers and enqueues them in deadline order). When judging
+falls more than ``max_judge_lag`` behind the traces' deadlines, admission
+(``processors/admission.py``, in front of the hold) has the receivers push back ("retry
+later") instead of buffering more.
+
+Its ``consume`` is a coroutine, unlike the contract's (``component.Processor``): a batch of
+due traces is decided by awaiting the judging thread chunk by chunk, in deadline order,
+while the loop goes on serving the receivers, and the hold's timer (``TraceHold.hand_due``)
+awaits it so that the next tick never overtakes this one. A synchronous ``consume`` could
+only block the loop or fire and forget the decisions (traces lost at shutdown), so the
+stage is a processor in every other respect (kind, factory, lifecycle, snapshot, ``next``)
+but is awaited: it meets ``DueDecisions`` (``processors/hold.py``), not ``Processor``.
 """
 
 from __future__ import annotations
@@ -14,11 +25,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from tracejudge.collector.clock import Clock, SystemClock
-from tracejudge.collector.component import Consumer
+from tracejudge.collector.clock import Clock
+from tracejudge.collector.component import ComponentStopped, Consumer, Lifecycle
 from tracejudge.collector.config import CollectorConfig
 from tracejudge.collector.exporters.fanout import FanOut
 from tracejudge.collector.exporters.forward import TargetQueue
@@ -31,7 +43,7 @@ from tracejudge.collector.processors.decide import Decider, Outcome, payloads_fo
 from tracejudge.collector.processors.decided import Decided, DecidedTrace
 from tracejudge.collector.processors.hold import TraceHold
 from tracejudge.collector.processors.judge import Judge
-from tracejudge.collector.processors.modes import forward_mode
+from tracejudge.collector.processors.modes import ForwardMode
 from tracejudge.collector.processors.redact import Scrubber
 from tracejudge.collector.processors.shadow import ShadowPairs
 from tracejudge.collector.processors.stamp import Decision
@@ -45,7 +57,18 @@ from tracejudge.engine.verdict import Verdict
 
 log = logging.getLogger("tracejudge.collector")
 
-__all__ = ["Outcome", "Payload", "Piece", "Pipeline", "scrubber_for"]
+__all__ = [
+    "DecisionConfig",
+    "DecisionContext",
+    "DecisionFactory",
+    "DecisionStage",
+    "Outcome",
+    "Payload",
+    "Piece",
+    "scrubber_for",
+]
+
+KIND = "decision"
 
 _CHUNK = 8
 """Traces the worker hands over at once, settled and enqueued to forwarders in one commit."""
@@ -62,83 +85,114 @@ def scrubber_for(config: CollectorConfig) -> Scrubber:
     return Scrubber(config.redact_patterns, drop_quoted=config.drop_content)
 
 
-class Pipeline:
+@dataclass(frozen=True, slots=True)
+class DecisionConfig:
+    """The settings the decision stage reads (``CollectorConfig``'s keys of the same names)."""
+
+    max_judge_time: float | None
+    """``judge.max_time``: CPU time judging one trace may take (None or 0: off)."""
+    max_rule_cost: float | None
+    """``judge.max_rule_cost``: the per-run judging budget live runs are checked against."""
+    max_judge_lag: float
+    """``judge.max_lag``: the judge lag ``/metrics`` reports as the bound (``max_lag_s``)."""
+    max_batch_bytes: int
+    """``exporters.max_batch_bytes``: the largest payload a decided trace is framed into."""
+    max_queue_bytes: int
+    """``exporters.max_queue_bytes``: decisions wait while a forward queue has no room."""
+    retry_after_hint: float
+    """``receivers.retry_after_hint``: the "retry later" a full disk queue gives."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionContext:
+    """What the decision stage is built with besides its config and next consumer: the
+    graph's clock and counters, the judge, the hold it shares with admission and the logs
+    intake, the scrubber and forward mode every stage applies, where decided data goes
+    (forward queues, verdict sinks, the disk queue) and who is told of each verdict."""
+
+    clock: Clock
+    stats: Stats
+    judge: Judge
+    hold: TraceHold
+    """Where admitted traces wait until settled: buffered, held with their conversation, in
+    flight, decided (``processors/hold.py``); the decision timer's wake too."""
+    scrubber: Scrubber
+    mode: ForwardMode
+    """Stamp or passthrough, with the content filter: every branch on those flags."""
+    queues: Sequence[TargetQueue]
+    sinks: Sequence[VerdictSink]
+    store: DiskStore | None
+    """The disk queue (``--queue-dir``), or None: in memory only."""
+    observers: Sequence[VerdictObserver] = ()
+    """Given each decided verdict object (the gate's window of recent runs, shadow
+    pairing), as the assembly registered them: the stage adds none."""
+    shadow: ShadowPairs | None = None
+    """Shadow runs waiting for their stable run; when given, one of ``observers``."""
+    rules_version: str = ""
+    rule_cost: RuleCost | None = None
+    """What the rules cost on the synthetic run (measured by the collector; None for a
+    judge that is not the engine): ``/metrics`` ``judging.rule_cost_ms``."""
+
+
+class DecisionStage:
     """Decisions over the hold's due traces, and fan-out of what they decide to the target
     queues and verdict sinks; the decision side admission reads (``DecisionBacklog``)."""
 
+    kind = KIND
+
     def __init__(
-        self,
-        config: CollectorConfig,
-        judge: Judge,
-        queues: Sequence[TargetQueue],
-        sinks: Sequence[VerdictSink],
-        stats: Stats,
-        store: DiskStore | None,
-        clock: Clock | None = None,
-        observers: Sequence[VerdictObserver] = (),
-        *,
-        hold: TraceHold | None = None,
-        scrubber: Scrubber | None = None,
-        shadow: ShadowPairs | None = None,
-        decided: Consumer[Decided] | None = None,
-        rules_version: str = "",
-        rule_cost: RuleCost | None = None,
+        self, config: DecisionConfig, next: Consumer[Decided], context: DecisionContext
     ) -> None:
-        """The collaborators after ``observers`` are built by the collector, which shares
-        them with other stages (the logs intake holds its records in ``hold``); left out,
-        the pipeline makes its own ``hold`` and ``scrubber`` from ``config`` and has no
-        shadow pairing nor processors after the decision (``decided``). ``shadow``, when
-        given, must be one of ``observers`` (``ValueError``): it is registered with them."""
+        """``next`` is the first processor of the decided edge (``processors/registry.py``:
+        the logs join, the graders; ``Discard`` when there is none), handed each settled
+        chunk after its payloads are enqueued, so nothing there holds a deterministic
+        verdict. ``context.shadow``, when given, must be one of ``context.observers``
+        (``ValueError``): it is registered with them."""
         self.config = config
-        self.clock: Clock = SystemClock() if clock is None else clock
-        self.judge = judge
-        self.stats = stats
-        self.durability = durability_for(store, config.retry_after_hint)
+        self.next = next
+        self.clock = context.clock
+        self.judge = context.judge
+        self.stats = context.stats
+        self.durability = durability_for(context.store, config.retry_after_hint)
         """In memory only, or the disk queue: every branch on ``--queue-dir``."""
-        self.hold = TraceHold(config, self.clock) if hold is None else hold
-        """Where admitted traces wait until settled: buffered, held with their conversation,
-        in flight, decided (``processors/hold.py``); the decision timer's wake too."""
-        self.fanout = FanOut(queues, sinks, self.durability, config.max_queue_bytes)
+        self.hold = context.hold
+        """Where admitted traces wait until settled (``processors/hold.py``)."""
+        self.fanout = FanOut(context.queues, context.sinks, self.durability, config.max_queue_bytes)
         """The forward queues and verdict sinks decided data goes to (``exporters/fanout.py``)."""
-        self.scrubber = scrubber_for(config) if scrubber is None else scrubber
-        self.mode = forward_mode(config, self.scrubber)
+        self.scrubber = context.scrubber
+        self.mode = context.mode
         """Stamp or passthrough, with the content filter: every branch on those flags."""
-        self.observers = tuple(observers)
-        """Given each decided verdict object (the gate's window of recent runs, shadow
-        pairing), as the assembly registered them: the pipeline adds none."""
-        self.shadow = shadow
+        self.observers = tuple(context.observers)
+        """Given each decided verdict object, as the assembly registered them."""
+        self.shadow = context.shadow
         """Shadow runs waiting for their stable run (one of ``observers``): the timer reports
         those that waited too long, shutdown the rest (``collector/processors/shadow.py``)."""
-        if shadow is not None and not any(o is shadow for o in self.observers):
+        if self.shadow is not None and not any(o is self.shadow for o in self.observers):
             raise ValueError("shadow pairing is given verdicts as one of the observers")
         self.decider = Decider(
-            judge,
+            context.judge,
             self.scrubber,
             self.mode,
             self.durability,
-            stats,
+            context.stats,
             config.max_judge_time,
-            rules_version=rules_version,
+            rules_version=context.rules_version,
         )
         """Decides one trace (on the judging thread); ``rules_version`` lives there."""
+        self.state = Lifecycle(KIND)
         self._blocked_need = 0
         """Bytes the next trace to decide needs in every forward queue; while they do not
         fit, decisions wait (traces stay buffered) and receivers push back, so
         ``max_queue_bytes`` holds exactly. 0 when decisions are not blocked."""
         self._blocked_reason = ""
-        self.decided_edge = decided
-        """The first processor of the decided edge (``processors/registry.py``: the logs
-        join, the graders), handed each settled chunk after its payloads are enqueued, so
-        nothing there holds a deterministic verdict."""
         self.worker = AdaptiveJudging(CHEAP_JUDGING, LOOP_JUDGING_LIMIT)
-        """The judging thread (see ``worker``)."""
+        """The judging thread (see ``worker``), started with the first batch it judges."""
         self._judging_since = math.inf
         """Deadline of the oldest due trace not yet judged (infinity when none)."""
         self.cost = CostWatch(config.max_rule_cost)
         """Judging time per run against the rule-cost budget."""
-        self.rule_cost = rule_cost
-        """What the rules cost on the synthetic run (measured by the collector; None for a
-        judge that is not the engine): ``/metrics`` ``judging.rule_cost_ms``."""
+        self.rule_cost = context.rule_cost
+        """What the rules cost on the synthetic run: ``/metrics`` ``judging.rule_cost_ms``."""
 
     @property
     def buffer(self) -> TraceBuffer:
@@ -198,9 +252,15 @@ class Pipeline:
         be replayed (``storage/replay.py``); returns how many were quarantined."""
         return replay.replay_inbox(rows, self.hold.buffer, self._now(), self.durability, self.stats)
 
-    def close(self) -> None:
-        """Stop the judging thread (after the last decision)."""
-        self.worker.close()
+    def start(self) -> None:
+        """Nothing to start: the judging thread starts with the first batch it judges."""
+        self.state.start()
+
+    def shutdown(self) -> None:
+        """Stop the judging thread (after the last decision: ``decide_all``); a batch after
+        this raises ``ComponentStopped``."""
+        if self.state.shutdown():
+            self.worker.close()
 
     def settle(self, trace: PendingTrace, outcome: Outcome) -> list[dict[str, Any]]:
         """Count a decided trace, remember its decision; returns its verdict records."""
@@ -336,8 +396,8 @@ class Pipeline:
                 decisions.append(outcome.decision)
         self.fanout.commit(payloads, decided, decisions)
         self.fanout.emit(records, self._shown(settled))
-        if settled and self.decided_edge is not None:
-            self.decided_edge.consume(tuple(settled))
+        if settled:
+            self.next.consume(tuple(settled))
         return parked
 
     def _shown(self, settled: Sequence[DecidedTrace]) -> list[Verdict]:
@@ -366,18 +426,28 @@ class Pipeline:
         """False while decisions wait for room in a forward queue (asked again now)."""
         return not (self._blocked_need and self._blocked(self._blocked_need, True))
 
-    async def decide_due(self, due: list[PendingTrace]) -> None:
-        """Decide the traces the hold's timer found due, then report shadows that waited
-        too long for their stable run."""
-        if due:
-            await self.decide_batch(due, {})
+    async def consume(self, batch: list[PendingTrace]) -> None:
+        """Decide the traces the hold's timer found due (its ``DueDecisions``), then report
+        shadows that waited too long for their stable run. Awaited: see the module's
+        docstring. After ``shutdown`` the traces go back to the hold and ``ComponentStopped``
+        is raised: refused, not lost."""
+        try:
+            self.state.check()
+        except ComponentStopped:
+            self.hold.begin(batch)  # in flight, then parked: back where the timer took them
+            self.hold.park(batch, self._now())
+            raise
+        if batch:
+            await self.decide_batch(batch, {})
         if self.shadow is not None:
             self.shadow.expire(self.clock.wall())
 
     async def decide_all(self) -> None:
         """Shutdown: decide every pending trace now. With a disk queue the queue limits
         still hold (what does not fit stays in the inbox for the next start); without one,
-        everything is decided, since it is delivered now or lost anyway."""
+        everything is decided, since it is delivered now or lost anyway. ``ComponentStopped``
+        after ``shutdown``."""
+        self.state.check()
         now = self._now()
         traces = self.hold.drain(now)
         await self.decide_batch(
@@ -408,7 +478,7 @@ class Pipeline:
         """Spans waiting in all forward queues."""
         return self.fanout.queue_depth()
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> Mapping[str, Any]:
         """Its ``/metrics`` entries: what waits in the hold, the judging side, whether
         decisions wait for room, and each forward target by URL."""
         return {
@@ -417,3 +487,30 @@ class Pipeline:
             "decisions_waiting": self.decisions_waiting(),
             "targets": {q.target.url: q.snapshot() for q in self.fanout.queues},
         }
+
+
+class DecisionFactory:
+    """Builds the decision stage over the hold, in front of the decided edge."""
+
+    kind = KIND
+
+    def default_config(self) -> DecisionConfig:
+        """The defaults of the keys it reads (``CollectorConfig``'s)."""
+        return self.config_for(CollectorConfig())
+
+    def config_for(self, settings: CollectorConfig) -> DecisionConfig:
+        """The collector's judging limits, payload and queue sizes and retry hint."""
+        return DecisionConfig(
+            max_judge_time=settings.max_judge_time,
+            max_rule_cost=settings.max_rule_cost,
+            max_judge_lag=settings.max_judge_lag,
+            max_batch_bytes=settings.max_batch_bytes,
+            max_queue_bytes=settings.max_queue_bytes,
+            retry_after_hint=settings.retry_after_hint,
+        )
+
+    def create(
+        self, config: DecisionConfig, next: Consumer[Decided], context: DecisionContext
+    ) -> DecisionStage:
+        """The stage, handing each settled chunk to ``next``."""
+        return DecisionStage(config, next, context)
