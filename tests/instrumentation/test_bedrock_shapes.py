@@ -66,3 +66,87 @@ def test_request_attributes_of_every_parameter_group() -> None:
     }
     assert cv.request_attributes({"messages": []}, stream=False) == {}
     assert cv.request_attributes({"outputConfig": {}, "guardrailConfig": {}}, stream=False) == {}
+
+
+class _Attrs:
+    """An SDK-model-like object: keys read as attributes (``_shapes.get``'s other path),
+    dumped like a pydantic model (``to_jsonable``)."""
+
+    def __init__(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
+
+    def model_dump(self, **_: Any) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class _Mapping(dict[str, Any]):
+    """A mapping that is not exactly ``dict`` (read through ``_shapes.get``)."""
+
+
+def _as(kind: type, value: Any) -> Any:
+    """``value`` with every dict turned into ``kind`` (lists kept as lists)."""
+    if isinstance(value, dict):
+        fields = {k: _as(kind, v) for k, v in value.items()}
+        return kind(**fields) if kind is _Attrs else kind(fields)
+    if isinstance(value, list):
+        return [_as(kind, v) for v in value]
+    return value
+
+
+_MESSAGES: list[dict[str, Any]] = [
+    {"role": "user", "content": [{"text": "What is on Radio XYZ?"}]},
+    {
+        "role": "assistant",
+        "content": [
+            {"text": "Looking."},
+            {"toolUse": {"toolUseId": "t1", "name": "top_song", "input": {"sign": "XYZ"}}},
+            {"reasoningContent": {"reasoningText": {"text": "hm"}}},
+        ],
+    },
+    {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "a"}]}}]},
+    {"role": "user", "content": [{"guardContent": {"text": {"text": "checked"}}}]},
+    {"role": "user", "content": [{"image": {"format": "png", "source": {"bytes": b"\x89P"}}}]},
+    {"role": "user", "content": [{"cachePoint": {"type": "default"}}, {"other": 1}]},
+    {"content": [{"text": "no role"}]},
+    {"role": "user", "content": "not a list"},
+]
+_USAGE = {
+    "inputTokens": 10,
+    "outputTokens": 3,
+    "cacheReadInputTokens": 4,
+    "cacheWriteInputTokens": 2,
+}
+
+
+@pytest.mark.parametrize("kind", [_Mapping, _Attrs], ids=["mapping", "object"])
+def test_plain_dicts_read_as_any_other_shape(kind: type) -> None:
+    """Messages, blocks and usage given as plain dicts (read with ``dict.get``, the fast
+    path) convert exactly as the same data as other mappings or attribute objects (read
+    with ``_shapes.get``)."""
+    assert cv.input_messages(_as(kind, _MESSAGES)) == cv.input_messages(_MESSAGES)
+    system = [{"text": "Be brief."}, {"cachePoint": {"type": "default"}}]
+    assert cv.system_instructions(_as(kind, system)) == cv.system_instructions(system)
+    assert cv.usage_attributes(_as(kind, _USAGE)) == cv.usage_attributes(_USAGE)
+    response = _response(*_MESSAGES[1]["content"])
+    converted = _as(kind, response)
+    assert cv.output_messages(converted) == cv.output_messages(response)
+    output = cv.output_messages(converted)
+    assert requested_calls(converted, output) == tool_calls_of(response)
+
+
+def test_usage_attributes_count_the_cached_tokens_in_the_input() -> None:
+    """The input total counts cache reads and writes; each is also its own attribute."""
+    assert cv.usage_attributes(_USAGE) == {
+        sc.GEN_AI_USAGE_INPUT_TOKENS: 16,
+        sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: 4,
+        sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: 2,
+        sc.GEN_AI_USAGE_OUTPUT_TOKENS: 3,
+    }
+    assert list(cv.usage_attributes(_USAGE)) == [
+        sc.GEN_AI_USAGE_INPUT_TOKENS,
+        sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+        sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+        sc.GEN_AI_USAGE_OUTPUT_TOKENS,
+    ]
+    assert cv.usage_attributes(None) == {}
+    assert cv.usage_counts({"outputTokens": 1}) == (None, 1, {})

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextvars
 import threading
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Final
 
 from opentelemetry import context as otel_context
@@ -71,6 +72,21 @@ def key_of(attributes: Mapping[str, Any], resource: Mapping[str, Any]) -> str | 
     return None
 
 
+def _plain(attributes: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The SDK's span attributes as a plain dict to scan: its ``MappingProxyType`` over
+    ``BoundedAttributes`` is iterated in Python (taking the attributes' lock, copying the
+    keys), while ``copy()`` (of the proxy, then of ``BoundedAttributes``) is a dict copy in
+    C. Any other mapping is scanned as it is."""
+    if type(attributes) is MappingProxyType:
+        try:
+            copied = attributes.copy()
+        except Exception:  # a mapping without copy(): scanned as it is
+            return attributes
+        if type(copied) is dict:
+            return copied
+    return attributes
+
+
 class RouteKeyProcessor(SpanProcessor):
     """Puts ``tracejudge.route.key`` on every span started in a keyed run's context (see
     the module docstring). ``instrument(route_key=True)``, the default, adds one to the
@@ -108,7 +124,7 @@ class RouteKeyProcessor(SpanProcessor):
                 f"conversation:{service}:{conversation}" if conversation is not None else None,
                 f"request:{request}" if request is not None else None,
             )
-        if _SPAN_KEYS.isdisjoint(attributes):
+        if _SPAN_KEYS.isdisjoint(_plain(attributes)):
             # the common span, named by neither: one pass over its keys instead of three
             # lookups that each raise KeyError inside the SDK's attribute mapping
             return known[2] if known[2] is not None else known[3]
@@ -136,12 +152,16 @@ class RouteKeyProcessor(SpanProcessor):
             if attributes:
                 key = _text(attributes.get(ROUTE_KEY))
         if key is None:
-            key = self._key_of(span.attributes or {}, span.resource)
+            own = span.attributes  # (an empty one reads as no attributes, as ``{}``)
+            key = self._key_of(own if own is not None else {}, span.resource)
         own_id = span.get_span_context().span_id
+        if key is None:
+            # one store, atomic (as ``on_end``'s pop): the lock orders the key's walk
+            # up the ancestors, which a span without a key does not take
+            self._open[own_id] = (span, parent_id)
+            return
         with self._lock:
             self._open[own_id] = (span, parent_id)
-            if key is None:
-                return
             span.set_attribute(ROUTE_KEY, key)
             self._give_ancestors(parent_id, key)
 
@@ -164,8 +184,7 @@ class RouteKeyProcessor(SpanProcessor):
         context = span.get_span_context()
         if context is None:
             return
-        with self._lock:
-            self._open.pop(context.span_id, None)
+        self._open.pop(context.span_id, None)  # atomic: no lock (see ``on_start``)
 
     def shutdown(self) -> None:
         with self._lock:

@@ -8,7 +8,8 @@ unknown content block is kept whole as JSON, never dropped).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any, Final
 
 from opentelemetry.util.types import AttributeValue
@@ -78,22 +79,31 @@ def finish_reason(stop_reason: Any) -> str | None:
 def usage_attributes(usage: Any) -> dict[str, AttributeValue]:
     """Token counts in convention terms: Bedrock's ``inputTokens`` leaves the cached
     tokens out, the convention's input total counts them (input + cache read + write)."""
+    input_tokens, output_tokens, attrs = usage_counts(usage)
+    if input_tokens is not None:
+        # (the input total first, as the attributes were always ordered)
+        attrs = {sc.GEN_AI_USAGE_INPUT_TOKENS: input_tokens, **attrs}
+    if output_tokens is not None:
+        attrs[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = output_tokens
+    return attrs
+
+
+def usage_counts(usage: Any) -> tuple[int | None, int | None, dict[str, AttributeValue]]:
+    """``usage_attributes`` in the parts a response records: the input total, the output
+    tokens, and the cache attributes (read, creation)."""
     attrs: dict[str, AttributeValue] = {}
     if usage is None:
-        return attrs
-    base = _int(get(usage, "inputTokens"))
-    read = _int(get(usage, "cacheReadInputTokens"))
-    written = _int(get(usage, "cacheWriteInputTokens"))
-    if base is not None:
-        attrs[sc.GEN_AI_USAGE_INPUT_TOKENS] = base + (read or 0) + (written or 0)
+        return None, None, attrs
+    read_usage: Callable[[str], Any] = usage.get if type(usage) is dict else partial(get, usage)
+    base = _int(read_usage("inputTokens"))
+    read = _int(read_usage("cacheReadInputTokens"))
+    written = _int(read_usage("cacheWriteInputTokens"))
     if read is not None:
         attrs[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = read
     if written is not None:
         attrs[sc.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = written
-    output = _int(get(usage, "outputTokens"))
-    if output is not None:
-        attrs[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = output
-    return attrs
+    total = base + (read or 0) + (written or 0) if base is not None else None
+    return total, _int(read_usage("outputTokens")), attrs
 
 
 # --- content blocks ----------------------------------------------------------------
@@ -128,10 +138,13 @@ def _media(kind: str, block: Any) -> dict[str, Any]:
 
 def block_part(block: Any) -> dict[str, Any]:
     """One Converse content block → one convention part."""
-    text = get(block, "text")
+    # a plain dict (what boto3 is given and returns) is read with its own ``get``: the
+    # same reads as ``_shapes.get``, without a Python call per key
+    read: Callable[[str], Any] = block.get if type(block) is dict else partial(get, block)
+    text = read("text")
     if isinstance(text, str):
         return {"type": "text", "content": text}
-    use = get(block, "toolUse")
+    use = read("toolUse")
     if use is not None:
         part: dict[str, Any] = {"type": "tool_call", "name": get(use, "name")}
         call_id = get(use, "toolUseId")
@@ -139,21 +152,21 @@ def block_part(block: Any) -> dict[str, Any]:
             part["id"] = call_id
         part["arguments"] = to_jsonable(get(use, "input"))
         return part
-    result = get(block, "toolResult")
+    result = read("toolResult")
     if result is not None:
         out: dict[str, Any] = {"type": "tool_call_response", "response": _tool_result(result)}
         call_id = get(result, "toolUseId")
         if isinstance(call_id, str):
             out["id"] = call_id
         return out
-    guarded = get(get(get(block, "guardContent"), "text"), "text")
+    guarded = get(get(read("guardContent"), "text"), "text")
     if isinstance(guarded, str):  # text a guardrail assesses: content like any other
         return {"type": "text", "content": guarded}
-    reasoning = get(block, "reasoningContent")
+    reasoning = read("reasoningContent")
     if reasoning is not None:
         return {"type": "reasoning", "content": get(get(reasoning, "reasoningText"), "text") or ""}
     for kind in ("image", "document", "video"):
-        media = get(block, kind)
+        media = read(kind)
         if media is not None:
             return _media(kind, media)
     data = to_jsonable(block)
@@ -164,9 +177,22 @@ def block_part(block: Any) -> dict[str, Any]:
     return {"type": "unknown", "content": data}
 
 
+def _sequence(value: Any) -> bool:
+    """Whether ``value`` is read as a list of blocks or messages: a list (checked first by
+    exact type: the ABC checks cost more than the rest of a short message), or any other
+    iterable that is not text or a mapping."""
+    if type(value) is list:
+        return True
+    return (
+        value is not None
+        and isinstance(value, Iterable)
+        and not isinstance(value, (str, bytes, Mapping))
+    )
+
+
 def content_parts(content: Any) -> list[dict[str, Any]]:
     """A message's ``content`` list → parts."""
-    if not isinstance(content, Iterable) or isinstance(content, (str, bytes, Mapping)):
+    if not _sequence(content):
         return []
     return [block_part(b) for b in content]
 
@@ -175,11 +201,14 @@ def input_messages(messages: Any) -> list[dict[str, Any]]:
     """``messages`` → convention ChatMessages; a user turn of only toolResult blocks is
     the ``tool`` role (where the conventions, and the tool-call id join, expect results)."""
     out: list[dict[str, Any]] = []
-    if not isinstance(messages, Iterable) or isinstance(messages, (str, bytes, Mapping)):
+    if not _sequence(messages):
         return out
     for msg in messages:
-        role = get(msg, "role")
-        parts = content_parts(get(msg, "content"))
+        if type(msg) is dict:
+            role, content = msg.get("role"), msg.get("content")
+        else:
+            role, content = get(msg, "role"), get(msg, "content")
+        parts = content_parts(content)
         if role == "user" and parts and all(p["type"] == "tool_call_response" for p in parts):
             role = "tool"
         out.append({"role": role if isinstance(role, str) else "user", "parts": parts})
@@ -189,7 +218,7 @@ def input_messages(messages: Any) -> list[dict[str, Any]]:
 def system_instructions(system: Any) -> list[dict[str, Any]]:
     """``system`` (a list of text / guard / cache-point blocks) → parts (cache points, which
     carry no content, are left out)."""
-    if not isinstance(system, Iterable) or isinstance(system, (str, bytes, Mapping)):
+    if not _sequence(system):
         return []
     return [block_part(b) for b in system if get(b, "cachePoint") is None]
 

@@ -18,8 +18,6 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from opentelemetry.util.types import AttributeValue
-
 from tracejudge import semconv as sc
 from tracejudge.instrumentation._content import to_jsonable
 from tracejudge.instrumentation._context import PendingToolCall
@@ -44,7 +42,6 @@ SUPPORTED: Final = SupportedVersions("1.34.162", "2")
 1.34 (Converse and ConverseStream with guardrails), to 1.x (see docs/instrumentation.md)."""
 
 SERVICE: Final = "bedrock-runtime"
-_RESPONSE_KEYS: Final = frozenset({sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_OUTPUT_TOKENS})
 
 
 def server_of(client: Any) -> tuple[str | None, int | None]:
@@ -111,7 +108,7 @@ def requested_calls(response: Any, output: list[dict[str, Any]]) -> list[Pending
         return tool_calls_of(response)  # not the shapes output_messages read block by block
     calls: list[PendingToolCall] = []
     for block, part in zip(blocks, parts, strict=True):
-        use = get(block, "toolUse")
+        use = block.get("toolUse") if type(block) is dict else get(block, "toolUse")
         if use is None:
             continue
         if part["type"] != "tool_call":  # a block with text too: read as tool_calls_of does
@@ -130,15 +127,12 @@ def finish(call: ModelCallTelemetry, response: Any) -> None:
 
 def record(call: ModelCallTelemetry, response: Any, *, complete: bool) -> None:
     """Record a response, complete or as far as a stream got."""
-    usage = cv.usage_attributes(get(response, "usage"))
-    extra: dict[str, AttributeValue] = {k: v for k, v in usage.items() if k not in _RESPONSE_KEYS}
+    in_tok, out_tok, extra = cv.usage_counts(get(response, "usage"))
     reason = cv.finish_reason(get(response, "stopReason"))
-    in_tok = usage.get(sc.GEN_AI_USAGE_INPUT_TOKENS)
-    out_tok = usage.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)
     call.set_response(
-        finish_reasons=[reason] if reason is not None else None,
-        input_tokens=in_tok if isinstance(in_tok, int) else None,
-        output_tokens=out_tok if isinstance(out_tok, int) else None,
+        finish_reasons=(reason,) if reason is not None else None,
+        input_tokens=in_tok,
+        output_tokens=out_tok,
         extra=extra,
     )
     output = cv.output_messages(response)
@@ -280,7 +274,9 @@ def _wrap_api_call(runtime: Runtime, spec: ProviderSpec) -> Callable[[Any], Any]
             if endpoint is None or _service(self) != SERVICE:
                 return original(self, operation_name, api_params)
             rt = live_runtime(runtime)
-            params = api_params if isinstance(api_params, Mapping) else {}
+            params = (
+                api_params if type(api_params) is dict or isinstance(api_params, Mapping) else {}
+            )
             call = begin(rt, endpoint, self, params) if rt is not None else None
             if call is None or rt is None:
                 return original(self, operation_name, api_params)
