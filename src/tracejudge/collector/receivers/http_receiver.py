@@ -45,14 +45,15 @@ _SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 INLINE_DECODE_BYTES = 256 * 1024
 """Bodies up to this size are decoded and split on the loop, larger ones on a decoding
-thread. Decoding takes about 2.5-9 µs of CPU per KiB (compiled; more for many small
+thread. Decoding takes about 3-9 µs of CPU per KiB (compiled; more for many small
 attributes), so a body at the limit holds the loop about as long as a chunk of cheap traces
-judged on it does (1-2 ms). Below it, the thread costs more than it spares: the hand-over
-(submit, the GIL taken twice, the result back through the loop's self-pipe) costs about
-100-400 µs of CPU per request whatever its size (``bench/bench_decode_handoff.py``), as much
-as decoding a 36 KiB body, and under a costly judgement on the judging thread it kept a
-small request waiting hundreds of ms for the GIL. It was 64 KiB, which sent the collector
-benchmark's 82 KiB requests (10 traces of 10 spans) to the thread."""
+judged on it does (1-3 ms). The thread is insurance, not free: handing a body to it (submit,
+the GIL taken twice, the result back through the loop's self-pipe) cost a fifth to a third
+more CPU than decoding on the loop at every size measured, 36 KiB to 1 MiB
+(``bench/bench_decode_handoff.py``: +108 µs on 36 KiB, +1.1 ms on 359 KiB), and under a
+costly judgement on the judging thread it kept a small request waiting hundreds of ms for
+the GIL. It was 64 KiB, which sent the collector benchmark's 82 KiB requests (10 traces of
+10 spans) to the thread."""
 
 T = TypeVar("T")
 R = TypeVar("R")
